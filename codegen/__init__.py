@@ -1,0 +1,9 @@
+"""Targets, their stage tables, the compiler driver and the runtimes."""
+
+from .config import Options, resolve
+from .driver import run_stages
+from .passes import CompileError
+from .target import Stage, Target, all_targets, get_target, register_target
+
+__all__ = ["Options", "resolve", "run_stages", "CompileError", "Stage", "Target", "all_targets",
+           "get_target", "register_target"]

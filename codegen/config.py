@@ -1,0 +1,74 @@
+"""Every option and environment variable of dynamo-mlir, declared once and typed.
+
+`torch.compile(..., backend="mlir", options={...})` keys and `DYNAMO_MLIR_*` environment
+variables both map onto the fields of `Options`. Precedence: explicit options > environment >
+defaults. Unknown option keys are an error (a typo must not be silently ignored).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+ENV_PREFIX = "DYNAMO_MLIR_"
+
+
+@dataclass(frozen=True)
+class Options:
+    target: str | None = field(default=None, metadata={"doc": "Target name (cpu, cuda, or a plugin); default: the inputs' device."})
+    dump_dir: str | None = field(default=None, metadata={"doc": "Write every stage's IR of every compiled graph under this folder."})
+    strict: bool = field(default=False, metadata={"doc": "Raise on a compile failure instead of running the graph region eagerly."})
+    fuse_elementwise: bool = field(default=True, metadata={"doc": "Fuse producer/consumer elementwise linalg ops before bufferizing."})
+    opt_level: int = field(default=3, metadata={"doc": "LLVM optimisation level of the JIT (0-3)."})
+    repro_dir: str | None = field(default=None, metadata={"doc": "Where failing pipelines leave their input IR; default: a temp folder."})
+    print_after_all: bool = field(default=False, metadata={"doc": "Log the IR after every MLIR pass (very verbose)."})
+    library_matmul: bool = field(default=True, metadata={"doc": "Let a target call its vendor library for matmul/conv where it has one."})
+    mode: str | None = field(default=None, metadata={"doc": "torch.compile's mode (default, reduce-overhead, max-autotune)."})
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    @classmethod
+    def describe(cls) -> list[tuple[str, str, str]]:
+        """(option, environment variable, doc) rows, for --help and docs."""
+        return [(f.name, ENV_PREFIX + f.name.upper(), f.metadata.get("doc", "")) for f in fields(cls)]
+
+
+def _parse(kind: Any, text: str) -> Any:
+    if kind in (bool, "bool"):
+        return text.strip().lower() in ("1", "true", "yes", "on")
+    if kind in (int, "int"):
+        return int(text)
+    return text
+
+
+def from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    environ = os.environ if environ is None else environ
+    found = {}
+    for f in fields(Options):
+        key = ENV_PREFIX + f.name.upper()
+        if key in environ:
+            kind = str(f.type).split("|")[0].strip()
+            found[f.name] = _parse(kind, environ[key])
+    return found
+
+
+def resolve(options: dict[str, Any] | None = None, mode: str | None = None) -> Options:
+    """Merge defaults, environment and explicit options into one Options."""
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(Options.names()))
+    if unknown:
+        raise ValueError(
+            f"dynamo-mlir: unknown option(s) {unknown}; known options: {Options.names()}"
+        )
+    merged = {**from_env(), **options}
+    if mode is not None:
+        merged["mode"] = mode
+    return Options(**merged)
+
+
+def replace(opts: Options, **changes: Any) -> Options:
+    return dataclasses.replace(opts, **changes)

@@ -1,0 +1,36 @@
+"""The `cpu` target: linalg -> loops -> LLVM dialect -> MLIR ExecutionEngine (JIT)."""
+
+from torch_mlir import ir
+
+from ..target import Stage, Target
+from . import pipeline, runtime
+
+
+def _llvm_ir(module: ir.Module) -> str:
+    from torch_mlir.dialects.llvm import translate_module_to_llvmir
+
+    return str(translate_module_to_llvmir(module.operation))
+
+
+def _assembly(module: ir.Module) -> str:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    parsed = llvm.parse_assembly(_llvm_ir(module))
+    machine = llvm.Target.from_default_triple().create_target_machine(opt=3)
+    return machine.emit_assembly(parsed)
+
+
+TARGET = Target(
+    name="cpu",
+    device_type="cpu",
+    stages=(
+        Stage("linalg", "mlir", pipeline.make_linalg, "dynamo ops -> linalg/tensor/arith/math"),
+        Stage("loops", "mlir", pipeline.make_loops, "fused, bufferized, out-params, scf loops"),
+        Stage("llvm", "mlir", pipeline.make_llvm, "LLVM dialect, bare-pointer calling convention"),
+    ),
+    load=runtime.load,
+    extra_dumps={"ll": ("ll", _llvm_ir), "s": ("s", _assembly)},
+    doc="Host CPU through MLIR's ExecutionEngine (LLVM ORC JIT).",
+)

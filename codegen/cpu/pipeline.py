@@ -1,0 +1,47 @@
+"""The CPU target's stages: dynamo -> linalg -> bufferized loops -> LLVM dialect."""
+
+from torch_mlir import ir
+
+from ...lowering import lower_dynamo_ops
+from ..passes import run_pipeline
+
+
+def make_linalg(module: ir.Module, options) -> ir.Module:
+    lower_dynamo_ops(module, target="cpu")
+    return run_pipeline(module, "canonicalize, cse", "linalg", options)
+
+
+def make_loops(module: ir.Module, options) -> ir.Module:
+    passes = []
+    if options.fuse_elementwise:
+        passes.append("linalg-fuse-elementwise-ops")
+    passes += [
+        "canonicalize",
+        "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
+        # Results become out-params so torch allocates outputs (static allocations hoisted).
+        "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
+        "canonicalize",
+        "buffer-deallocation-pipeline",
+        "func.func(convert-linalg-to-loops)",
+        "canonicalize, cse",
+    ]
+    return run_pipeline(module, ", ".join(passes), "loops", options)
+
+
+def make_llvm(module: ir.Module, options) -> ir.Module:
+    passes = [
+        "expand-strided-metadata",
+        "func.func(math-expand-ops)",
+        "lower-affine",
+        "convert-scf-to-cf",
+        "convert-math-to-llvm",
+        "convert-math-to-libm",
+        "convert-arith-to-llvm",
+        "finalize-memref-to-llvm",
+        "convert-cf-to-llvm",
+        # Bare pointers: one pointer per tensor, the cheapest call (static shapes).
+        "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}",
+        "convert-arith-to-llvm",
+        "reconcile-unrealized-casts",
+    ]
+    return run_pipeline(module, ", ".join(passes), "llvm", options)

@@ -1,0 +1,1 @@
+"""The `cuda` target (see issue: gpu dialect -> NVVM -> PTX -> CUDA driver)."""

@@ -1,0 +1,78 @@
+"""The compiler driver: walks a target's stage table, timing each stage and dumping its IR.
+
+The backend, the CLI and the `dump_dir` option all call `run_stages`, so what is dumped is
+exactly what `torch.compile` ran.
+"""
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .passes import CompileError
+from .target import Target
+
+log = logging.getLogger("dynamo_mlir")
+
+
+@dataclass
+class StageRecord:
+    name: str
+    ext: str
+    seconds: float
+    text: str | None = None  # kept only when someone asked for the IR
+    path: str | None = None
+
+
+@dataclass
+class StageRun:
+    artifact: Any
+    records: list[StageRecord] = field(default_factory=list)
+
+
+def as_text(ir_value: Any) -> str:
+    if hasattr(ir_value, "operation"):
+        return ir_value.operation.get_asm(large_elements_limit=64)
+    return str(ir_value)
+
+
+def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
+               keep_text: bool = False, start_after: str | None = None,
+               observer: Callable[[StageRecord], None] | None = None) -> StageRun:
+    """Run `target`'s stages from the one after `start_after` (default: all) on `module`."""
+    stages = list(target.stages)
+    if start_after is not None:
+        names = [s.name for s in stages]
+        stages = stages[names.index(start_after) + 1:]
+    dump_dir = getattr(options, "dump_dir", None)
+    run = StageRun(module)
+    for stage in stages:
+        t0 = time.perf_counter()
+        try:
+            run.artifact = stage.run(run.artifact, options)
+        except CompileError:
+            raise
+        except Exception as e:
+            raise CompileError(stage.name, f"{type(e).__name__}: {e}") from e
+        record = StageRecord(stage.name, stage.ext, time.perf_counter() - t0)
+        if keep_text or dump_dir:
+            record.text = as_text(run.artifact)
+        if dump_dir:
+            record.path = write_dump(dump_dir, graph_name, stage.name, stage.ext, record.text)
+        if observer:
+            observer(record)
+        log.debug("dynamo-mlir: %s: stage %s took %.1f ms", graph_name, stage.name, record.seconds * 1e3)
+        run.records.append(record)
+    if dump_dir:
+        for name, (ext, fn) in target.extra_dumps.items():
+            write_dump(dump_dir, graph_name, name, ext, fn(run.artifact))
+    return run
+
+
+def write_dump(folder: str, graph: str, stage: str, ext: str, text: str) -> str:
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{graph}.{stage}.{ext}")
+    with open(path, "w") as f:
+        f.write(text)
+    return path

@@ -1,0 +1,24 @@
+"""What a compiled function takes and returns, in torch terms (shared by every runtime)."""
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]  # -1 marks a dynamic dim
+    dtype: torch.dtype
+
+    @property
+    def is_static(self) -> bool:
+        return all(s >= 0 for s in self.shape)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A compiled function named `name`: inputs, then outputs (written through out-params)."""
+
+    name: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]

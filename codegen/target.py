@@ -1,0 +1,92 @@
+"""Targets are plugins: a name, a device type, an ordered stage table and a runtime loader.
+
+`cpu` and `cuda` register through the `dynamo_mlir.targets` entry-point group exactly as a
+third-party package would, so new hardware is a new package, not an edit of the core.
+"""
+
+import importlib.metadata
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+log = logging.getLogger("dynamo_mlir")
+
+ENTRY_POINT_GROUP = "dynamo_mlir.targets"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a pipeline: `run(ir, options) -> next ir`, dumped as `<graph>.<name>.<ext>`."""
+
+    name: str
+    ext: str
+    run: Callable[[Any, Any], Any]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A compilation target.
+
+    stages: ordered, from the dynamo-dialect module to the artifact `load` takes.
+    load(artifact, signature, options) -> callable(*tensors) -> list[tensors].
+    available(): whether this machine can run it (e.g. a GPU is present); PTX can be generated
+    without one, so `stages` must not need it.
+    unsupported_ops: dynamo op names this target cannot lower (the partitioner keeps them eager).
+    extra_dumps: name -> (ext, fn(artifact) -> text), dump-only views (e.g. LLVM IR, assembly).
+    """
+
+    name: str
+    device_type: str
+    stages: tuple[Stage, ...]
+    load: Callable[..., Callable]
+    available: Callable[[], bool] = lambda: True
+    unsupported_ops: frozenset[str] = frozenset()
+    extra_dumps: dict[str, tuple[str, Callable[[Any], str]]] = field(default_factory=dict)
+    doc: str = ""
+
+    def stage_names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+
+_TARGETS: dict[str, Target] = {}
+_discovered = False
+
+
+def register_target(target: Target) -> Target:
+    _TARGETS[target.name] = target
+    return target
+
+
+def _discover() -> None:
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in _TARGETS:
+            continue
+        try:
+            register_target(ep.load())
+        except Exception as e:  # a broken plugin must not take the others down
+            log.warning("dynamo-mlir: target plugin %r failed to load: %s", ep.name, e)
+
+
+def get_target(name: str) -> Target:
+    _discover()
+    if name not in _TARGETS:
+        raise KeyError(f"unknown target '{name}'; known targets: {sorted(_TARGETS)}")
+    return _TARGETS[name]
+
+
+def all_targets() -> dict[str, Target]:
+    _discover()
+    return dict(_TARGETS)
+
+
+def target_for_device(device_type: str) -> Target:
+    _discover()
+    for t in _TARGETS.values():
+        if t.device_type == device_type:
+            return t
+    raise KeyError(f"no target for device type '{device_type}'")

@@ -1,0 +1,23 @@
+"""Our MLIR dialect(s), defined in Python on mlir.dialects.ext."""
+
+from torch_mlir import ir
+
+from .dynamo import Dynamo, all_ops
+
+
+def load(context: ir.Context | None = None) -> None:
+    """Load the dynamo dialect into the current (or given) MLIR context, once."""
+    context = context or ir.Context.current
+    if not context.is_dialect_loaded(Dynamo.DIALECT_NAMESPACE):
+        with context:
+            Dynamo.load()
+
+
+def new_context() -> ir.Context:
+    """An MLIR context with the dynamo dialect loaded."""
+    ctx = ir.Context()
+    load(ctx)
+    return ctx
+
+
+__all__ = ["Dynamo", "all_ops", "load", "new_context"]

@@ -1,0 +1,1 @@
+"""Dynamo backend entry, AOTAutograd, partitioning and FX -> dynamo-dialect import."""

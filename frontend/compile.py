@@ -1,0 +1,115 @@
+"""Compile one ATen graph: partition, import each region, run the target's stages, load.
+
+The result is the partitioned GraphModule itself: compiled regions are modules that call the
+JIT-compiled code; unsupported nodes stay as ordinary eager ATen calls between them.
+"""
+
+import itertools
+import logging
+import time
+
+import torch
+import torch.fx as fx
+
+from ..codegen import driver
+from ..codegen.config import Options
+from ..codegen.passes import CompileError
+from ..codegen.target import Target, get_target, target_for_device
+from .importer import import_graph
+from .partition import partition
+from .registry import Unsupported
+from .stats import REGISTRY, GraphReport, PartitionReport
+
+log = logging.getLogger("dynamo_mlir")
+
+_graph_ids = itertools.count()
+
+
+class CompiledRegion(torch.nn.Module):
+    """Stands in for a fused submodule: contiguous inputs in, target outputs out."""
+
+    def __init__(self, fn, returns_tuple: bool, name: str):
+        super().__init__()
+        self.fn, self.returns_tuple, self.region = fn, returns_tuple, name
+
+    def forward(self, *inputs):
+        outputs = self.fn(*[t.contiguous() for t in inputs])
+        return tuple(outputs) if self.returns_tuple else outputs[0]
+
+
+def choose_target(example_inputs, options: Options) -> Target:
+    if options.target:
+        return get_target(options.target)
+    devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
+    return target_for_device("cuda" if "cuda" in devices else "cpu")
+
+
+def new_graph_name(kind: str) -> str:
+    return f"g{next(_graph_ids)}_{kind}"
+
+
+def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Options,
+                  graph_name: str | None = None) -> fx.GraphModule:
+    t0 = time.perf_counter()
+    target = choose_target(example_inputs, options)
+    name = graph_name or new_graph_name(kind)
+    report = GraphReport(name, kind, target.name)
+    if options.dump_dir:
+        driver.write_dump(options.dump_dir, name, "aten", "txt", gm.print_readable(print_output=False))
+    fused, oracle = partition(gm, target)
+    for node in list(fused.graph.nodes):
+        if node.op == "call_module" and node.target.startswith("fused_"):
+            report.partitions.append(_compile_region(fused, node, target, options, f"{name}_{node.target}"))
+    for node in fused.graph.nodes:
+        if node.op == "call_function":
+            verdict = oracle.verdicts.get(node.name)
+            report.fallbacks.append((str(node.target), verdict.reason if verdict else "not considered"))
+    for p in report.partitions:
+        if not p.compiled:
+            report.fallbacks.extend((op, f"partition failed to compile: {p.error}") for op in p.ops)
+    fused.recompile()
+    report.compile_seconds = time.perf_counter() - t0
+    REGISTRY.add(report)
+    return fused
+
+
+def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, options: Options,
+                    name: str) -> PartitionReport:
+    sub = getattr(fused, node.target)
+    output = next(n for n in sub.graph.nodes if n.op == "output")
+    returns_tuple = isinstance(output.args[0], (tuple, list))
+    ops = [str(n.target) for n in sub.graph.nodes if n.op == "call_function"]
+    report = PartitionReport(node.target, target.name, ops, {})
+    try:
+        fn = build_region(sub, target, options, name, report.stage_seconds)
+    except (CompileError, Unsupported) as e:
+        if options.strict:
+            raise
+        log.warning("dynamo-mlir: %s: running region eagerly after a compile failure: %s", name, e)
+        report.compiled, report.error = False, str(e).splitlines()[0]
+        return report
+    setattr(fused, node.target, CompiledRegion(fn, returns_tuple, name))
+    return report
+
+
+def build_region(sub: fx.GraphModule, target: Target, options: Options, name: str,
+                 stage_seconds: dict | None = None, keep_text: bool = False):
+    """Import `sub`, run every stage, load it: returns the target's callable."""
+    t0 = time.perf_counter()
+    try:
+        imported = import_graph(sub, "main")
+    except Unsupported as e:
+        raise CompileError("dynamo", str(e)) from None
+    imported.module.operation.verify()
+    if stage_seconds is not None:
+        stage_seconds["dynamo"] = time.perf_counter() - t0
+    if options.dump_dir:
+        driver.write_dump(options.dump_dir, name, "dynamo", "mlir", driver.as_text(imported.module))
+    run = driver.run_stages(imported.module, target, options, name, keep_text=keep_text)
+    if stage_seconds is not None:
+        stage_seconds.update({r.name: r.seconds for r in run.records})
+    t1 = time.perf_counter()
+    fn = target.load(run.artifact, imported.signature, options)
+    if stage_seconds is not None:
+        stage_seconds["load"] = time.perf_counter() - t1
+    return fn

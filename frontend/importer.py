@@ -1,0 +1,206 @@
+"""FX graph of ATen ops -> one func.func of dynamo ops.
+
+`ImportContext` is what import rules see: it maps FX nodes to MLIR values and offers the few
+builders rules share (cast, broadcast, scalar constants, emit). Every op is created with a
+location naming the FX node and ATen op, so verifier and lowering errors point back to it.
+"""
+
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.fx as fx
+from torch_mlir import ir
+from torch_mlir.dialects import func
+
+from ..codegen.signature import Signature, TensorSpec
+from ..dialects import dynamo as dy
+from ..dialects import new_context
+from . import dtypes
+from .registry import Unsupported, lookup
+
+_TORCH_OF_MLIR = {
+    "f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+    "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8, "i1": torch.bool,
+}
+_NUMPY_OF_TORCH = {
+    torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16,
+    torch.int64: np.int64, torch.int32: np.int32, torch.int16: np.int16, torch.int8: np.int8,
+    torch.bool: np.bool_,
+}
+
+
+def fake_value(arg):
+    """The FakeTensor (or Python value) an FX argument stands for."""
+    return arg.meta.get("val") if isinstance(arg, fx.Node) else arg
+
+
+def is_tensor_node(arg) -> bool:
+    return isinstance(arg, fx.Node) and isinstance(arg.meta.get("val"), torch.Tensor)
+
+
+def static_shape(t: torch.Tensor) -> tuple[int, ...]:
+    shape = []
+    for s in t.shape:
+        if not isinstance(s, int):
+            raise Unsupported("dynamic (symbolic) sizes are not supported yet")
+        shape.append(s)
+    return tuple(shape)
+
+
+class ImportContext:
+    def __init__(self):
+        self.values: dict[fx.Node, object] = {}
+
+    # ---- reading nodes
+    def tensor(self, arg) -> ir.Value:
+        if not isinstance(arg, fx.Node):
+            raise Unsupported(f"expected a tensor argument, got {type(arg).__name__}")
+        value = self.values.get(arg)
+        if value is None:
+            raise Unsupported(f"'{arg.name}' has no imported value")
+        return value
+
+    def out_meta(self, node: fx.Node, index: int | None = None) -> torch.Tensor:
+        val = node.meta["val"]
+        return val[index] if index is not None else val
+
+    def out_type(self, node: fx.Node, index: int | None = None) -> ir.RankedTensorType:
+        val = self.out_meta(node, index)
+        return dtypes.tensor_type(static_shape(val), val.dtype)
+
+    @staticmethod
+    def dtype_of(value: ir.Value) -> torch.dtype:
+        return _TORCH_OF_MLIR[str(dy.elem_of(value))]
+
+    @staticmethod
+    def shape_of(value: ir.Value) -> list[int]:
+        return dy.shape_of(value)
+
+    # ---- building
+    def emit(self, op: str | type, *operands, out: ir.Type, **attrs) -> ir.Value:
+        cls = op if isinstance(op, type) else (dy.UNARY_CLASSES.get(op) or dy.BINARY_CLASSES[op])
+        return cls(*operands, **attrs, out=out).out
+
+    def type_like(self, value: ir.Value, dtype: torch.dtype | None = None, shape=None) -> ir.RankedTensorType:
+        shape = self.shape_of(value) if shape is None else list(shape)
+        return dtypes.tensor_type(shape, dtype or self.dtype_of(value))
+
+    def cast(self, value: ir.Value, dtype: torch.dtype) -> ir.Value:
+        if self.dtype_of(value) == dtype:
+            return value
+        return dy.CastOp(value, out=self.type_like(value, dtype)).out
+
+    def scalar(self, number, dtype: torch.dtype) -> ir.Value:
+        """A 0-d constant tensor holding a Python number converted as torch would."""
+        np_type = _NUMPY_OF_TORCH.get(dtype)
+        t = dtypes.tensor_type([], dtype)
+        if np_type is None:  # bf16: numpy has no bf16; build from a float attribute
+            attr = ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(t.element_type, float(number)))
+        else:
+            attr = ir.DenseElementsAttr.get(np.array(number, dtype=np_type), type=t.element_type, shape=[])
+        return dy.ConstantOp(attr, out=t).out
+
+    def full(self, number, shape, dtype: torch.dtype) -> ir.Value:
+        t = dtypes.tensor_type(shape, dtype)
+        if dtype in (torch.bfloat16, torch.float16) or dtype.is_floating_point:
+            attr = ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(t.element_type, float(number)))
+        else:
+            attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, int(number)))
+        return dy.ConstantOp(attr, out=t).out
+
+    def broadcast(self, value: ir.Value, shape) -> ir.Value:
+        """NumPy-style broadcast (align right, stretch size-1 dims) to `shape`."""
+        src, shape = self.shape_of(value), list(shape)
+        if src == shape:
+            return value
+        offset = len(shape) - len(src)
+        if offset < 0:
+            raise Unsupported(f"cannot broadcast shape {src} to {shape}")
+        dims = ir.DenseI64ArrayAttr.get(list(range(offset, len(shape))))
+        return dy.BroadcastOp(value, dims=dims, out=self.type_like(value, shape=shape)).out
+
+    def operand(self, arg, dtype: torch.dtype, shape) -> ir.Value:
+        """An elementwise operand: a tensor node or Python number, cast to dtype, broadcast to shape."""
+        if isinstance(arg, fx.Node):
+            value = self.cast(self.tensor(arg), dtype)
+        elif isinstance(arg, (bool, int, float)):
+            value = self.scalar(arg, dtype)
+        else:
+            raise Unsupported(f"unsupported elementwise operand {arg!r}")
+        return self.broadcast(value, shape)
+
+    def reshape(self, value: ir.Value, shape) -> ir.Value:
+        if self.shape_of(value) == list(shape):
+            return value
+        return dy.ReshapeOp(value, out=self.type_like(value, shape=shape)).out
+
+
+def node_location(node: fx.Node) -> ir.Location:
+    return ir.Location.name(f"{node.name} = {node.target}")
+
+
+def import_node(ctx: ImportContext, node: fx.Node):
+    """Import one call_function node; its value(s) go into ctx.values."""
+    if node.target is operator.getitem:
+        produced = ctx.values.get(node.args[0])
+        if not isinstance(produced, tuple) or produced[node.args[1]] is None:
+            raise Unsupported(f"output {node.args[1]} of '{node.args[0]}' is not produced")
+        ctx.values[node] = produced[node.args[1]]
+        return
+    rule = lookup(node.target)
+    if rule is None:
+        raise Unsupported(f"no import rule for {node.target}")
+    with node_location(node):
+        ctx.values[node] = rule(ctx, node)
+
+
+@dataclass
+class ImportedGraph:
+    module: ir.Module
+    signature: Signature
+    ops: list[str]  # ATen ops imported, in graph order
+
+
+def tensor_spec(val: torch.Tensor) -> TensorSpec:
+    return TensorSpec(static_shape(val), val.dtype)
+
+
+def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
+    """The whole graph as `func.func @name`; every placeholder and output must be a tensor."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    results = list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+    for n in placeholders + results:
+        if not is_tensor_node(n):
+            raise Unsupported(f"graph input/output '{n}' is not a tensor")
+    in_specs = [tensor_spec(n.meta["val"]) for n in placeholders]
+    out_specs = [tensor_spec(n.meta["val"]) for n in results]
+    context = new_context()
+    ops = []
+    with context, ir.Location.unknown():
+        module = ir.Module.create()
+        arg_types = [dtypes.tensor_type(s.shape, s.dtype) for s in in_specs]
+        out_types = [dtypes.tensor_type(s.shape, s.dtype) for s in out_specs]
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp(name, (arg_types, out_types))
+        block = fn.add_entry_block()
+        ctx = ImportContext()
+        ctx.values.update(zip(placeholders, block.arguments))
+        with ir.InsertionPoint(block):
+            for node in gm.graph.nodes:
+                if node.op == "call_function":
+                    import_node(ctx, node)
+                    ops.append(str(node.target))
+                elif node.op not in ("placeholder", "output"):
+                    raise Unsupported(f"node kind '{node.op}' ({node.target}) is not importable")
+            func.ReturnOp([_exact(ctx, r, t) for r, t in zip(results, out_types)])
+    return ImportedGraph(module, Signature(name, tuple(in_specs), tuple(out_specs)), ops)
+
+
+def _exact(ctx: ImportContext, node: fx.Node, t: ir.RankedTensorType) -> ir.Value:
+    value = ctx.tensor(node)
+    if value.type != t:
+        raise Unsupported(f"'{node.name}' imported as {value.type}, expected {t}")
+    return value

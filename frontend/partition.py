@@ -1,0 +1,131 @@
+"""Split an ATen graph into regions we compile and nodes that run eagerly.
+
+A node is supported when its import rule builds dynamo IR that verifies and every op in it has a
+lowering rule for the target. That is checked by importing the node alone into a scratch
+function (a dry run), so "supported" means exactly what the real import will do. Multi-output
+nodes are supported only if every output that is read can be produced.
+"""
+
+import operator
+from dataclasses import dataclass
+
+import torch
+import torch.fx as fx
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+from torch_mlir import ir
+from torch_mlir.dialects import func
+
+from ..dialects import new_context
+from ..lowering import registry as lowering_registry
+from . import dtypes
+from .importer import ImportContext, import_node, is_tensor_node, static_shape
+from .registry import Unsupported
+
+
+@dataclass
+class Verdict:
+    supported: bool
+    reason: str = ""
+
+
+def _tensor_inputs(node: fx.Node) -> list[fx.Node]:
+    return [a for a in node.all_input_nodes if is_tensor_node(a)]
+
+
+def _check_types(node: fx.Node) -> None:
+    vals = [node.meta.get("val")] if not isinstance(node.meta.get("val"), (tuple, list)) else list(node.meta["val"])
+    vals += [a.meta.get("val") for a in node.all_input_nodes]
+    for v in vals:
+        if isinstance(v, torch.Tensor):
+            if v.dtype not in dtypes.SUPPORTED_DTYPES:
+                raise Unsupported(f"dtype {v.dtype}")
+            static_shape(v)
+        elif v is not None and not isinstance(v, (int, float, bool, tuple, list)):
+            raise Unsupported(f"non-tensor value of type {type(v).__name__}")
+    for a in node.all_input_nodes:
+        if not is_tensor_node(a) and not (isinstance(a.meta.get("val"), (tuple, list)) and a.op == "call_function"):
+            raise Unsupported(f"input '{a.name}' is not a tensor")
+
+
+class SupportOracle(OperatorSupportBase):
+    """Answers `is_node_supported` by dry-running the import rule; remembers every verdict."""
+
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+        self.verdicts: dict[str, Verdict] = {}  # by node name: fusing re-creates nodes
+        self._context = new_context()
+
+    def is_node_supported(self, submodules, node: fx.Node) -> bool:
+        if node.op != "call_function":
+            return False
+        if node.name not in self.verdicts:
+            self.verdicts[node.name] = self._judge(node)
+        return self.verdicts[node.name].supported
+
+    def _judge(self, node: fx.Node) -> Verdict:
+        if node.target is operator.getitem:
+            producer = node.args[0]
+            ok = self.is_node_supported(None, producer)
+            return Verdict(ok, "" if ok else f"its producer {producer.target} is not supported")
+        try:
+            _check_types(node)
+            produced = self._dry_run(node)
+        except Unsupported as e:
+            return Verdict(False, str(e))
+        except Exception as e:  # a rule that crashes is a bug, but must not crash the user's model
+            return Verdict(False, f"import rule failed: {type(e).__name__}: {e}")
+        if isinstance(produced, tuple):
+            read = {u.args[1] for u in node.users if u.target is operator.getitem}
+            missing = [i for i in read if produced[i] is None]
+            if missing:
+                return Verdict(False, f"outputs {missing} are not produced by the import rule")
+        return Verdict(True)
+
+    def _dry_run(self, node: fx.Node):
+        with self._context, ir.Location.unknown():
+            module = ir.Module.create()
+            inputs = _tensor_inputs(node)
+            types = [dtypes.tensor_type(static_shape(a.meta["val"]), a.meta["val"].dtype) for a in inputs]
+            with ir.InsertionPoint(module.body):
+                fn = func.FuncOp("probe", (types, []))
+            block = fn.add_entry_block()
+            ctx = ImportContext()
+            ctx.values.update(zip(inputs, block.arguments))
+            with ir.InsertionPoint(block):
+                import_node(ctx, node)
+                func.ReturnOp([])
+            try:
+                module.operation.verify()
+            except ir.MLIRError as e:
+                raise Unsupported(f"imported IR does not verify: {e}") from None
+            self._check_lowerable(module)
+            return ctx.values[node]
+
+    def _check_lowerable(self, module: ir.Module) -> None:
+        problems = []
+
+        def visit(op):
+            name = op.name
+            if name.startswith("dynamo."):
+                if name in self.target.unsupported_ops:
+                    problems.append(f"{name} is not supported by target {self.target.name}")
+                else:
+                    try:
+                        lowering_registry.lookup(name, self.target.name)
+                    except lowering_registry.NoLoweringRule as e:
+                        problems.append(str(e))
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        if problems:
+            raise Unsupported("; ".join(problems))
+
+
+def partition(gm: fx.GraphModule, target) -> tuple[fx.GraphModule, SupportOracle]:
+    """Fuse supported nodes into `fused_N` submodules of gm (in place); the rest stays eager."""
+    oracle = SupportOracle(target)
+    partitioner = CapabilityBasedPartitioner(gm, oracle, allows_single_node_partition=True)
+    fused = partitioner.partition_and_fuse()
+    return fused, oracle

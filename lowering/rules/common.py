@@ -1,0 +1,68 @@
+"""Builders shared by the lowering rules: empty tensors with dynamic sizes, linalg.generic."""
+
+from typing import Callable, Sequence
+
+from torch_mlir import ir
+from torch_mlir.dialects import linalg, tensor
+
+from ..scalar import const
+
+PARALLEL = "parallel"
+REDUCTION = "reduction"
+
+
+def ranked(value) -> ir.RankedTensorType:
+    return ir.RankedTensorType(value.type)
+
+
+def dynamic_sizes(t: ir.RankedTensorType, source: ir.Value | None, dim_map=None) -> list[ir.Value]:
+    """SSA sizes for t's dynamic dims, read off `source` (result dim i = source dim dim_map[i])."""
+    sizes = []
+    for i, s in enumerate(t.shape):
+        if s == ir.ShapedType.get_dynamic_size():
+            src_dim = dim_map[i] if dim_map else i
+            sizes.append(tensor.dim(source, const(ir.IndexType.get(), src_dim)))
+    return sizes
+
+
+def empty(t: ir.RankedTensorType, like: ir.Value | None = None, dim_map=None) -> ir.Value:
+    dynamic = iter(dynamic_sizes(t, like, dim_map))
+    sizes = [next(dynamic) if s == ir.ShapedType.get_dynamic_size() else s for s in t.shape]
+    return tensor.empty(sizes, t.element_type)
+
+
+def filled(t: ir.RankedTensorType, scalar: ir.Value, like: ir.Value | None = None, dim_map=None) -> ir.Value:
+    return linalg.fill(scalar, outs=[empty(t, like, dim_map)])
+
+
+def affine_map(n_dims: int, exprs: Sequence) -> ir.AffineMapAttr:
+    """`exprs`: per result, a loop-dim index (int) or the constant 0 written as None."""
+    results = [ir.AffineConstantExpr.get(0) if e is None else ir.AffineDimExpr.get(e) for e in exprs]
+    return ir.AffineMapAttr.get(ir.AffineMap.get(n_dims, 0, results))
+
+
+def identity(n_dims: int) -> ir.AffineMapAttr:
+    return affine_map(n_dims, range(n_dims))
+
+
+def generic(inputs: Sequence[ir.Value], outputs: Sequence[ir.Value], maps: Sequence[ir.AffineMapAttr],
+            iterators: Sequence[str], body: Callable[..., Sequence[ir.Value]]) -> list[ir.Value]:
+    """linalg.generic whose region is `body(*scalar_args) -> yielded values`."""
+    result_types = [o.type for o in outputs]
+    op = linalg.GenericOp(
+        result_types, list(inputs), list(outputs), ir.ArrayAttr.get(list(maps)),
+        ir.ArrayAttr.get([ir.Attribute.parse(f"#linalg.iterator_type<{it}>") for it in iterators]),
+    )
+    arg_types = [ranked(v).element_type for v in (*inputs, *outputs)]
+    block = op.regions[0].blocks.append(*arg_types)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp(list(body(*block.arguments)))
+    return list(op.results)
+
+
+def elementwise(inputs: Sequence[ir.Value], out_type: ir.RankedTensorType, body) -> ir.Value:
+    """An all-parallel generic over operands of out_type's shape; body(*scalars) -> scalar."""
+    rank = out_type.rank
+    init = empty(out_type, inputs[0] if inputs else None)
+    maps = [identity(rank)] * (len(inputs) + 1)
+    return generic(inputs, [init], maps, [PARALLEL] * rank, lambda *a: [body(*a[:-1])])[0]
