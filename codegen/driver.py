@@ -4,11 +4,14 @@ The backend, the CLI and the `dump_dir` option all call `run_stages`, so what is
 exactly what `torch.compile` ran.
 """
 
+import contextlib
 import logging
 import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from torch_mlir import ir
 
 from .passes import CompileError
 from .target import Target
@@ -50,7 +53,8 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
     for stage in stages:
         t0 = time.perf_counter()
         try:
-            run.artifact = stage.run(run.artifact, options)
+            with _context_of(run.artifact):
+                run.artifact = stage.run(run.artifact, options)
         except CompileError:
             raise
         except Exception as e:
@@ -68,6 +72,17 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
         for name, (ext, fn) in target.extra_dumps.items():
             write_dump(dump_dir, graph_name, name, ext, fn(run.artifact))
     return run
+
+
+def _context_of(artifact):
+    """Stages build IR: give them the module's MLIR context (and an unknown location)."""
+    context = getattr(artifact, "context", None)
+    if context is None:
+        return contextlib.nullcontext()
+    stack = contextlib.ExitStack()
+    stack.enter_context(context)
+    stack.enter_context(ir.Location.unknown(context))
+    return stack
 
 
 def write_dump(folder: str, graph: str, stage: str, ext: str, text: str) -> str:

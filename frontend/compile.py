@@ -5,6 +5,7 @@ JIT-compiled code; unsupported nodes stay as ordinary eager ATen calls between t
 """
 
 import itertools
+import operator
 import logging
 import time
 
@@ -61,7 +62,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
         if node.op == "call_module" and node.target.startswith("fused_"):
             report.partitions.append(_compile_region(fused, node, target, options, f"{name}_{node.target}"))
     for node in fused.graph.nodes:
-        if node.op == "call_function":
+        if node.op == "call_function" and not _unpacks_region(node):
             verdict = oracle.verdicts.get(node.name)
             report.fallbacks.append((str(node.target), verdict.reason if verdict else "not considered"))
     for p in report.partitions:
@@ -71,6 +72,11 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     report.compile_seconds = time.perf_counter() - t0
     REGISTRY.add(report)
     return fused
+
+
+def _unpacks_region(node: fx.Node) -> bool:
+    """getitem on a region's tuple output: plumbing, not an eager op."""
+    return node.target is operator.getitem and getattr(node.args[0], "op", None) == "call_module"
 
 
 def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, options: Options,

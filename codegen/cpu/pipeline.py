@@ -3,6 +3,7 @@
 from torch_mlir import ir
 
 from ...lowering import lower_dynamo_ops
+from ..memref_copies import copies_to_linalg
 from ..passes import run_pipeline
 
 
@@ -22,10 +23,10 @@ def make_loops(module: ir.Module, options) -> ir.Module:
         "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
         "canonicalize",
         "buffer-deallocation-pipeline",
-        "func.func(convert-linalg-to-loops)",
-        "canonicalize, cse",
     ]
-    return run_pipeline(module, ", ".join(passes), "loops", options)
+    run_pipeline(module, ", ".join(passes), "loops", options)
+    copies_to_linalg(module)
+    return run_pipeline(module, "func.func(convert-linalg-to-loops), canonicalize, cse", "loops", options)
 
 
 def make_llvm(module: ir.Module, options) -> ir.Module:

@@ -2,6 +2,7 @@
 half types computed in float32 and rounded back (as PyTorch's kernels do)."""
 
 import torch
+from torch_mlir import ir
 
 from ...dialects import dynamo as dy
 from ..dtypes import UPCAST_DTYPES
@@ -141,7 +142,7 @@ def _compare(ctx, node):
     _, shape = _out(ctx, node)
     lhs, rhs = ctx.operand(a, common, shape), ctx.operand(b, common, shape)
     pred = COMPARE[node.target.overloadpacket]
-    return dy.CompareOp(lhs, rhs, pred, out=ctx.type_like(lhs, torch.bool)).out
+    return dy.CompareOp(lhs, rhs, ir.StringAttr.get(pred), out=ctx.type_like(lhs, torch.bool)).out
 
 
 @import_rule(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)

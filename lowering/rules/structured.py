@@ -1,6 +1,5 @@
 """Contractions and windows -> linalg named ops (matmul, conv, pooling); gathers -> generics."""
 
-import numpy as np
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
@@ -41,8 +40,8 @@ def _pad_spatial(x, padding, value):
     return pad.result
 
 
-def _i64_elements(values):
-    return ir.DenseIntElementsAttr.get(np.array(values, dtype=np.int64))
+def _window_attrs(stride, dilation) -> dict:
+    return dict(strides=list(stride), dilations=list(dilation))
 
 
 @register_lowering(dy.Conv2dOp)
@@ -51,7 +50,7 @@ def _lower_conv2d(op):
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     groups = ir.IntegerAttr(op.groups).value
     x = _pad_spatial(op.x, padding, const(out.element_type, 0))
-    attrs = dict(strides=_i64_elements(stride), dilations=_i64_elements(dilation))
+    attrs = _window_attrs(stride, dilation)
     if groups == 1:
         return linalg.conv_2d_nchw_fchw(x, op.weight, outs=[_zero_filled(out)], **attrs)
     return _grouped_conv(x, op.weight, out, groups, attrs)
@@ -80,7 +79,7 @@ def _lower_pool2d(op):
     init_value = lowest(elem) if kind == "max" else const(elem, 0)
     x = _pad_spatial(op.x, padding, init_value)
     window = tensor.empty(kernel, elem)
-    attrs = dict(strides=_i64_elements(stride), dilations=_i64_elements(dilation))
+    attrs = _window_attrs(stride, dilation)
     acc = filled(out, init_value)
     named = linalg.pooling_nchw_max if kind == "max" else linalg.pooling_nchw_sum
     pooled = named(x, window, outs=[acc], **attrs)

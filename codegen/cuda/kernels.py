@@ -1,0 +1,314 @@
+"""LoopNest -> one `gpu.launch` (blocks and threads), built in the host function.
+
+Three schedules, picked by `schedule_for`:
+- `elementwise`: all loops parallel; each thread owns VEC consecutive elements of the innermost
+  loop, read and written with 16-byte vector accesses where strides and alignment allow.
+- `row_reduce`: parallel loops then reduction loops, one output with a known combiner; one block
+  per output element ("row"), its threads stride over the row (vectorized), then the block
+  combines their partials with `gpu.all_reduce` (warp shuffles + shared memory).
+- `serial`: anything else (column reductions, arg-reductions, non-32-bit reductions); one
+  thread per parallel point, a loop over the reduction. Adjacent threads take adjacent output
+  elements, so column reductions still read coalesced.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from dataclasses import dataclass
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, gpu, memref, scf, vector
+
+from ...lowering.scalar import const, highest, lowest
+from .loopnest import PARALLEL, REDUCTION, Access, LoopNest, affine_dims, eval_affine
+
+BLOCK = 256          # threads per block for elementwise and serial kernels
+ROW_THREADS = 256    # at most this many threads cooperate on one row
+MAX_VEC_BYTES = 16   # ld.global.v4.b32: the widest access a thread can make
+
+# combining op -> (gpu.all_reduce kind, identity builder)
+COMBINERS = {
+    "arith.addf": ("ADD", lambda t: const(t, 0.0)),
+    "arith.mulf": ("MUL", lambda t: const(t, 1.0)),
+    "arith.maximumf": ("MAXIMUMF", lambda t: const(t, -pymath.inf)),
+    "arith.minimumf": ("MINIMUMF", lambda t: const(t, pymath.inf)),
+    "arith.maxnumf": ("MAXNUMF", lambda t: const(t, -pymath.inf)),
+    "arith.minnumf": ("MINNUMF", lambda t: const(t, pymath.inf)),
+    "arith.addi": ("ADD", lambda t: const(t, 0)),
+    "arith.muli": ("MUL", lambda t: const(t, 1)),
+    "arith.maxsi": ("MAXSI", lowest),
+    "arith.minsi": ("MINSI", highest),
+    "arith.ori": ("OR", lambda t: const(t, 0)),
+    "arith.andi": ("AND", lambda t: const(t, -1)),
+    "arith.xori": ("XOR", lambda t: const(t, 0)),
+}
+
+
+def index(n: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), n)
+
+
+def nbytes(t: ir.Type) -> int:
+    width = ir.FloatType(t).width if isinstance(t, ir.FloatType) else ir.IntegerType(t).width
+    return max(1, width // 8)
+
+
+def prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def delinearize(linear: ir.Value, sizes: list[int]) -> list[ir.Value]:
+    """Row-major indices of `linear` (< prod(sizes)); size-1 dims get the constant 0."""
+    out: list[ir.Value] = [None] * len(sizes)  # type: ignore[list-item]
+    rest = linear
+    first = next((i for i, s in enumerate(sizes) if s != 1), len(sizes))
+    for i in reversed(range(len(sizes))):
+        if sizes[i] == 1:
+            out[i] = index(0)
+        elif i == first:
+            out[i] = rest
+        else:
+            out[i] = arith.remui(rest, index(sizes[i]))
+            rest = arith.divui(rest, index(sizes[i]))
+    return out
+
+
+def linear_index(a: Access, index_of) -> ir.Value:
+    """offset + sum(stride * index) into the flattened root buffer, constants folded."""
+    total, terms = a.offset, []
+    for e, s, size in zip(a.exprs, a.strides, a.shape):
+        if s == 0 or size == 1:  # the index is 0 there
+            continue
+        if ir.AffineConstantExpr.isinstance(e):
+            total += ir.AffineConstantExpr(e).value * s
+            continue
+        v = eval_affine(e, index_of)
+        terms.append(v if s == 1 else arith.muli(v, index(s)))
+    if total or not terms:
+        terms.append(index(total))
+    out = terms[0]
+    for t in terms[1:]:
+        out = arith.addi(out, t)
+    return out
+
+
+# ----------------------------------------------------------------------------- vector accesses
+
+
+def vector_width(nest: LoopNest, dim: int, accesses: list[Access]) -> int:
+    """Largest VEC (<= 16 bytes per access) for which every stride-1 access along `dim` is
+    aligned: VEC divides the loop size, the offset and every other stride."""
+    if not accesses or dim < 0:
+        return 1
+    vec = max(1, MAX_VEC_BYTES // max(nbytes(a.elem) for a in accesses))
+    while vec > 1:
+        if nest.sizes[dim] % vec == 0 and all(_aligned(a, dim, vec) for a in accesses):
+            return vec
+        vec //= 2
+    return 1
+
+
+def _aligned(a: Access, dim: int, vec: int) -> bool:
+    if a.inner_stride(dim) != 1:
+        return True  # not a vector access: scalar loads per lane
+    others = [s for e, s in zip(a.exprs, a.strides) if dim not in affine_dims(e)]
+    return a.offset % vec == 0 and all(s % vec == 0 for s in others)
+
+
+def load_lanes(a: Access, idx: list[ir.Value], dim: int, vec: int) -> list[ir.Value]:
+    """The VEC values an access reads for lanes 0..VEC-1 along loop `dim`."""
+    base = linear_index(a, lambda d: idx[d])
+    stride = a.inner_stride(dim) if dim >= 0 else 0
+    if vec == 1 or stride == 0:
+        return [memref.load(a.flat, [base])] * vec
+    if stride == 1:
+        v = vector.load(ir.VectorType.get([vec], a.elem), a.flat, [base], alignment=vec * nbytes(a.elem))
+        return [vector.extract(v, [], [lane]) for lane in range(vec)]
+    if stride is None:  # dim inside a compound expression: recompute per lane
+        return [memref.load(a.flat, [linear_index(a, lambda d, l=lane: _lane_index(idx, dim, d, l))])
+                for lane in range(vec)]
+    return [memref.load(a.flat, [arith.addi(base, index(lane * stride))]) if lane else memref.load(a.flat, [base])
+            for lane in range(vec)]
+
+
+def store_lanes(a: Access, values: list[ir.Value], idx: list[ir.Value], dim: int) -> None:
+    vec = len(values)
+    base = linear_index(a, lambda d: idx[d])
+    stride = a.inner_stride(dim) if dim >= 0 else 0
+    if vec > 1 and stride == 1:
+        v = vector.from_elements(ir.VectorType.get([vec], a.elem), values)
+        vector.store(v, a.flat, [base], alignment=vec * nbytes(a.elem))
+        return
+    for lane, value in enumerate(values):
+        at = base if lane == 0 else linear_index(a, lambda d, l=lane: _lane_index(idx, dim, d, l))
+        memref.store(value, a.flat, [at])
+
+
+def _lane_index(idx, dim, d, lane):
+    return arith.addi(idx[d], index(lane)) if d == dim and lane else idx[d]
+
+
+# ----------------------------------------------------------------------------- launches
+
+
+@dataclass
+class Launch:
+    grid: int
+    block: int
+
+
+def launch(grid: int, block: int, build) -> gpu.LaunchOp:
+    """gpu.launch with a 1-D grid; `build(block_id, thread_id)` fills the body."""
+    op = gpu.LaunchOp((index(grid), index(1), index(1)), (index(block), index(1), index(1)))
+    body = op.regions[0].blocks[0]
+    with ir.InsertionPoint(body):
+        build(body.arguments[0], body.arguments[3])
+        gpu.TerminatorOp()
+    return op
+
+
+def guarded(cond_needed: bool, cond_fn, build) -> None:
+    if not cond_needed:
+        build()
+        return
+    branch = scf.IfOp(cond_fn())
+    with ir.InsertionPoint(branch.then_block):
+        build()
+        scf.YieldOp([])
+
+
+def run_lanes(nest: LoopNest, ins: list[list[ir.Value]], outs: list[list[ir.Value]], idx, dim, vec):
+    """The body once per lane; returns per output the VEC yielded values."""
+    results: list[list[ir.Value]] = [[] for _ in nest.outputs]
+    for lane in range(vec):
+        ys = nest.body([v[lane] for v in ins], [v[lane] for v in outs],
+                       lambda d, l=lane: _lane_index(idx, dim, d, l))
+        for r, y in zip(results, ys):
+            r.append(y)
+    return results
+
+
+def elementwise(nest: LoopNest) -> gpu.LaunchOp:
+    dim = nest.rank - 1
+    vec = vector_width(nest, dim, nest.inputs + nest.outputs)
+    work = prod(nest.sizes) // vec
+    grid = max(1, -(-work // BLOCK))
+    block = min(BLOCK, max(32, work))
+
+    def build(bx, tx):
+        gid = arith.addi(arith.muli(bx, index(block)), tx)
+
+        def body():
+            idx = delinearize(arith.muli(gid, index(vec)) if vec > 1 else gid, nest.sizes)
+            ins = [load_lanes(a, idx, dim, vec) for a in nest.inputs]
+            outs = [load_lanes(a, idx, dim, vec) if used else [None] * vec
+                    for a, used in zip(nest.outputs, nest.out_used)]
+            for a, values in zip(nest.outputs, run_lanes(nest, ins, outs, idx, dim, vec)):
+                store_lanes(a, values, idx, dim)
+
+        guarded(grid * block != work, lambda: arith.cmpi(arith.CmpIPredicate.ult, gid, index(work)), body)
+
+    return launch(grid, block, build)
+
+
+def can_row_reduce(nest: LoopNest) -> bool:
+    its = nest.iterators
+    if REDUCTION not in its or len(nest.outputs) != 1 or nest.combiners[0] is None:
+        return False
+    first_red = its.index(REDUCTION)
+    if any(it != REDUCTION for it in its[first_red:]):
+        return False
+    if nest.combiners[0].name not in COMBINERS or nest.outputs[0].elem not in (ir.F32Type.get(), ir.IntegerType.get_signless(32)):
+        return False
+    inner = nest.rank - 1
+    # Threads stride along the innermost loop: coalesced only if the inputs are contiguous there.
+    return all(a.inner_stride(inner) in (0, 1) for a in nest.inputs)
+
+
+def row_reduce(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
+    """One block per row; `init` (a fill value folded in) replaces reading the old output."""
+    p = nest.iterators.index(REDUCTION)
+    rows, row_len = prod(nest.sizes[:p]), prod(nest.sizes[p:])
+    dim = nest.rank - 1
+    vec = vector_width(nest, dim, nest.inputs)
+    threads = min(ROW_THREADS, max(32, 1 << max(0, (row_len // vec - 1)).bit_length()))
+    comb = nest.combiners[0]
+    kind, identity = COMBINERS[comb.name]
+    out, elem = nest.outputs[0], nest.outputs[0].elem
+
+    def build(bx, tx):
+        row_idx = delinearize(bx, nest.sizes[:p])
+        loop = scf.ForOp(arith.muli(tx, index(vec)), index(row_len), index(threads * vec), [identity(elem)])
+        with ir.InsertionPoint(loop.body):
+            idx = row_idx + delinearize(loop.induction_variable, nest.sizes[p:])
+            ins = [load_lanes(a, idx, dim, vec) for a in nest.inputs]
+            acc = loop.inner_iter_args[0]
+            for lane in range(vec):
+                acc = nest.body([v[lane] for v in ins], [acc], lambda d, l=lane: _lane_index(idx, dim, d, l))[0]
+            scf.YieldOp([acc])
+        total = gpu.all_reduce(loop.results[0], op=getattr(gpu.AllReduceOperation, kind), uniform=True)
+        is_first = arith.cmpi(arith.CmpIPredicate.eq, tx, index(0))
+
+        def write():
+            at = linear_index(out, lambda d: row_idx[d])
+            old = init if init is not None else memref.load(out.flat, [at])
+            final = ir.Operation.create(comb.name, results=[elem], operands=[old, total],
+                                        attributes={n: comb.attributes[n] for n in comb.attributes}).result
+            memref.store(final, out.flat, [at])
+
+        guarded(True, lambda: is_first, write)
+
+    return launch(rows, threads, build)
+
+
+def serial(nest: LoopNest) -> gpu.LaunchOp:
+    par = [d for d, it in enumerate(nest.iterators) if it == PARALLEL]
+    red = [d for d, it in enumerate(nest.iterators) if it != PARALLEL]
+    points = prod(nest.sizes[d] for d in par)
+    steps = prod(nest.sizes[d] for d in red)
+    grid = max(1, -(-points // BLOCK))
+    block = min(BLOCK, max(32, points))
+
+    def build(bx, tx):
+        gid = arith.addi(arith.muli(bx, index(block)), tx)
+
+        def body():
+            idx: list[ir.Value] = [index(0)] * nest.rank
+            for d, v in zip(par, delinearize(gid, [nest.sizes[d] for d in par])):
+                idx[d] = v
+            olds = [memref.load(a.flat, [linear_index(a, lambda d: idx[d])]) if (used or red) else None
+                    for a, used in zip(nest.outputs, nest.out_used)]
+            if red:
+                ys = _reduction_loop(nest, idx, red, steps, olds)
+            else:
+                ys = nest.body([memref.load(a.flat, [linear_index(a, lambda d: idx[d])]) for a in nest.inputs],
+                               olds, lambda d: idx[d])
+            for a, y in zip(nest.outputs, ys):
+                memref.store(y, a.flat, [linear_index(a, lambda d: idx[d])])
+
+        guarded(grid * block != points, lambda: arith.cmpi(arith.CmpIPredicate.ult, gid, index(points)), body)
+
+    return launch(grid, block, build)
+
+
+def _reduction_loop(nest, idx, red, steps, olds):
+    loop = scf.ForOp(index(0), index(steps), index(1), olds)
+    with ir.InsertionPoint(loop.body):
+        full = list(idx)
+        for d, v in zip(red, delinearize(loop.induction_variable, [nest.sizes[d] for d in red])):
+            full[d] = v
+        ins = [memref.load(a.flat, [linear_index(a, lambda d: full[d])]) for a in nest.inputs]
+        scf.YieldOp(nest.body(ins, list(loop.inner_iter_args), lambda d: full[d]))
+    return list(loop.results)
+
+
+def schedule_for(nest: LoopNest) -> str:
+    if all(it == PARALLEL for it in nest.iterators):
+        return "elementwise"
+    return "row_reduce" if can_row_reduce(nest) else "serial"
+
+
+BUILDERS = {"elementwise": elementwise, "row_reduce": row_reduce, "serial": serial}

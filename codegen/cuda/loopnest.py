@@ -1,0 +1,218 @@
+"""A bufferized linalg op described as a loop nest the kernel builders can map onto a GPU.
+
+Every operand is reached through its *root* buffer, flattened to 1-D, plus the view's static
+strides and offset: kernels then take one bare pointer per buffer and do their own index
+arithmetic, which is what lets them decide on 16-byte vector accesses (they know the strides).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, memref
+
+PARALLEL, REDUCTION = "parallel", "reduction"
+
+
+class Unsupported(NotImplementedError):
+    """The cuda target cannot map this op (the message says why)."""
+
+
+@dataclass
+class Access:
+    """One operand: `flat[offset + sum(strides[j] * exprs[j](loop indices))]`."""
+
+    value: ir.Value          # the memref in the host function
+    exprs: list              # ir.AffineExpr per operand dim
+    shape: list[int]
+    strides: list[int]
+    offset: int
+    elem: ir.Type
+    flat: ir.Value | None = None  # 1-D view of the root, made in the host before the launch
+
+    def dims_used(self) -> set[int]:
+        used: set[int] = set()
+        for e in self.exprs:
+            used |= affine_dims(e)
+        return used
+
+    def inner_stride(self, dim: int) -> int | None:
+        """Elements between consecutive iterations of loop `dim`; None if not a plain dim access."""
+        stride = 0
+        for e, s in zip(self.exprs, self.strides):
+            if dim in affine_dims(e):
+                if not ir.AffineDimExpr.isinstance(e):
+                    return None
+                stride += s
+        return stride
+
+
+@dataclass
+class LoopNest:
+    """sizes/iterators of the loops; body(ins, outs, index_of) -> values yielded per output."""
+
+    name: str
+    sizes: list[int]
+    iterators: list[str]
+    inputs: list[Access]
+    outputs: list[Access]
+    body: Callable[[Sequence[ir.Value], Sequence[ir.Value], Callable[[int], ir.Value]], list[ir.Value]]
+    combiners: list[ir.Operation | None]  # per output: the reduction's combining op, if one
+    out_used: list[bool]                  # per output: whether the body reads the old value
+
+    @property
+    def rank(self) -> int:
+        return len(self.sizes)
+
+
+def affine_dims(e) -> set[int]:
+    if ir.AffineDimExpr.isinstance(e):
+        return {ir.AffineDimExpr(e).position}
+    if ir.AffineBinaryExpr.isinstance(e):
+        b = ir.AffineBinaryExpr(e)
+        return affine_dims(b.lhs) | affine_dims(b.rhs)
+    return set()
+
+
+def eval_affine(e, index_of: Callable[[int], ir.Value]) -> ir.Value:
+    """Index arithmetic for dim/constant/add/mul exprs (the forms linalg's ops produce here)."""
+    index = ir.IndexType.get()
+    if ir.AffineDimExpr.isinstance(e):
+        return index_of(ir.AffineDimExpr(e).position)
+    if ir.AffineConstantExpr.isinstance(e):
+        return arith.constant(index, ir.AffineConstantExpr(e).value)
+    if ir.AffineAddExpr.isinstance(e):
+        b = ir.AffineAddExpr(e)
+        return arith.addi(eval_affine(b.lhs, index_of), eval_affine(b.rhs, index_of))
+    if ir.AffineMulExpr.isinstance(e):
+        b = ir.AffineMulExpr(e)
+        return arith.muli(eval_affine(b.lhs, index_of), eval_affine(b.rhs, index_of))
+    raise Unsupported(f"affine expression {e} in an indexing map")
+
+
+def layout(t: ir.MemRefType) -> tuple[list[int], int]:
+    strides, offset = t.get_strides_and_offset()
+    if any(ir.ShapedType.is_dynamic_stride_or_offset(s) for s in [*strides, offset]):
+        raise Unsupported(f"dynamic strides or offset in {t}")
+    return list(strides), offset
+
+
+def access(value: ir.Value, amap: ir.AffineMap) -> Access:
+    t = ir.MemRefType(value.type)
+    if not t.has_static_shape:
+        raise Unsupported(f"dynamic shape {t} (the cuda target compiles static shapes)")
+    strides, offset = layout(t)
+    return Access(value, list(amap.results), list(t.shape), strides, offset, t.element_type)
+
+
+def loop_sizes(n_loops: int, accesses: Sequence[Access]) -> list[int]:
+    sizes: list[int | None] = [None] * n_loops
+    for a in accesses:
+        for e, s in zip(a.exprs, a.shape):
+            if ir.AffineDimExpr.isinstance(e):
+                sizes[ir.AffineDimExpr(e).position] = s
+    if any(s is None for s in sizes):
+        raise Unsupported("a loop size is not an operand dim")
+    return sizes  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------- bodies
+
+
+def _lookup(mapping: dict, v: ir.Value) -> ir.Value:
+    if v in mapping:
+        return mapping[v]
+    owner = v.owner
+    # A scalar read in the host (tensor.extract of a 0-d tensor) is re-read inside the kernel,
+    # so the host schedule never has to copy a device value back.
+    if isinstance(owner, ir.Operation) and owner.name == "memref.load":
+        load = owner.opview
+        return memref.load(load.memref, list(load.indices))
+    return v
+
+
+def clone_region_body(block: ir.Block) -> Callable:
+    """A body builder that re-creates `block`'s ops (linalg.index -> loop indices)."""
+
+    def build(ins, outs, index_of):
+        mapping = dict(zip(block.arguments, [*ins, *outs]))
+        for op in block.operations:
+            if op.name == "linalg.yield":
+                return [_lookup(mapping, v) for v in op.operands]
+            if op.name == "linalg.index":
+                mapping[op.result] = index_of(ir.IntegerAttr(op.attributes["dim"]).value)
+                continue
+            if len(op.regions):
+                raise Unsupported(f"'{op.name}' with regions inside a linalg body")
+            new = ir.Operation.create(
+                op.name, results=[r.type for r in op.results],
+                operands=[_lookup(mapping, v) for v in op.operands],
+                attributes={name: op.attributes[name] for name in op.attributes})
+            mapping.update(zip(op.results, new.results))
+        raise Unsupported("linalg body without a yield")
+
+    return build
+
+
+def _combiner(block: ir.Block, yielded: ir.Value, out_arg: ir.Value) -> ir.Operation | None:
+    """The op that folds one new value into the accumulator (`acc = op(acc, f(inputs))`)."""
+    owner = yielded.owner
+    if not isinstance(owner, ir.Operation) or len(owner.operands) != 2:
+        return None
+    if sum(1 for v in owner.operands if v == out_arg) != 1:
+        return None
+    uses = [u for op in block.operations for u in op.operands if u == out_arg]
+    return owner if len(uses) == 1 else None
+
+
+def from_generic(op) -> LoopNest:
+    maps = [ir.AffineMapAttr(a).value for a in op.indexing_maps]
+    n_in = len(op.inputs)
+    accesses = [access(v, m) for v, m in zip([*op.inputs, *op.outputs], maps)]
+    iterators = [str(a).split("<")[-1].rstrip(">") for a in op.iterator_types]
+    block = op.regions[0].blocks[0]
+    yields = list(block.operations)[-1].operands
+    out_args = list(block.arguments)[n_in:]
+    has_reduction = REDUCTION in iterators
+    combiners = [_combiner(block, y, a) if has_reduction else None for y, a in zip(yields, out_args)]
+    out_used = [any(u == a for o in block.operations for u in o.operands) for a in out_args]
+    return LoopNest("generic", loop_sizes(len(iterators), accesses), iterators, accesses[:n_in],
+                    accesses[n_in:], clone_region_body(block), combiners, out_used)
+
+
+def from_fill(op) -> LoopNest:
+    out = op.outputs[0]
+    rank = ir.MemRefType(out.type).rank
+    acc = access(out, ir.AffineMap.get_identity(rank))
+    value = op.inputs[0]
+    return LoopNest("fill", list(acc.shape), [PARALLEL] * rank, [], [acc],
+                    lambda ins, outs, index_of: [_lookup({}, value)], [None], [False])
+
+
+def from_transpose(op) -> LoopNest:
+    perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+    rank = len(perm)
+    inverse = [perm.index(k) for k in range(rank)]
+    src = access(op.input, ir.AffineMap.get(rank, 0, [ir.AffineDimExpr.get(i) for i in inverse]))
+    dst = access(op.init, ir.AffineMap.get_identity(rank))
+    return LoopNest("transpose", list(dst.shape), [PARALLEL] * rank, [src], [dst],
+                    lambda ins, outs, index_of: [ins[0]], [None], [False])
+
+
+def from_copy(op) -> LoopNest:
+    rank = ir.MemRefType(op.target.type).rank
+    ident = ir.AffineMap.get_identity(rank)
+    src, dst = access(op.source, ident), access(op.target, ident)
+    return LoopNest("copy", list(dst.shape), [PARALLEL] * rank, [src], [dst],
+                    lambda ins, outs, index_of: [ins[0]], [None], [False])
+
+
+# op name -> LoopNest builder: the ops the cuda target turns into generated kernels.
+LOOP_NESTS = {
+    "linalg.generic": from_generic,
+    "linalg.fill": from_fill,
+    "linalg.transpose": from_transpose,
+    "memref.copy": from_copy,
+}

@@ -1,0 +1,66 @@
+"""The cuda target's stages: dynamo -> linalg -> buffers -> gpu -> nvvm -> ll -> ptx.
+
+Up to `gpu` the artifact is the MLIR module (host functions with gpu.launch_func ops plus
+outlined gpu.modules). From `nvvm` on it is a `CudaProgram`: the host schedule, extracted once
+from the host function, and the device code, which changes form (NVVM module, LLVM IR, PTX).
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from ...lowering import lower_dynamo_ops
+from ..passes import CompileError, run_pipeline
+from . import ptx, schedule, to_gpu
+from .loopnest import Unsupported
+
+
+def make_linalg(module: ir.Module, options) -> ir.Module:
+    lower_dynamo_ops(module, target="cuda")
+    passes = ["canonicalize", "cse"]
+    if options.fuse_elementwise:
+        passes += ["linalg-fuse-elementwise-ops", "canonicalize", "cse"]
+    return run_pipeline(module, ", ".join(passes), "linalg", options)
+
+
+def make_buffers(module: ir.Module, options) -> ir.Module:
+    passes = [
+        "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
+        # Results become out-params: torch allocates outputs (static allocations hoisted into them).
+        "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
+        "canonicalize", "cse",
+    ]
+    return run_pipeline(module, ", ".join(passes), "buffers", options)
+
+
+def make_gpu(module: ir.Module, options) -> ir.Module:
+    try:
+        with module.context, ir.Location.unknown():
+            to_gpu.convert_module(module, library=options.library_matmul)
+    except Unsupported as e:
+        raise CompileError("gpu", str(e)) from None
+    # Outlining sinks constants into the kernels; what stays captured becomes kernel arguments.
+    return run_pipeline(module, "gpu-kernel-outlining, canonicalize, cse", "gpu", options)
+
+
+def make_nvvm(module: ir.Module, options) -> ptx.CudaProgram:
+    try:
+        host = schedule.extract(module)
+    except Unsupported as e:
+        raise CompileError("nvvm", str(e)) from None
+    bits = 32 if host.max_elements < 2**31 else 64  # 32-bit index math where every buffer fits
+    passes = [
+        "gpu.module(convert-scf-to-cf, "
+        f"convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1 index-bitwidth={bits}}}, "
+        "canonicalize, cse, reconcile-unrealized-casts)",
+    ]
+    run_pipeline(module, ", ".join(passes), "nvvm", options)
+    return ptx.CudaProgram(host, ptx.device_module(module), "nvvm")
+
+
+def make_ll(program: ptx.CudaProgram, options) -> ptx.CudaProgram:
+    return program.with_device(ptx.llvm_ir(program.device), "ll")
+
+
+def make_ptx(program: ptx.CudaProgram, options) -> ptx.CudaProgram:
+    return program.with_device(ptx.emit_ptx(program.device, ptx.arch_for(options)), "ptx")

@@ -1,0 +1,123 @@
+"""The `gpu` stage's own pass: every bufferized structured op of the host function becomes a
+`gpu.launch` (kernels.py), except matmul/conv/pooling, which stay for the host schedule to hand
+to torch (cuBLAS/cuDNN). Zero fills feeding those, and fills feeding a block reduction, are
+folded into their consumer instead of costing a launch of their own.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from torch_mlir import ir
+from torch_mlir.dialects import memref
+
+from . import kernels
+from .loopnest import LOOP_NESTS, LoopNest, Unsupported
+
+log = logging.getLogger("dynamo_mlir")
+
+# Ops the host schedule runs through torch when `library_matmul` is on.
+LIBRARY_OPS = ("linalg.matmul", "linalg.batch_matmul", "linalg.conv_2d_nchw_fchw",
+               "linalg.conv_2d_ngchw_gfchw", "linalg.pooling_nchw_max", "linalg.pooling_nchw_sum")
+# Ops that only make or reinterpret buffers: the host schedule turns them into torch views.
+VIEW_OPS = ("memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.reinterpret_cast",
+            "memref.cast", "memref.reshape", "memref.transpose")
+OVERWRITE = "dynamo_mlir.overwrite"  # set on a library op whose accumulator was a zero fill
+
+
+def root_of(value: ir.Value) -> ir.Value:
+    while isinstance(value.owner, ir.Operation) and value.owner.name in VIEW_OPS:
+        value = value.owner.operands[0]
+    return value
+
+
+def flat_view(value: ir.Value, cache: dict) -> ir.Value:
+    """The root buffer of `value` as a 1-D memref (made before the launch, in the host)."""
+    root = root_of(value)
+    if root not in cache:
+        t = ir.MemRefType(root.type)
+        n = kernels.prod(t.shape)
+        flat_t = ir.MemRefType.get([n], t.element_type)
+        cache[root] = memref.reinterpret_cast(flat_t, root, [], [], [], [0], [n], [1])
+    return cache[root]
+
+
+def _fill_value(op) -> ir.Value | None:
+    return op.inputs[0] if op.name == "linalg.fill" else None
+
+
+def _is_zero(value: ir.Value) -> bool:
+    owner = value.owner
+    if not isinstance(owner, ir.Operation) or owner.name != "arith.constant":
+        return False
+    attr = owner.attributes["value"]
+    if isinstance(attr, ir.FloatAttr):
+        return ir.FloatAttr(attr).value == 0.0 and str(attr).lstrip().startswith("0")
+    return isinstance(attr, ir.IntegerAttr) and ir.IntegerAttr(attr).value == 0
+
+
+def _folded_fills(ops: list, library: bool) -> dict[int, int]:
+    """fill index -> consumer index, for fills that the next op absorbs."""
+    folded = {}
+    for i in range(len(ops) - 1):
+        fill, op = ops[i], ops[i + 1]
+        if fill.name != "linalg.fill" or not op.name.startswith(("linalg.", "memref.")):
+            continue
+        if op.name not in LIBRARY_OPS and op.name not in LOOP_NESTS:
+            continue
+        if op.opview.outputs[0] != fill.opview.outputs[0]:
+            continue
+        if op.name in LIBRARY_OPS:
+            # max pooling's fill is -inf: the pooled result overwrites it as a zero fill would.
+            if library and (_is_zero(fill.opview.inputs[0]) or op.name == "linalg.pooling_nchw_max"):
+                folded[i] = i + 1
+        elif kernels.schedule_for(LOOP_NESTS[op.name](op.opview)) == "row_reduce":
+            folded[i] = i + 1
+    return folded
+
+
+def convert_host(func_op, library: bool = True) -> list[str]:
+    """Rewrite one host function in place; returns the schedule chosen per kernel, in order."""
+    ops = list(func_op.regions[0].blocks[0].operations)
+    folded = _folded_fills(ops, library)
+    init_of = {consumer: ops[fill].opview.inputs[0] for fill, consumer in folded.items()}
+    chosen = []
+    for i, op in enumerate(ops):
+        if i in folded:
+            continue
+        if op.name in LIBRARY_OPS and library:
+            if i in init_of:
+                op.attributes[OVERWRITE] = ir.UnitAttr.get()
+            continue
+        build = LOOP_NESTS.get(op.name)
+        if build is None:
+            continue
+        nest = build(op.opview)
+        schedule = kernels.schedule_for(nest)
+        with ir.InsertionPoint(op), op.location:
+            cache: dict = {}
+            for a in nest.inputs + nest.outputs:
+                a.flat = flat_view(a.value, cache)
+            _build(schedule, nest, init_of.get(i))
+        op.erase()
+        chosen.append(f"{nest.name}:{schedule}")
+    for i in folded:
+        ops[i].erase()
+    return chosen
+
+
+def _build(schedule: str, nest: LoopNest, init) -> None:
+    if schedule == "row_reduce":
+        kernels.row_reduce(nest, init)
+    else:
+        kernels.BUILDERS[schedule](nest)
+
+
+def convert_module(module: ir.Module, library: bool = True) -> list[str]:
+    module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
+    chosen = []
+    for op in module.body.operations:
+        if op.name == "func.func":
+            chosen += convert_host(op, library)
+    log.debug("dynamo-mlir: cuda kernels: %s", ", ".join(chosen))
+    return chosen
