@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from torch_mlir import ir
 
-from .passes import CompileError
+from .passes import CompileError, save_repro
 from .target import Target
 
 log = logging.getLogger("dynamo_mlir")
@@ -36,7 +36,7 @@ class StageRun:
 
 def as_text(ir_value: Any) -> str:
     if hasattr(ir_value, "operation"):
-        return ir_value.operation.get_asm(large_elements_limit=64)
+        return ir_value.operation.get_asm()
     return str(ir_value)
 
 
@@ -52,13 +52,16 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
     run = StageRun(module)
     for stage in stages:
         t0 = time.perf_counter()
+        before = as_text(run.artifact)  # the repro if this stage fails
         try:
             with _context_of(run.artifact):
                 run.artifact = stage.run(run.artifact, options)
         except CompileError:
             raise
         except Exception as e:
-            raise CompileError(stage.name, f"{type(e).__name__}: {e}") from e
+            pipeline = f"python stage '{stage.name}' of target '{target.name}': {stage.doc}"
+            repro = save_repro(stage.name, before, pipeline, getattr(options, "repro_dir", None))
+            raise CompileError(stage.name, f"{type(e).__name__}: {e}", repro, getattr(e, "op", None)) from e
         record = StageRecord(stage.name, stage.ext, time.perf_counter() - t0)
         if keep_text or dump_dir:
             record.text = as_text(run.artifact)
@@ -70,8 +73,18 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
         run.records.append(record)
     if dump_dir:
         for name, (ext, fn) in target.extra_dumps.items():
-            write_dump(dump_dir, graph_name, name, ext, fn(run.artifact))
+            write_dump(dump_dir, graph_name, name, ext, _dump_view(fn, run.artifact, name))
     return run
+
+
+def _dump_view(fn, artifact, name: str) -> str:
+    """A dump-only view must never break a compile: on failure the file says why."""
+    try:
+        with _context_of(artifact):
+            return fn(artifact)
+    except Exception as e:
+        log.warning("dynamo-mlir: could not produce the %s dump: %s", name, e)
+        return f"; dynamo-mlir could not produce this view: {type(e).__name__}: {e}\n"
 
 
 def _context_of(artifact):

@@ -329,13 +329,15 @@ class SliceOp(Dynamo.Operation, name="slice", traits=[Pure]):
 
 
 class ConcatOp(Dynamo.Operation, name="concat", traits=[Pure]):
-    """Concatenates tensors along `dim`.
+    """Concatenates two tensors along `dim` (n-ary concatenation is a chain of these: IRDL binds
+    one type to all elements of a variadic operand, so a variadic form would force equal shapes).
 
     Example:
       %y = "dynamo.concat"(%a, %b) {dim = 0 : i64} : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<5x4xf32>
     """
 
-    inputs: Sequence[Operand[ir.RankedTensorType]]
+    lhs: Operand[ir.RankedTensorType]
+    rhs: Operand[ir.RankedTensorType]
     dim: ir.IntegerAttr
     out: Result[ir.RankedTensorType]
 
@@ -343,11 +345,14 @@ class ConcatOp(Dynamo.Operation, name="concat", traits=[Pure]):
     def verify_invariants(self):
         dim, out = ir.IntegerAttr(self.dim).value, shape_of(self.out)
         _require(0 <= dim < len(out), f"dim {dim} out of range for rank {len(out)}")
-        for v in self.inputs:
+        for v in (self.lhs, self.rhs):
             s = shape_of(v)
             _require(len(s) == len(out) and dims_compatible(s[:dim] + s[dim + 1:], out[:dim] + out[dim + 1:]),
                      f"operand {tensor_type(v)} does not match result {tensor_type(self.out)} off dim {dim}")
             _require(elem_of(v) == elem_of(self.out), "operand element types differ")
+        a, b = shape_of(self.lhs)[dim], shape_of(self.rhs)[dim]
+        if ir.ShapedType.get_dynamic_size() not in (a, b, out[dim]):
+            _require(a + b == out[dim], f"result dim {dim} must be {a} + {b}")
 
 
 class PadOp(Dynamo.Operation, name="pad", traits=[Pure]):
@@ -418,7 +423,7 @@ class ArgReduceOp(Dynamo.Operation, name="arg_reduce", traits=[Pure]):
         src, out, dim = shape_of(self.x), shape_of(self.out), ir.IntegerAttr(self.dim).value
         _require(ir.StringAttr(self.kind).value in ("max", "min"), "kind must be max or min")
         _require(0 <= dim < len(src) and dims_compatible(src[:dim] + src[dim + 1:], out), "result shape mismatch")
-        _require(elem_of(self.out) == ir.IntegerType.get_signless(64), "result must be i64")
+        _require(str(elem_of(self.out)) == "i64", "result must be i64")
 
 
 # ----------------------------------------------------------------------------- contractions, windows

@@ -11,6 +11,7 @@ import time
 
 import torch
 import torch.fx as fx
+from torch_mlir import ir
 
 from ..codegen import driver
 from ..codegen.config import Options
@@ -88,7 +89,7 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
     report = PartitionReport(node.target, target.name, ops, {})
     try:
         fn = build_region(sub, target, options, name, report.stage_seconds)
-    except (CompileError, Unsupported) as e:
+    except Exception as e:  # never crash the user's model: run the region eagerly, say why
         if options.strict:
             raise
         log.warning("dynamo-mlir: %s: running region eagerly after a compile failure: %s", name, e)
@@ -106,7 +107,10 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
         imported = import_graph(sub, "main")
     except Unsupported as e:
         raise CompileError("dynamo", str(e)) from None
-    imported.module.operation.verify()
+    try:
+        imported.module.operation.verify()
+    except ir.MLIRError as e:
+        raise CompileError("dynamo", f"imported IR does not verify: {e}") from None
     if stage_seconds is not None:
         stage_seconds["dynamo"] = time.perf_counter() - t0
     if options.dump_dir:
@@ -118,4 +122,14 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
     fn = target.load(run.artifact, imported.signature, options)
     if stage_seconds is not None:
         stage_seconds["load"] = time.perf_counter() - t1
-    return fn
+    return fn if imported.plan_is_identity else _planned(fn, imported.output_plan)
+
+
+def _planned(fn, plan):
+    """Re-expand the function's distinct results into the graph's outputs (see output_plan)."""
+
+    def call(*inputs):
+        results = fn(*inputs)
+        return [results[i] if kind == "result" else inputs[i] for kind, i in plan]
+
+    return call

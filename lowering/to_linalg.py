@@ -12,6 +12,10 @@ log = logging.getLogger("dynamo_mlir")
 class LoweringError(RuntimeError):
     """A rule failed; the message names the op, its location and the target."""
 
+    def __init__(self, message: str, op: str):
+        super().__init__(message)
+        self.op = op
+
 
 def _dynamo_ops(module: ir.Module) -> list[ir.OpView]:
     found = []
@@ -41,7 +45,7 @@ def lower_dynamo_ops(module: ir.Module, target: str | None = None) -> ir.Module:
             with ir.InsertionPoint(op), op.location:
                 produced = rule(op)
         except Exception as e:  # a rule bug: say which op it was, keep the cause
-            raise LoweringError(f"lowering '{op.name}' at {op.location} (target {target}): {e}") from e
+            raise LoweringError(f"lowering '{op.name}' at {op.location} (target {target}): {e}", op.name) from e
         values = [_as_value(v) for v in (produced if isinstance(produced, (list, tuple)) else [produced])]
         for old, new in zip(op.results, values):
             old.replace_all_uses_with(new)

@@ -2,6 +2,7 @@
 
 from torch_mlir import ir
 
+from ..llvm_text import to_llvmlite_text
 from ..target import Stage, Target
 from . import pipeline, runtime
 
@@ -17,7 +18,7 @@ def _assembly(module: ir.Module) -> str:
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    parsed = llvm.parse_assembly(_llvm_ir(module))
+    parsed = llvm.parse_assembly(to_llvmlite_text(_llvm_ir(module)))
     machine = llvm.Target.from_default_triple().create_target_machine(opt=3)
     return machine.emit_assembly(parsed)
 

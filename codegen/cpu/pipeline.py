@@ -33,6 +33,9 @@ def make_llvm(module: ir.Module, options) -> ir.Module:
     passes = [
         "expand-strided-metadata",
         "func.func(math-expand-ops)",
+        # bf16 <-> f32 conversions as integer bit operations: the JIT process has no
+        # compiler-rt helpers (__truncsfbf2) for LLVM's libcalls.
+        "func.func(arith-expand{include-bf16=true})",
         "lower-affine",
         "convert-scf-to-cf",
         "convert-math-to-llvm",

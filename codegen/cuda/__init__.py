@@ -1,1 +1,30 @@
-"""The `cuda` target (see issue: gpu dialect -> NVVM -> PTX -> CUDA driver)."""
+"""The `cuda` target: linalg -> gpu dialect (blocks/threads) -> NVVM -> LLVM IR -> PTX (llvmlite)
+-> CUDA driver (cuda-bindings), with a host schedule replayed in Python on torch's stream.
+
+PTX generation needs no GPU (tests run it in CI); running needs one and cuda-bindings.
+"""
+
+from ..target import Stage, Target
+from . import pipeline, runtime
+
+
+def _host_schedule(program) -> str:
+    return "\n".join(str(h) for h in program.hosts.values())
+
+
+TARGET = Target(
+    name="cuda",
+    device_type="cuda",
+    stages=(
+        Stage("linalg", "mlir", pipeline.make_linalg, "dynamo ops -> linalg on tensors, elementwise ops fused"),
+        Stage("buffers", "mlir", pipeline.make_buffers, "bufferized, results as out-params"),
+        Stage("gpu", "mlir", pipeline.make_gpu, "gpu.launch per kernel (blocks/threads), outlined gpu.modules"),
+        Stage("nvvm", "mlir", pipeline.make_nvvm, "kernels in NVVM/LLVM dialect; host schedule extracted"),
+        Stage("ll", "ll", pipeline.make_ll, "kernels as LLVM IR"),
+        Stage("ptx", "ptx", pipeline.make_ptx, "PTX for the device's compute capability"),
+    ),
+    load=runtime.load,
+    available=runtime.available,
+    extra_dumps={"host": ("txt", _host_schedule)},
+    doc="NVIDIA GPUs: generated PTX kernels through the CUDA driver, torch for matmul/conv.",
+)

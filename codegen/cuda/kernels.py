@@ -20,7 +20,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, gpu, memref, scf, vector
 
 from ...lowering.scalar import const, highest, lowest
-from .loopnest import PARALLEL, REDUCTION, Access, LoopNest, affine_dims, eval_affine
+from .loopnest import PARALLEL, REDUCTION, Access, LoopNest, affine_dims, eval_affine, materialize, op_name
 
 BLOCK = 256          # threads per block for elementwise and serial kernels
 ROW_THREADS = 256    # at most this many threads cooperate on one row
@@ -82,8 +82,8 @@ def linear_index(a: Access, index_of) -> ir.Value:
     for e, s, size in zip(a.exprs, a.strides, a.shape):
         if s == 0 or size == 1:  # the index is 0 there
             continue
-        if ir.AffineConstantExpr.isinstance(e):
-            total += ir.AffineConstantExpr(e).value * s
+        if isinstance(e, ir.AffineConstantExpr):
+            total += e.value * s
             continue
         v = eval_affine(e, index_of)
         terms.append(v if s == 1 else arith.muli(v, index(s)))
@@ -101,8 +101,8 @@ def linear_index(a: Access, index_of) -> ir.Value:
 def vector_width(nest: LoopNest, dim: int, accesses: list[Access]) -> int:
     """Largest VEC (<= 16 bytes per access) for which every stride-1 access along `dim` is
     aligned: VEC divides the loop size, the offset and every other stride."""
-    if not accesses or dim < 0:
-        return 1
+    if not accesses or dim < 0 or any(a.elem == ir.IntegerType.get_signless(1) for a in accesses):
+        return 1  # i1 is a byte per element in memory, but a vector of i1 would be packed bits
     vec = max(1, MAX_VEC_BYTES // max(nbytes(a.elem) for a in accesses))
     while vec > 1:
         if nest.sizes[dim] % vec == 0 and all(_aligned(a, dim, vec) for a in accesses):
@@ -221,7 +221,7 @@ def can_row_reduce(nest: LoopNest) -> bool:
     first_red = its.index(REDUCTION)
     if any(it != REDUCTION for it in its[first_red:]):
         return False
-    if nest.combiners[0].name not in COMBINERS or nest.outputs[0].elem not in (ir.F32Type.get(), ir.IntegerType.get_signless(32)):
+    if op_name(nest.combiners[0]) not in COMBINERS or nest.outputs[0].elem not in (ir.F32Type.get(), ir.IntegerType.get_signless(32)):
         return False
     inner = nest.rank - 1
     # Threads stride along the innermost loop: coalesced only if the inputs are contiguous there.
@@ -236,7 +236,7 @@ def row_reduce(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
     vec = vector_width(nest, dim, nest.inputs)
     threads = min(ROW_THREADS, max(32, 1 << max(0, (row_len // vec - 1)).bit_length()))
     comb = nest.combiners[0]
-    kind, identity = COMBINERS[comb.name]
+    kind, identity = COMBINERS[op_name(comb)]
     out, elem = nest.outputs[0], nest.outputs[0].elem
 
     def build(bx, tx):
@@ -254,8 +254,8 @@ def row_reduce(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
 
         def write():
             at = linear_index(out, lambda d: row_idx[d])
-            old = init if init is not None else memref.load(out.flat, [at])
-            final = ir.Operation.create(comb.name, results=[elem], operands=[old, total],
+            old = materialize(init) if init is not None else memref.load(out.flat, [at])
+            final = ir.Operation.create(op_name(comb), results=[elem], operands=[old, total],
                                         attributes={n: comb.attributes[n] for n in comb.attributes}).result
             memref.store(final, out.flat, [at])
 

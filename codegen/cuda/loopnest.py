@@ -16,6 +16,13 @@ from torch_mlir.dialects import arith, memref
 PARALLEL, REDUCTION = "parallel", "reduction"
 
 
+def op_name(x) -> str | None:
+    """The op name of an op, an OpView, or the op defining a value (None for block arguments)."""
+    if isinstance(x, ir.Value):
+        x = x.owner
+    return None if isinstance(x, ir.Block) else x.operation.name
+
+
 class Unsupported(NotImplementedError):
     """The cuda target cannot map this op (the message says why)."""
 
@@ -43,7 +50,7 @@ class Access:
         stride = 0
         for e, s in zip(self.exprs, self.strides):
             if dim in affine_dims(e):
-                if not ir.AffineDimExpr.isinstance(e):
+                if not isinstance(e, ir.AffineDimExpr):
                     return None
                 stride += s
         return stride
@@ -68,10 +75,10 @@ class LoopNest:
 
 
 def affine_dims(e) -> set[int]:
-    if ir.AffineDimExpr.isinstance(e):
-        return {ir.AffineDimExpr(e).position}
-    if ir.AffineBinaryExpr.isinstance(e):
-        b = ir.AffineBinaryExpr(e)
+    if isinstance(e, ir.AffineDimExpr):
+        return {e.position}
+    if isinstance(e, ir.AffineBinaryExpr):
+        b = e
         return affine_dims(b.lhs) | affine_dims(b.rhs)
     return set()
 
@@ -79,22 +86,22 @@ def affine_dims(e) -> set[int]:
 def eval_affine(e, index_of: Callable[[int], ir.Value]) -> ir.Value:
     """Index arithmetic for dim/constant/add/mul exprs (the forms linalg's ops produce here)."""
     index = ir.IndexType.get()
-    if ir.AffineDimExpr.isinstance(e):
-        return index_of(ir.AffineDimExpr(e).position)
-    if ir.AffineConstantExpr.isinstance(e):
-        return arith.constant(index, ir.AffineConstantExpr(e).value)
-    if ir.AffineAddExpr.isinstance(e):
-        b = ir.AffineAddExpr(e)
+    if isinstance(e, ir.AffineDimExpr):
+        return index_of(e.position)
+    if isinstance(e, ir.AffineConstantExpr):
+        return arith.constant(index, e.value)
+    if isinstance(e, ir.AffineAddExpr):
+        b = e
         return arith.addi(eval_affine(b.lhs, index_of), eval_affine(b.rhs, index_of))
-    if ir.AffineMulExpr.isinstance(e):
-        b = ir.AffineMulExpr(e)
+    if isinstance(e, ir.AffineMulExpr):
+        b = e
         return arith.muli(eval_affine(b.lhs, index_of), eval_affine(b.rhs, index_of))
     raise Unsupported(f"affine expression {e} in an indexing map")
 
 
 def layout(t: ir.MemRefType) -> tuple[list[int], int]:
     strides, offset = t.get_strides_and_offset()
-    if any(ir.ShapedType.is_dynamic_stride_or_offset(s) for s in [*strides, offset]):
+    if any(s == ir.ShapedType.get_dynamic_stride_or_offset() for s in [*strides, offset]):
         raise Unsupported(f"dynamic strides or offset in {t}")
     return list(strides), offset
 
@@ -111,8 +118,8 @@ def loop_sizes(n_loops: int, accesses: Sequence[Access]) -> list[int]:
     sizes: list[int | None] = [None] * n_loops
     for a in accesses:
         for e, s in zip(a.exprs, a.shape):
-            if ir.AffineDimExpr.isinstance(e):
-                sizes[ir.AffineDimExpr(e).position] = s
+            if isinstance(e, ir.AffineDimExpr):
+                sizes[e.position] = s
     if any(s is None for s in sizes):
         raise Unsupported("a loop size is not an operand dim")
     return sizes  # type: ignore[return-value]
@@ -122,13 +129,19 @@ def loop_sizes(n_loops: int, accesses: Sequence[Access]) -> list[int]:
 
 
 def _lookup(mapping: dict, v: ir.Value) -> ir.Value:
-    if v in mapping:
-        return mapping[v]
-    owner = v.owner
+    return mapping[v] if v in mapping else materialize(v)
+
+
+def materialize(v: ir.Value) -> ir.Value:
+    """A host scalar used by a kernel, re-made inside it: constants are copied (outlining would
+    pass float constants as arguments), and a scalar read in the host (tensor.extract of a 0-d
+    tensor) is re-read inside the kernel, so the host schedule never reads device memory."""
+    if op_name(v) == "arith.constant":
+        return arith.constant(v.type, v.owner.attributes["value"])
     # A scalar read in the host (tensor.extract of a 0-d tensor) is re-read inside the kernel,
     # so the host schedule never has to copy a device value back.
-    if isinstance(owner, ir.Operation) and owner.name == "memref.load":
-        load = owner.opview
+    if op_name(v) == "memref.load":
+        load = v.owner.opview
         return memref.load(load.memref, list(load.indices))
     return v
 
@@ -139,15 +152,16 @@ def clone_region_body(block: ir.Block) -> Callable:
     def build(ins, outs, index_of):
         mapping = dict(zip(block.arguments, [*ins, *outs]))
         for op in block.operations:
-            if op.name == "linalg.yield":
+            name = op_name(op)
+            if name == "linalg.yield":
                 return [_lookup(mapping, v) for v in op.operands]
-            if op.name == "linalg.index":
+            if name == "linalg.index":
                 mapping[op.result] = index_of(ir.IntegerAttr(op.attributes["dim"]).value)
                 continue
             if len(op.regions):
-                raise Unsupported(f"'{op.name}' with regions inside a linalg body")
+                raise Unsupported(f"'{name}' with regions inside a linalg body")
             new = ir.Operation.create(
-                op.name, results=[r.type for r in op.results],
+                name, results=[r.type for r in op.results],
                 operands=[_lookup(mapping, v) for v in op.operands],
                 attributes={name: op.attributes[name] for name in op.attributes})
             mapping.update(zip(op.results, new.results))
@@ -159,7 +173,7 @@ def clone_region_body(block: ir.Block) -> Callable:
 def _combiner(block: ir.Block, yielded: ir.Value, out_arg: ir.Value) -> ir.Operation | None:
     """The op that folds one new value into the accumulator (`acc = op(acc, f(inputs))`)."""
     owner = yielded.owner
-    if not isinstance(owner, ir.Operation) or len(owner.operands) != 2:
+    if op_name(yielded) is None or len(owner.operands) != 2:
         return None
     if sum(1 for v in owner.operands if v == out_arg) != 1:
         return None

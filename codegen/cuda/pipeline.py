@@ -45,17 +45,19 @@ def make_gpu(module: ir.Module, options) -> ir.Module:
 
 def make_nvvm(module: ir.Module, options) -> ptx.CudaProgram:
     try:
-        host = schedule.extract(module)
+        hosts = schedule.extract(module)
     except Unsupported as e:
         raise CompileError("nvvm", str(e)) from None
-    bits = 32 if host.max_elements < 2**31 else 64  # 32-bit index math where every buffer fits
+    bits = 32 if max([h.max_elements for h in hosts.values()] or [0]) < 2**31 else 64  # 32-bit index math where every buffer fits
     passes = [
         "gpu.module(convert-scf-to-cf, "
         f"convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1 index-bitwidth={bits}}}, "
         "canonicalize, cse, reconcile-unrealized-casts)",
     ]
+    for host in hosts.values():
+        host.index_bits = bits
     run_pipeline(module, ", ".join(passes), "nvvm", options)
-    return ptx.CudaProgram(host, ptx.device_module(module), "nvvm")
+    return ptx.CudaProgram(hosts, ptx.device_module(module), "nvvm")
 
 
 def make_ll(program: ptx.CudaProgram, options) -> ptx.CudaProgram:

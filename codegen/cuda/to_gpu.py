@@ -12,7 +12,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import memref
 
 from . import kernels
-from .loopnest import LOOP_NESTS, LoopNest, Unsupported
+from .loopnest import LOOP_NESTS, LoopNest, Unsupported, op_name
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -26,7 +26,7 @@ OVERWRITE = "dynamo_mlir.overwrite"  # set on a library op whose accumulator was
 
 
 def root_of(value: ir.Value) -> ir.Value:
-    while isinstance(value.owner, ir.Operation) and value.owner.name in VIEW_OPS:
+    while op_name(value) in VIEW_OPS:
         value = value.owner.operands[0]
     return value
 
@@ -42,15 +42,10 @@ def flat_view(value: ir.Value, cache: dict) -> ir.Value:
     return cache[root]
 
 
-def _fill_value(op) -> ir.Value | None:
-    return op.inputs[0] if op.name == "linalg.fill" else None
-
-
 def _is_zero(value: ir.Value) -> bool:
-    owner = value.owner
-    if not isinstance(owner, ir.Operation) or owner.name != "arith.constant":
+    if op_name(value) != "arith.constant":
         return False
-    attr = owner.attributes["value"]
+    attr = value.owner.attributes["value"]
     if isinstance(attr, ir.FloatAttr):
         return ir.FloatAttr(attr).value == 0.0 and str(attr).lstrip().startswith("0")
     return isinstance(attr, ir.IntegerAttr) and ir.IntegerAttr(attr).value == 0
@@ -61,24 +56,23 @@ def _folded_fills(ops: list, library: bool) -> dict[int, int]:
     folded = {}
     for i in range(len(ops) - 1):
         fill, op = ops[i], ops[i + 1]
-        if fill.name != "linalg.fill" or not op.name.startswith(("linalg.", "memref.")):
-            continue
-        if op.name not in LIBRARY_OPS and op.name not in LOOP_NESTS:
+        name = op_name(op)
+        if op_name(fill) != "linalg.fill" or (name not in LIBRARY_OPS and name not in LOOP_NESTS):
             continue
         if op.opview.outputs[0] != fill.opview.outputs[0]:
             continue
-        if op.name in LIBRARY_OPS:
+        if name in LIBRARY_OPS:
             # max pooling's fill is -inf: the pooled result overwrites it as a zero fill would.
-            if library and (_is_zero(fill.opview.inputs[0]) or op.name == "linalg.pooling_nchw_max"):
+            if library and (_is_zero(fill.opview.inputs[0]) or name == "linalg.pooling_nchw_max"):
                 folded[i] = i + 1
-        elif kernels.schedule_for(LOOP_NESTS[op.name](op.opview)) == "row_reduce":
+        elif kernels.schedule_for(LOOP_NESTS[name](op.opview)) == "row_reduce":
             folded[i] = i + 1
     return folded
 
 
 def convert_host(func_op, library: bool = True) -> list[str]:
     """Rewrite one host function in place; returns the schedule chosen per kernel, in order."""
-    ops = list(func_op.regions[0].blocks[0].operations)
+    ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
     folded = _folded_fills(ops, library)
     init_of = {consumer: ops[fill].opview.inputs[0] for fill, consumer in folded.items()}
     chosen = []
@@ -117,7 +111,7 @@ def convert_module(module: ir.Module, library: bool = True) -> list[str]:
     module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
     chosen = []
     for op in module.body.operations:
-        if op.name == "func.func":
+        if op_name(op) == "func.func":
             chosen += convert_host(op, library)
     log.debug("dynamo-mlir: cuda kernels: %s", ", ".join(chosen))
     return chosen

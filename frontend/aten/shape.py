@@ -91,9 +91,12 @@ def _cat(ctx, node):
     tensors = [t for t in node.args[0] if static_shape(t.meta["val"]) != (0,)]
     dim = _norm_dim(node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0), out.dim())
     values = [ctx.cast(ctx.tensor(t), out.dtype) for t in tensors]
-    if len(values) == 1:
-        return values[0]
-    return dy.ConcatOp(values, _dim_attr(dim), out=ctx.out_type(node)).out
+    result = values[0]
+    for v in values[1:]:  # a chain of binary concats
+        shape = ctx.shape_of(result)
+        shape[dim] += ctx.shape_of(v)[dim]
+        result = dy.ConcatOp(result, v, _dim_attr(dim), out=ctx.type_like(result, shape=shape)).out
+    return result
 
 
 def _dim_attr(dim):

@@ -66,3 +66,9 @@ def elementwise(inputs: Sequence[ir.Value], out_type: ir.RankedTensorType, body)
     init = empty(out_type, inputs[0] if inputs else None)
     maps = [identity(rank)] * (len(inputs) + 1)
     return generic(inputs, [init], maps, [PARALLEL] * rank, lambda *a: [body(*a[:-1])])[0]
+
+
+def loop_index(dim: int) -> ir.Value:
+    """The current iteration index of loop `dim` inside a linalg.generic body.
+    (`linalg.index` in the bindings is the OpDSL helper, not this op.)"""
+    return linalg.IndexOp(dim).result

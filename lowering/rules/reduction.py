@@ -6,7 +6,7 @@ from torch_mlir.dialects import arith, linalg
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const, highest, is_float, lowest
-from .common import PARALLEL, REDUCTION, affine_map, empty, filled, generic, identity, ranked
+from .common import PARALLEL, REDUCTION, affine_map, empty, filled, generic, identity, ranked, loop_index
 
 # kind -> (initial value builder, float combiner, integer combiner)
 REDUCERS = {
@@ -56,7 +56,7 @@ def _lower_arg_reduce(op):
     loop_dim = len(kept)
 
     def body(x, best_v, best_i):
-        i = arith.index_cast(i64, linalg.index(loop_dim))
+        i = arith.index_cast(i64, loop_index(loop_dim))
         if is_float(elem):
             better = arith.cmpf(arith.CmpFPredicate.OGT if kind == "max" else arith.CmpFPredicate.OLT, x, best_v)
             # NaN wins (torch.argmax treats NaN as the maximum), the first NaN is kept.

@@ -63,7 +63,7 @@ def _lower_slice(op):
 def _lower_concat(op):
     out, dim = ranked(op.out), ir.IntegerAttr(op.dim).value
     result, offset = empty(out), 0
-    for v in op.inputs:
+    for v in (op.lhs, op.rhs):
         shape = list(ranked(v).shape)
         offsets = [0] * out.rank
         offsets[dim] = offset

@@ -6,7 +6,7 @@ from torch_mlir.dialects import arith, linalg, tensor
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const, convert, is_float, lowest
-from .common import PARALLEL, affine_map, empty, filled, generic, identity, ranked
+from .common import PARALLEL, affine_map, empty, filled, generic, identity, ranked, loop_index
 
 
 def _zero_filled(t, like=None, dim_map=None):
@@ -98,7 +98,7 @@ def _lower_gather(op):
 
     def body(i, _):
         row = arith.index_cast(index_t, i)
-        rest = [linalg.index(d) for d in range(n_idx, out.rank)]
+        rest = [loop_index(d) for d in range(n_idx, out.rank)]
         return [tensor.extract(op.x, [row, *rest])]
 
     return generic([op.indices], [empty(out)], [affine_map(out.rank, range(n_idx)), identity(out.rank)],
@@ -111,7 +111,7 @@ def _lower_gather_along(op):
     index_t = ir.IndexType.get()
 
     def body(i, _):
-        coords = [linalg.index(d) for d in range(out.rank)]
+        coords = [loop_index(d) for d in range(out.rank)]
         coords[dim] = arith.index_cast(index_t, i)
         return [tensor.extract(op.x, coords)]
 

@@ -6,7 +6,7 @@ from torch_mlir.dialects import arith, linalg, tensor
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import convert, is_float
-from .common import PARALLEL, empty, generic, identity, ranked
+from .common import PARALLEL, empty, generic, identity, ranked, loop_index
 
 
 @register_lowering(dy.ConstantOp)
@@ -21,7 +21,7 @@ def _lower_iota(op):
     start, step = tensor.extract(op.start, []), tensor.extract(op.step, [])
 
     def body(_):
-        i = arith.index_cast(ir.IntegerType.get_signless(64), linalg.index(dim))
+        i = arith.index_cast(ir.IntegerType.get_signless(64), loop_index(dim))
         i = convert(i, elem)
         scaled = arith.mulf(i, step) if is_float(elem) else arith.muli(i, step)
         return [arith.addf(scaled, start) if is_float(elem) else arith.addi(scaled, start)]

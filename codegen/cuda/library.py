@@ -1,0 +1,86 @@
+"""Host-schedule steps that run through torch: matmul (cuBLAS), convolution (cuDNN), pooling.
+
+Each linalg op accumulates into its output; `overwrite` says the accumulator was a zero fill
+that the gpu stage dropped, so the library result is written instead of added.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .schedule import Library, View
+
+
+def view_of(bufs, v: View) -> torch.Tensor:
+    base = bufs[v.slot]
+    return base.as_strided(v.shape, v.strides, base.storage_offset() + v.offset)
+
+
+def _accumulate(out: torch.Tensor, value: torch.Tensor, overwrite: bool) -> None:
+    if overwrite:
+        out.copy_(value.view(out.shape))
+    else:
+        out.add_(value.view(out.shape))
+
+
+def _matmul(step: Library, a, b, c):
+    if step.overwrite:
+        torch.matmul(a, b, out=c)
+    elif c.dim() == 2:
+        c.addmm_(a, b)
+    else:
+        c.baddbmm_(a, b)
+
+
+def _conv(step: Library, x, w, y):
+    attrs = dict(step.attrs)
+    out = F.conv2d(x, w, stride=attrs.get("strides", (1, 1)), dilation=attrs.get("dilations", (1, 1)))
+    _accumulate(y, out, step.overwrite)
+
+
+def _grouped_conv(step: Library, x5, w5, y5):
+    # N,G,C/G,H,W and G,F/G,C,kh,kw views: torch's grouped conv takes the flattened forms.
+    attrs = dict(step.attrs)
+    groups = x5.shape[1]
+    x = x5.reshape(x5.shape[0], -1, *x5.shape[3:])
+    w = w5.reshape(-1, *w5.shape[2:])
+    out = F.conv2d(x, w, stride=attrs.get("strides", (1, 1)), dilation=attrs.get("dilations", (1, 1)), groups=groups)
+    _accumulate(y5, out, step.overwrite)
+
+
+def _max_pool(step: Library, x, window, y):
+    attrs = dict(step.attrs)
+    out = F.max_pool2d(x, tuple(window.shape), stride=attrs.get("strides"), dilation=attrs.get("dilations", (1, 1)))
+    if step.overwrite:
+        y.copy_(out)
+    else:
+        torch.maximum(y, out, out=y)
+
+
+def _sum_pool(step: Library, x, window, y):
+    attrs = dict(step.attrs)
+    if tuple(attrs.get("dilations", (1, 1))) != (1, 1):
+        raise NotImplementedError("dilated sum pooling on the cuda target")
+    kh, kw = window.shape
+    out = F.avg_pool2d(x, (kh, kw), stride=attrs.get("strides")) * (kh * kw)
+    _accumulate(y, out, step.overwrite)
+
+
+RUNNERS = {
+    "linalg.matmul": _matmul,
+    "linalg.batch_matmul": _matmul,
+    "linalg.conv_2d_nchw_fchw": _conv,
+    "linalg.conv_2d_ngchw_gfchw": _grouped_conv,
+    "linalg.pooling_nchw_max": _max_pool,
+    "linalg.pooling_nchw_sum": _sum_pool,
+}
+
+
+def step(lib: Library):
+    runner = RUNNERS[lib.op]
+
+    def run(bufs, stream):
+        runner(lib, *[view_of(bufs, v) for v in lib.operands])
+
+    return run

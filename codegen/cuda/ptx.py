@@ -1,0 +1,214 @@
+"""Device code: the NVVM (LLVM-dialect) kernels -> LLVM IR -> PTX with llvmlite's NVPTX target.
+
+MLIR's gpu-module-to-binary cannot be used (the wheel's LLVM has no NVPTX target), so the
+kernels of every gpu.module are moved into one plain module with the nvptx64 triple, translated
+to LLVM IR, linked with libdevice (for the `__nv_*` math functions), internalized so only the
+kernels stay visible (the rest of libdevice then drops out) and optimized at O3 before emission.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+import struct
+from dataclasses import dataclass, replace
+from typing import Any
+
+from torch_mlir import ir
+
+log = logging.getLogger("dynamo_mlir")
+
+TRIPLE = "nvptx64-nvidia-cuda"
+DEFAULT_ARCH = "sm_90"
+# Oldest PTX ISA that knows the architecture (the driver JIT-compiles any newer-or-equal ISA).
+PTX_ISA = {100: "+ptx86", 101: "+ptx86", 103: "+ptx88", 120: "+ptx87", 121: "+ptx88"}
+LIBDEVICE_PATHS = ("nvvm/libdevice/libdevice.10.bc",)
+
+
+@dataclass(frozen=True)
+class CudaProgram:
+    """hosts: HostSchedule per function name; device: NVVM module, LLVM IR text or PTX text."""
+
+    hosts: dict
+    device: Any
+    stage: str
+
+    @property
+    def kernels(self) -> list[str]:
+        return [k for h in self.hosts.values() for k in h.kernels]
+
+    def with_device(self, device, stage: str) -> "CudaProgram":
+        return replace(self, device=device, stage=stage)
+
+    def __str__(self) -> str:
+        device = self.device
+        if hasattr(device, "operation"):
+            device = device.operation.get_asm(large_elements_limit=64)
+        host = "\n".join(str(h) for h in self.hosts.values())
+        comment = "//" if self.stage in ("nvvm", "ptx") else ";"
+        return device + "\n" + "\n".join(f"{comment} {line}" for line in host.splitlines()) + "\n"
+
+
+def device_module(module: ir.Module) -> ir.Module:
+    """Every gpu.module's contents in one module with the NVPTX triple (symbols deduplicated:
+    each gpu.module declares the libdevice functions it calls)."""
+    with module.context, ir.Location.unknown():
+        dev = ir.Module.create()
+        dev.operation.attributes["llvm.target_triple"] = ir.StringAttr.get(TRIPLE)
+        seen = set()
+        with ir.InsertionPoint(dev.body):
+            for gm in module.body.operations:
+                if gm.operation.name != "gpu.module":
+                    continue
+                module_name = gm.attributes["sym_name"]
+                for op in gm.regions[0].blocks[0].operations:
+                    if "gpu.kernel" in op.attributes:
+                        # Outlined kernels may share a name across gpu.modules: use the module's.
+                        op.attributes["sym_name"] = module_name
+                    name = op.attributes["sym_name"] if "sym_name" in op.attributes else None
+                    key = str(name) if name is not None else None
+                    if key in seen:
+                        continue
+                    if key is not None:
+                        seen.add(key)
+                    op.clone()
+    return dev
+
+
+def llvm_ir(device: ir.Module) -> str:
+    from torch_mlir.dialects.llvm import translate_module_to_llvmir
+
+    return _hex_special_floats(str(translate_module_to_llvmir(device.operation)))
+
+
+# The MLIR wheel's LLVM prints infinities and NaNs as words (`-inf`), which llvmlite's parser
+# rejects: write them in the hex form every LLVM reads (double-hex for float/double).
+_SPECIAL = re.compile(r"(?<![\w.%@\"$-])([+-]?)(inf|nan)\b")
+_HEX = {
+    "double": {"inf": "0x7FF0000000000000", "-inf": "0xFFF0000000000000", "nan": "0x7FF8000000000000"},
+    "half": {"inf": "0xH7C00", "-inf": "0xHFC00", "nan": "0xH7E00"},
+    "bfloat": {"inf": "0xR7F80", "-inf": "0xRFF80", "nan": "0xR7FC0"},
+}
+
+
+_BITS = re.compile(r"\bf0x([0-9A-Fa-f]+)\b")  # the newer `f0x<bits of the type>` literal
+
+
+def _float_bits(m: re.Match, line: str) -> str:
+    bits = m.group(1)
+    if len(bits) == 8:  # float: llvmlite wants the value as a double in hex
+        value = struct.unpack("<f", struct.pack("<I", int(bits, 16)))[0]
+        return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+    if len(bits) == 4:
+        return ("0xR" if "bfloat" in line else "0xH") + bits.upper()
+    return "0x" + bits.upper()
+
+
+def _hex_special_floats(text: str) -> str:
+    def fix(line: str) -> str:
+        if "f0x" in line:
+            line = _BITS.sub(lambda m: _float_bits(m, line), line)
+        if "inf" not in line and "nan" not in line:
+            return line
+        kind = next((k for k in ("bfloat", "half") if f"{k} " in line or f"{k}>" in line), "double")
+        table = _HEX[kind]
+        return _SPECIAL.sub(lambda m: table["-inf" if m.group(0) == "-inf" else m.group(2)], line)
+
+    return "\n".join(fix(line) for line in text.splitlines())
+
+
+@functools.lru_cache(maxsize=None)
+def _llvm():
+    import llvmlite.binding as llvm
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    return llvm
+
+
+def libdevice_path() -> str | None:
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    try:  # the nvidia-cuda-nvcc / cuda-toolkit wheels ship libdevice too
+        import nvidia.cuda_nvcc as nvcc  # type: ignore
+
+        roots.append(os.path.dirname(nvcc.__file__))
+    except Exception:
+        pass
+    for root in filter(None, roots):
+        for rel in LIBDEVICE_PATHS:
+            path = os.path.join(root, rel)
+            if os.path.exists(path):
+                return path
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _libdevice_bytes() -> bytes | None:
+    path = libdevice_path()
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def arch_for(options) -> str:
+    """options.cuda_arch, else the current GPU's compute capability, else sm_90."""
+    arch = getattr(options, "cuda_arch", None)
+    if arch:
+        return arch
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            return f"sm_{major}{minor}"
+    except Exception:
+        pass
+    return DEFAULT_ARCH
+
+
+def _features(arch: str) -> str:
+    number = int("".join(ch for ch in arch.split("_")[1] if ch.isdigit()))
+    return PTX_ISA.get(number, "+ptx80")
+
+
+def _link_libdevice(llvm, mod) -> None:
+    needs = [f.name for f in mod.functions if f.is_declaration and f.name.startswith("__nv_")]
+    if not needs:
+        return
+    data = _libdevice_bytes()
+    if data is None:
+        raise RuntimeError(f"libdevice not found (set CUDA_HOME); needed for {sorted(needs)}")
+    mod.link_in(llvm.parse_bitcode(data))
+
+
+def _internalize(mod, keep: set[str]) -> None:
+    for f in mod.functions:
+        if not f.is_declaration and f.name not in keep:
+            f.linkage = "internal"
+    for g in mod.global_variables:
+        if not g.is_declaration:
+            g.linkage = "internal"
+
+
+def emit_ptx(ll: str, arch: str = DEFAULT_ARCH) -> str:
+    llvm = _llvm()
+    mod = llvm.parse_assembly(ll)
+    kernels = {f.name for f in mod.functions if not f.is_declaration}
+    _link_libdevice(llvm, mod)
+    _internalize(mod, kernels)
+    target = llvm.Target.from_triple(TRIPLE)
+    machine = target.create_target_machine(cpu=arch, features=_features(arch), opt=3)
+    mod.triple = TRIPLE
+    mod.data_layout = str(machine.target_data)
+    tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+    builder = llvm.create_pass_builder(machine, tuning)
+    # Drop the unused (now internal) libdevice functions first: O3 over all of them takes seconds.
+    dce = llvm.create_new_module_pass_manager()
+    dce.add_global_dead_code_eliminate_pass()
+    dce.run(mod, builder)
+    builder.getModulePassManager().run(mod, builder)
+    mod.verify()
+    return machine.emit_assembly(mod)

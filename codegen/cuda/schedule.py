@@ -1,0 +1,231 @@
+"""The host schedule: the host function, after outlining, read once into a list of steps that
+the runtime replays with torch tensors (no host code is compiled).
+
+Buffers live in numbered slots: the function's arguments first (inputs, then outputs, as
+buffer-results-to-out-params left them), then the buffers it allocates, then constants. Every
+memref value the host function uses is a `View` of one slot (shape, strides, offset in
+elements, read off its static memref type), so subviews, reshapes and reinterpret_casts cost
+nothing at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from torch_mlir import ir
+
+from .loopnest import Unsupported, layout, op_name
+from .to_gpu import LIBRARY_OPS, OVERWRITE, VIEW_OPS
+
+# MLIR element type (as printed) -> torch dtype name; names keep this module torch-free.
+DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
+          "i32": "int32", "i16": "int16", "i8": "int8", "i1": "bool"}
+
+
+@dataclass(frozen=True)
+class View:
+    slot: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+
+    def __str__(self):
+        return f"%{self.slot}[{'x'.join(map(str, self.shape))}|{','.join(map(str, self.strides))}+{self.offset}]"
+
+
+@dataclass(frozen=True)
+class Alloc:
+    slot: int
+    numel: int
+    dtype: str
+
+    def __str__(self):
+        return f"%{self.slot} = empty({self.numel}, {self.dtype})"
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: tuple  # ("ptr", slot) or (scalar type, value)
+
+    def __str__(self):
+        args = ", ".join(f"%{v}" if k == "ptr" else f"{v}:{k}" for k, v in self.args)
+        return f"launch {self.kernel} grid={self.grid} block={self.block} ({args})"
+
+
+@dataclass(frozen=True)
+class Library:
+    op: str                 # linalg op name
+    operands: tuple         # Views: inputs then the output
+    overwrite: bool         # the output starts as zeros (no accumulate)
+    attrs: tuple = ()       # (name, tuple of ints)
+
+    def __str__(self):
+        return f"torch {self.op}({', '.join(map(str, self.operands))}) overwrite={self.overwrite} {dict(self.attrs)}"
+
+
+@dataclass
+class HostSchedule:
+    name: str
+    n_args: int
+    arg_types: list[tuple[tuple[int, ...], str]]
+    steps: list = field(default_factory=list)
+    constants: dict = field(default_factory=dict)  # slot -> numpy array
+    n_slots: int = 0
+    kernels: list[str] = field(default_factory=list)
+    max_elements: int = 0
+    index_bits: int = 64  # width of `index` in the kernels (set by the nvvm stage)
+
+    def __str__(self):
+        args = ", ".join(f"%{i}: {'x'.join(map(str, s))}x{d}" for i, (s, d) in enumerate(self.arg_types))
+        lines = [f"host {self.name}({args})"]
+        lines += [f"  %{s} = constant {a.shape} {a.dtype}" for s, a in self.constants.items()]
+        lines += [f"  {step}" for step in self.steps]
+        return "\n".join(lines)
+
+
+def dtype_name(t: ir.Type) -> str:
+    name = DTYPES.get(str(t))
+    if name is None:
+        raise Unsupported(f"element type {t} on the cuda target")
+    return name
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+class _Reader:
+    def __init__(self, module: ir.Module, func_op):
+        self.module = module
+        block = func_op.regions[0].blocks[0]
+        args = list(block.arguments)
+        types = [ir.MemRefType(a.type) for a in args]
+        self.out = HostSchedule(ir.StringAttr(func_op.attributes["sym_name"]).value, len(args),
+                                [(tuple(t.shape), dtype_name(t.element_type)) for t in types], n_slots=len(args))
+        self.views: dict = {a: self.view(i, t) for i, (a, t) in enumerate(zip(args, types))}
+        self.scalars: dict = {}
+        self.out.max_elements = max([_numel(t.shape) for t in types] or [0])
+
+    @staticmethod
+    def view(slot: int, t: ir.MemRefType) -> View:
+        strides, offset = layout(t)
+        return View(slot, tuple(t.shape), tuple(strides), offset)
+
+    def new_slot(self) -> int:
+        self.out.n_slots += 1
+        return self.out.n_slots - 1
+
+    def read(self, op) -> None:
+        name = op_name(op)
+        handler = HANDLERS.get(name)
+        if handler is None:
+            if name in LIBRARY_OPS:
+                return self.library(op)
+            if name in VIEW_OPS:
+                return self.view_op(op)
+            raise Unsupported(f"host op '{name}' has no cuda host-schedule step")
+        handler(self, op)
+
+    def constant(self, op) -> None:
+        attr = op.attributes["value"]
+        if isinstance(attr, ir.FloatAttr):
+            self.scalars[op.result] = (str(attr.type), ir.FloatAttr(attr).value)
+        elif isinstance(attr, ir.IntegerAttr):
+            self.scalars[op.result] = (str(attr.type), ir.IntegerAttr(attr).value)
+
+    def alloc(self, op) -> None:
+        t = ir.MemRefType(op.result.type)
+        if not t.has_static_shape:
+            raise Unsupported(f"dynamic allocation {t}")
+        slot = self.new_slot()
+        self.out.steps.append(Alloc(slot, _numel(t.shape), dtype_name(t.element_type)))
+        self.views[op.result] = self.view(slot, t)
+        self.out.max_elements = max(self.out.max_elements, _numel(t.shape))
+
+    def get_global(self, op) -> None:
+        name = ir.FlatSymbolRefAttr(op.attributes["name"]).value
+        t = ir.MemRefType(op.result.type)
+        slot = self.new_slot()
+        self.out.constants[slot] = global_array(self.module, name, t)
+        self.views[op.result] = self.view(slot, t)
+
+    def view_op(self, op) -> None:
+        source = self.views[op.operands[0]]
+        self.views[op.result] = self.view(source.slot, ir.MemRefType(op.result.type))
+
+    def launch(self, op) -> None:
+        lf = op.opview
+        sizes = [self.scalar(v)[1] for v in (lf.gridSizeX, lf.gridSizeY, lf.gridSizeZ,
+                                             lf.blockSizeX, lf.blockSizeY, lf.blockSizeZ)]
+        args = []
+        for v in lf.kernelOperands:
+            if isinstance(v.type, ir.MemRefType):
+                view = self.views[v]
+                if view.offset:
+                    raise Unsupported("a kernel argument with an offset")  # kernels take flat roots
+                args.append(("ptr", view.slot))
+            else:
+                args.append(self.scalar(v))
+        kernel = str(lf.kernel).split("::")[0].lstrip("@")  # the gpu.module's name (see ptx.py)
+        self.out.kernels.append(kernel)
+        self.out.steps.append(Launch(kernel, tuple(sizes[:3]), tuple(sizes[3:]), tuple(args)))
+
+    def scalar(self, v):
+        if v not in self.scalars:
+            raise Unsupported(f"a launch operand that is not a constant ({op_name(v) or 'an argument'})")
+        return self.scalars[v]
+
+    def library(self, op) -> None:
+        views = tuple(self.views[v] for v in op.operands)
+        attrs = tuple((name, tuple(int(x) for x in ir.DenseIntElementsAttr(op.attributes[name])))
+                      for name in ("strides", "dilations") if name in op.attributes)
+        self.out.steps.append(Library(op_name(op), views, OVERWRITE in op.attributes, attrs))
+
+
+HANDLERS = {
+    "arith.constant": _Reader.constant,
+    "memref.alloc": _Reader.alloc,
+    "memref.alloca": _Reader.alloc,
+    "memref.get_global": _Reader.get_global,
+    "gpu.launch_func": _Reader.launch,
+    "memref.dealloc": lambda self, op: None,
+    "memref.load": lambda self, op: None,  # re-read inside the kernels that use it
+    "func.return": lambda self, op: None,
+}
+
+
+def global_array(module: ir.Module, name: str, t: ir.MemRefType) -> np.ndarray:
+    for op in module.body.operations:
+        if op_name(op) == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            attr = ir.DenseElementsAttr(op.attributes["initial_value"])
+            if attr.is_splat:
+                value = attr.get_splat_value()
+                scalar = value.value if hasattr(value, "value") else value
+                return np.full(tuple(t.shape), scalar, dtype=_np_dtype(t.element_type))
+            return np.array(attr).reshape(tuple(t.shape))
+    raise Unsupported(f"memref.global @{name} not found")
+
+
+def _np_dtype(t: ir.Type):
+    name = dtype_name(t)
+    return {"bfloat16": np.float32, "bool": np.bool_}.get(name, getattr(np, name, np.float32))
+
+
+def extract(module: ir.Module) -> dict[str, HostSchedule]:
+    """Every host function of `module` (one per graph region) as a HostSchedule, by name."""
+    schedules = {}
+    for func_op in module.body.operations:
+        if op_name(func_op) != "func.func":
+            continue
+        reader = _Reader(module, func_op)
+        for op in func_op.regions[0].blocks[0].operations:
+            reader.read(op)
+        schedules[reader.out.name] = reader.out
+    return schedules
