@@ -1,0 +1,31 @@
+# Set-up and entry points. Every target installs what it needs into .venv on first use.
+#   make demo    compile real models with backend="mlir" and show what happened
+#   make test    run the test suite
+# TORCH_VERSION overrides the torch pin (2.13.0 takes the local CPU build on the project's machines).
+PYTHON ?= python3
+TORCH_VERSION ?= 2.13.0
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: setup demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "torch==$(TORCH_VERSION)"
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	$(PY) -m dynamo_mlir.tools.demo
+
+test: setup
+	$(PY) -m pytest -q tests
+
+bench: setup
+	$(PY) benchmarks/bench_cpu.py
+
+clean:
+	rm -rf $(VENV)

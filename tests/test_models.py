@@ -1,0 +1,125 @@
+"""Whole models, inference: compiled by us with no fallback and matching eager (rtol 1e-4);
+graph breaks, fallbacks for ops the dialect lacks, and compile failures with a repro."""
+
+import glob
+import os
+
+import pytest
+import torch
+
+import dynamo_mlir
+from dynamo_mlir.codegen import CompileError
+from dynamo_mlir.lowering import registry as lowering_registry
+from helpers import assert_all_compiled
+from dynamo_mlir.tools.models import cnn, mlp, randomize_batchnorm, transformer_block
+
+MODELS = {
+    "mlp": (mlp, lambda: torch.randn(8, 10)),
+    "cnn": (lambda: randomize_batchnorm(cnn()), lambda: torch.randn(8, 3, 32, 32)),
+    "transformer_block": (transformer_block, lambda: torch.randn(2, 16, 64)),
+}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_model_inference_matches_eager_with_no_fallback(name):
+    torch.manual_seed(0)
+    make_model, make_input = MODELS[name]
+    model, x = make_model().eval(), make_input()
+    with torch.no_grad():
+        expected = model(x)
+        got = torch.compile(model, backend="mlir")(x)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    s = assert_all_compiled(min_ops=5)
+    assert s["graphs"] == 1 and s["targets"] == ["cpu"]
+
+
+def test_graph_break_both_sides_compiled():
+    def f(x):
+        x = torch.relu(x)
+        return x * 2 if x.sum() > 0 else x
+
+    compiled = torch.compile(f, backend="mlir")
+    for sign in (1.0, -1.0):
+        x = sign * torch.rand(16) + (0.1 if sign > 0 else -0.1)
+        torch.testing.assert_close(compiled(x), f(x))
+    s = assert_all_compiled()
+    assert s["graphs"] >= 2  # the graph break splits f into separately compiled graphs
+
+
+def test_relu_plus_sigmoid():
+    x = torch.randn(128)
+    got = torch.compile(lambda x: x.relu() + x.sigmoid(), backend="mlir")(x)
+    torch.testing.assert_close(got, x.relu() + x.sigmoid())
+    s = assert_all_compiled()
+    assert set(s["compiled_ops"]) >= {"aten.relu.default", "aten.sigmoid.default", "aten.add.Tensor"}
+
+
+@torch.library.custom_op("dynamo_mlir_test::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@twice.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def test_op_the_dialect_lacks_falls_back_correctly():
+    def f(x):
+        return torch.exp(twice(torch.tanh(x))) + 1
+
+    x = torch.randn(32)
+    torch.testing.assert_close(torch.compile(f, backend="mlir")(x), f(x))
+    s = dynamo_mlir.stats()
+    assert s["fallback_ops"] == {"dynamo_mlir_test.twice.default": 1}
+    assert any("no import rule" in reason for _, reason in s["fallback_reasons"])
+    assert {"aten.tanh.default", "aten.exp.default"} <= set(s["compiled_ops"])  # both sides compiled
+    assert "dynamo_mlir_test.twice.default" in dynamo_mlir.explain()
+
+
+@pytest.fixture
+def broken_exp_lowering():
+    """A cpu-specific rule for dynamo.exp that fails, as a buggy rule would."""
+    def broken(op):
+        raise ValueError("simulated lowering bug")
+
+    lowering_registry.register_lowering("dynamo.exp", broken, target="cpu")
+    yield
+    del lowering_registry._RULES[("dynamo.exp", "cpu")]
+
+
+def test_compile_failure_names_stage_and_op_and_saves_repro(broken_exp_lowering, tmp_path):
+    f = lambda x: torch.exp(x) * 3
+    with pytest.raises(Exception) as info:
+        torch.compile(f, backend="mlir", options={"strict": True, "repro_dir": str(tmp_path)})(torch.randn(8))
+    err = info.value
+    while not isinstance(err, CompileError) and err is not None:  # Dynamo wraps backend errors
+        err = getattr(err, "inner_exception", None) or err.__cause__
+    assert isinstance(err, CompileError), info.value
+    assert err.stage == "linalg" and err.op == "dynamo.exp"
+    assert "stage 'linalg'" in str(err) and "dynamo.exp" in str(err) and "simulated lowering bug" in str(err)
+    repro = open(err.repro).read()
+    assert '"dynamo.exp"' in repro and "// pipeline:" in repro  # the input IR and what ran on it
+    assert glob.glob(os.path.join(tmp_path, "linalg-*.mlir")) == [err.repro]
+
+
+def test_compile_failure_without_strict_runs_eagerly_and_reports(broken_exp_lowering, tmp_path):
+    f = lambda x: torch.exp(x) * 3
+    x = torch.randn(8)
+    torch.testing.assert_close(torch.compile(f, backend="mlir", options={"repro_dir": str(tmp_path)})(x), f(x))
+    s = dynamo_mlir.stats()
+    assert s["partitions_failed"] == 1 and s["ops_compiled"] == 0
+    assert "simulated lowering bug" in dynamo_mlir.explain()
+
+
+def test_unknown_option_is_a_clear_error():
+    with pytest.raises(Exception, match="unknown option"):
+        torch.compile(lambda x: x + 1, backend="mlir", options={"dump_dri": "/tmp/x"})(torch.randn(2))
+
+
+def test_backend_is_registered_without_importing_the_package():
+    import subprocess
+    import sys
+
+    code = "import torch, sys; sys.exit(0 if 'mlir' in torch._dynamo.list_backends() else 1)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
