@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# One device call: install the bundle, run the CUDA tests, then the benchmark. Results in $OUT.
+set -o pipefail
+mkdir -p .gpu-bundle/site && tar xJf .gpu-bundle/torch_mlir-cp312.tar.xz -C .gpu-bundle/site \
+  && export PYTHONPATH=$PWD/.gpu-bundle/site \
+  && python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . || exit 1
+export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
+python3 -c "import cuda.bindings, llvmlite, torch; print('cuda-bindings', cuda.bindings.__version__, 'llvmlite', llvmlite.__version__, 'torch', torch.__version__)"
+timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider tests/test_cuda_ptx.py tests/test_cuda_runtime.py ${PYTEST_ARGS} 2>&1 | tee $OUT/pytest.log | tail -40
+[ -n "$SKIP_BENCH" ] || timeout ${BENCH_TIMEOUT:-240} python3 benchmarks/bench_cuda.py --device cuda --out $OUT/bench_cuda.md 2>&1 | tail -30

@@ -1,0 +1,123 @@
+"""cuda target on a GPU: generated kernels and torch.compile(backend="mlir") against eager.
+Skips cleanly where there is no CUDA GPU or no cuda-bindings."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch_mlir import ir
+
+from cuda_models import MODELS
+from dynamo_mlir.codegen import resolve, run_stages
+from dynamo_mlir.codegen.signature import Signature, TensorSpec
+from dynamo_mlir.codegen.target import get_target
+from dynamo_mlir.dialects import new_context
+
+TARGET = get_target("cuda")
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(not TARGET.available(), reason="needs a CUDA GPU and cuda-bindings")]
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "i64": torch.int64}
+
+
+def _spec(t) -> TensorSpec:
+    t = ir.RankedTensorType(t)
+    return TensorSpec(tuple(t.shape), DTYPES[str(t.element_type)])
+
+
+def compile_model(model: str, mode=None, **kwargs):
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(MODELS[model](**kwargs))
+        fn = module.body.operations[0]
+        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        sig = Signature(ir.StringAttr(fn.attributes["sym_name"]).value,
+                        tuple(_spec(t) for t in ftype.inputs), tuple(_spec(t) for t in ftype.results))
+        options = resolve({}, mode=mode)
+        run = run_stages(module, TARGET, options)
+        return TARGET.load(run.artifact, sig, options), sig
+
+
+def random_inputs(sig):
+    return [torch.randn(s.shape, dtype=s.dtype, device="cuda") for s in sig.inputs]
+
+
+REFERENCES = {
+    "elementwise_chain": lambda x, y: [torch.relu(torch.exp(x) * y + x)],
+    "softmax": lambda x: [torch.softmax(x, 1)],
+    "layernorm": lambda x, w, b: [F.layer_norm(x, x.shape[-1:], w, b, 1e-5)],
+    "mlp": lambda x, w1, b1, w2, b2: (lambda y: [y, y.sum(0)])(torch.relu(x @ w1 + b1) @ w2 + b2),
+    "attention_bits": lambda q, k: (lambda s: [s, s.argmax(2), s.bfloat16()])(q @ k.transpose(1, 2)),
+}
+
+
+def assert_close(got, want):
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        if w.dtype == torch.int64:
+            assert torch.equal(g, w)
+        else:
+            torch.testing.assert_close(g.float(), w.float(), rtol=2e-2 if w.dtype == torch.bfloat16 else 1e-4,
+                                       atol=1e-2 if w.dtype == torch.bfloat16 else 1e-4)
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_model_matches_eager(model):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    fn, sig = compile_model(model)
+    inputs = random_inputs(sig)
+    assert_close(fn(*inputs), REFERENCES[model](*inputs))
+    inputs = random_inputs(sig)  # fresh inputs: the same kernels compute the same function
+    assert_close(fn(*inputs), REFERENCES[model](*inputs))
+
+
+@pytest.mark.parametrize("shape", [(3, 1000), (128, 4096), (7, 33)])
+def test_softmax_odd_shapes(shape):
+    fn, sig = compile_model("softmax", r=shape[0], c=shape[1])
+    (x,) = random_inputs(sig)
+    assert_close(fn(x), [torch.softmax(x, 1)])
+
+
+def test_bf16_elementwise():
+    fn, sig = compile_model("elementwise_chain", n=4096 + 8, dt="bf16")
+    x, y = random_inputs(sig)
+    assert_close(fn(x, y), [torch.relu(torch.exp(x) * y + x)])
+
+
+def test_non_contiguous_and_misaligned_inputs():
+    fn, sig = compile_model("elementwise_chain", n=1024)
+    big = torch.randn(2, 1025, device="cuda")
+    x, y = big[0, 1:], big[1, :1024]  # x starts 4 bytes past a 16-byte boundary
+    assert_close(fn(x, y), REFERENCES["elementwise_chain"](x, y))
+
+
+def test_reduce_overhead_graph_replay():
+    fn, sig = compile_model("layernorm", mode="reduce-overhead")
+    for _ in range(3):
+        inputs = random_inputs(sig)
+        assert_close(fn(*inputs), REFERENCES["layernorm"](*inputs))
+
+
+class _Block(torch.nn.Module):
+    def __init__(self, d=64):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(d)
+        self.fc1, self.fc2 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return x + self.fc2(F.gelu(self.fc1(self.ln(x)))).softmax(-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_torch_compile_block_forward_backward(dtype):
+    torch.manual_seed(0)
+    model = _Block().cuda().to(dtype)
+    compiled = torch.compile(model, backend="mlir", options={"strict": True})
+    x = torch.randn(8, 16, 64, device="cuda", dtype=dtype, requires_grad=True)
+    want = model(x)
+    got = compiled(x)
+    assert_close([got], [want])
+    got.float().square().sum().backward()
+    g_compiled = x.grad.clone()
+    x.grad = None
+    want.float().square().sum().backward()
+    tol = 5e-2 if dtype == torch.bfloat16 else 1e-3
+    torch.testing.assert_close(g_compiled.float(), x.grad.float(), rtol=tol, atol=tol)
