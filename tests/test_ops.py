@@ -37,9 +37,10 @@ CASES = [
     ("sqrt", torch.sqrt, lambda: (_pos(64),), '"dynamo.sqrt"', "math.sqrt"),
     ("rsqrt", torch.rsqrt, lambda: (_pos(64),), '"dynamo.rsqrt"', "math.rsqrt"),
     ("pow", lambda a: torch.pow(a, 3.5), lambda: (_pos(64),), '"dynamo.pow"', "math.powf"),
-    ("matmul", torch.matmul, lambda: (r(16, 32), r(32, 8)), '"dynamo.matmul"', "linalg.matmul"),
-    ("bmm", torch.bmm, lambda: (r(3, 16, 32), r(3, 32, 8)), '"dynamo.matmul"', "linalg.batch_matmul"),
-    ("linear", F.linear, lambda: (r(4, 10), r(6, 10), r(6)), '"dynamo.matmul"', "linalg.matmul"),
+    # the cpu target's own matmul rule: a generic with loops (i, k, j), see codegen/cpu/rules.py
+    ("matmul", torch.matmul, lambda: (r(16, 32), r(32, 8)), '"dynamo.matmul"', '"parallel", "reduction", "parallel"'),
+    ("bmm", torch.bmm, lambda: (r(3, 16, 32), r(3, 32, 8)), '"dynamo.matmul"', '"parallel", "parallel", "reduction", "parallel"'),
+    ("linear", F.linear, lambda: (r(4, 10), r(6, 10), r(6)), '"dynamo.matmul"', '"parallel", "reduction", "parallel"'),
     ("sum", lambda a: a.sum(dim=1), lambda: (r(8, 16),), '"dynamo.reduce"', "reduction"),
     ("mean_keepdim", lambda a: a.mean(dim=-1, keepdim=True), lambda: (r(8, 16),), '"dynamo.reduce"', "reduction"),
     ("amax", lambda a: a.amax(dim=0), lambda: (r(8, 16),), '"dynamo.reduce"', "arith.maximumf"),

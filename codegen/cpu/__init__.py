@@ -4,7 +4,7 @@ from torch_mlir import ir
 
 from ..llvm_text import to_llvmlite_text
 from ..target import Stage, Target
-from . import pipeline, runtime
+from . import pipeline, rules, runtime  # noqa: F401  (rules registers cpu-specific lowerings)
 
 
 def _llvm_ir(module: ir.Module) -> str:
