@@ -66,7 +66,7 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
         if keep_text or dump_dir:
             record.text = as_text(run.artifact)
         if dump_dir:
-            record.path = write_dump(dump_dir, graph_name, stage.name, stage.ext, record.text)
+            record.path = write_dump(dump_dir, graph_name, stage.name, stage.ext, record.text, target.name)
         if observer:
             observer(record)
         log.debug("dynamo-mlir: %s: stage %s took %.1f ms", graph_name, stage.name, record.seconds * 1e3)
@@ -98,9 +98,11 @@ def _context_of(artifact):
     return stack
 
 
-def write_dump(folder: str, graph: str, stage: str, ext: str, text: str) -> str:
+def write_dump(folder: str, graph: str, stage: str, ext: str, text: str, target: str | None = None) -> str:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{graph}.{stage}.{ext}")
     with open(path, "w") as f:
+        if ext == "mlir":  # lets `dynamo-mlir dump FILE.mlir` resume after this stage, on this target
+            f.write(f"// dynamo-mlir stage: {stage}" + (f" target: {target}" if target else "") + "\n")
         f.write(text)
     return path
