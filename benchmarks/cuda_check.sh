@@ -7,5 +7,5 @@ mkdir -p .gpu-bundle/site && tar xJf .gpu-bundle/torch_mlir-cp312.tar.xz -C .gpu
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
 python3 -c "import cuda.bindings, llvmlite, torch; print('cuda-bindings', cuda.bindings.__version__, 'llvmlite', llvmlite.__version__, 'torch', torch.__version__)"
-timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider tests/test_cuda_ptx.py tests/test_cuda_runtime.py ${PYTEST_ARGS} 2>&1 | tee $OUT/pytest.log | tail -40
+timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider tests/test_cuda_ptx.py tests/test_cuda_runtime.py tests/test_cuda_models.py ${PYTEST_ARGS} 2>&1 | tee $OUT/pytest.log | tail -40
 [ -n "$SKIP_BENCH" ] || timeout ${BENCH_TIMEOUT:-240} python3 benchmarks/bench_cuda.py --device cuda --out $OUT/bench_cuda.md 2>&1 | tail -30

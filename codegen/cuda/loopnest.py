@@ -223,10 +223,30 @@ def from_copy(op) -> LoopNest:
                     lambda ins, outs, index_of: [ins[0]], [None], [False])
 
 
+def from_linalg_copy(op) -> LoopNest:
+    rank = ir.MemRefType(op.outputs[0].type).rank
+    ident = ir.AffineMap.get_identity(rank)
+    src, dst = access(op.inputs[0], ident), access(op.outputs[0], ident)
+    return LoopNest("copy", list(dst.shape), [PARALLEL] * rank, [src], [dst],
+                    lambda ins, outs, index_of: [ins[0]], [None], [False])
+
+
+def from_map(op) -> LoopNest:
+    """linalg.map (what tensor.pad/generate bufferize into): identity maps, body on inputs."""
+    rank = ir.MemRefType(op.init.type).rank
+    ident = ir.AffineMap.get_identity(rank)
+    ins = [access(v, ident) for v in op.inputs]
+    dst = access(op.init, ident)
+    return LoopNest("map", list(dst.shape), [PARALLEL] * rank, ins, [dst],
+                    clone_region_body(op.regions[0].blocks[0]), [None], [False])
+
+
 # op name -> LoopNest builder: the ops the cuda target turns into generated kernels.
 LOOP_NESTS = {
     "linalg.generic": from_generic,
     "linalg.fill": from_fill,
     "linalg.transpose": from_transpose,
     "memref.copy": from_copy,
+    "linalg.copy": from_linalg_copy,
+    "linalg.map": from_map,
 }

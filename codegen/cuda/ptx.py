@@ -106,10 +106,35 @@ def _float_bits(m: re.Match, line: str) -> str:
     return "0x" + bits.upper()
 
 
+_DECIMAL = re.compile(r"(?<![\w.%@\"$])[-+]?\d+\.\d+e[-+]\d+\b")
+
+
+def _decimal_to_hex(m: re.Match, kind: str) -> str:
+    """A decimal literal of a float/half/bfloat op in hex: llvmlite requires decimal constants
+    to be exact, and the newer printer writes the shortest decimal that rounds back."""
+    value = float(m.group(0))
+    bits32 = struct.unpack("<I", struct.pack("<f", value))[0]
+    if kind == "half":
+        return "0xH%04X" % struct.unpack("<H", struct.pack("<e", value))[0]
+    if kind == "bfloat":
+        return "0xR%04X" % (bits32 >> 16)
+    as_float = struct.unpack("<f", struct.pack("<I", bits32))[0]
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", as_float))[0]
+
+
+def _narrow_kind(line: str) -> str | None:
+    if "double" in line:
+        return None
+    return next((k for k in ("bfloat", "half", "float") if k in line), None)
+
+
 def _hex_special_floats(text: str) -> str:
     def fix(line: str) -> str:
         if "f0x" in line:
             line = _BITS.sub(lambda m: _float_bits(m, line), line)
+        kind = _narrow_kind(line) if "e" in line else None
+        if kind is not None and _DECIMAL.search(line):
+            line = _DECIMAL.sub(lambda m: _decimal_to_hex(m, kind), line)
         if "inf" not in line and "nan" not in line:
             return line
         kind = next((k for k in ("bfloat", "half") if f"{k} " in line or f"{k}>" in line), "double")

@@ -139,6 +139,8 @@ class CudaFunction:
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
         device = inputs[0].device if inputs else torch.device("cuda", torch.cuda.current_device())
+        if device.type != "cuda":  # a host pointer handed to a kernel would fault the GPU
+            raise CudaError(f"dynamo-mlir cuda: {self.signature.name} got a tensor on {device}, not a CUDA device")
         _, steps, constants = self._prepare(device)
         bufs: list = [None] * self.host.n_slots
         for i, t in enumerate(inputs):

@@ -51,6 +51,14 @@ def _is_zero(value: ir.Value) -> bool:
     return isinstance(attr, ir.IntegerAttr) and ir.IntegerAttr(attr).value == 0
 
 
+def _output(op) -> ir.Value:
+    """The buffer an op writes (memref.copy names it `target`)."""
+    view = op.opview
+    if op.name == "memref.copy":
+        return view.target
+    return view.init if op.name == "linalg.map" else view.outputs[0]
+
+
 def _folded_fills(ops: list, library: bool) -> dict[int, int]:
     """fill index -> consumer index, for fills that the next op absorbs."""
     folded = {}
@@ -59,7 +67,7 @@ def _folded_fills(ops: list, library: bool) -> dict[int, int]:
         name = op_name(op)
         if op_name(fill) != "linalg.fill" or (name not in LIBRARY_OPS and name not in LOOP_NESTS):
             continue
-        if op.opview.outputs[0] != fill.opview.outputs[0]:
+        if _output(op) != fill.opview.outputs[0]:
             continue
         if name in LIBRARY_OPS:
             # max pooling's fill is -inf: the pooled result overwrites it as a zero fill would.
