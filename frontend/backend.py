@@ -26,6 +26,10 @@ _EXTRA_DECOMPOSITIONS = [
     aten.transpose.int, aten.native_group_norm, aten.silu, aten.hardswish, aten.hardsigmoid,
     aten.mish, aten.softplus, aten.leaky_relu, aten.elu, aten.hardtanh, aten.logsumexp,
     aten.native_dropout, aten.std, aten.var, aten.lerp, aten.addcmul, aten.addcdiv,
+    # Training: batch norm in train mode, and SDPA as plain matmuls/softmax, so that its
+    # backward is matmuls/softmax too instead of one opaque flash-attention backward kernel.
+    aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit, aten.native_batch_norm_backward,
+    aten._scaled_dot_product_flash_attention_for_cpu, aten.native_layer_norm_backward,
 ]
 
 
@@ -34,6 +38,54 @@ def decompositions() -> dict:
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
     return table
+
+
+def _math_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                    enable_gqa=False):
+    return aten._scaled_dot_product_attention_math(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)[0]
+
+
+_SDPA_TARGETS = {torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention}
+# Functions Dynamo leaves as one call although they call SDPA inside.
+_CALLS_SDPA = {torch.nn.functional.multi_head_attention_forward}
+
+
+def _with_math_attention(fn):
+    """`fn` (a torch.nn.functional function) calling the math SDPA. It looks SDPA up as a global
+    of torch.nn.functional, and a TorchFunctionMode cannot reach it (a mode is off while its
+    handler runs the outer function), so the global is swapped for the call. This runs only
+    while AOTAutograd traces (the compiled graph has no such call), under Dynamo's compile lock."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        module = torch.nn.functional
+        saved = module.scaled_dot_product_attention
+        module.scaled_dot_product_attention = _math_attention
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            module.scaled_dot_product_attention = saved
+
+    return call
+
+
+def use_math_attention(gm: torch.fx.GraphModule) -> None:
+    """SDPA in its math form (matmuls, softmax), before AOTAutograd differentiates it.
+
+    Decomposition tables apply below autograd: decomposing the flash kernel there would leave
+    its fused backward kernel in the backward graph. Rewriting the call here makes autograd
+    differentiate the math form, so the backward is matmuls and softmax too, which we compile.
+    The rewrite only affects tracing: the compiled graphs no longer contain these calls.
+    """
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target in _SDPA_TARGETS:
+            node.target = _math_attention
+        elif node.target in _CALLS_SDPA:
+            node.target = _with_math_attention(node.target)
+    gm.recompile()
 
 
 def _compiler(kind: str, options: config.Options):
@@ -48,6 +100,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     options = config.resolve(kwargs.get("options"), kwargs.get("mode"))
     if options.dump_dir:
         driver.write_dump(options.dump_dir, new_graph_name("dynamo"), "fx", "txt", gm.print_readable(print_output=False))
+    use_math_attention(gm)
     return aot_autograd(
         fw_compiler=_compiler("forward", options),
         bw_compiler=_compiler("backward", options),

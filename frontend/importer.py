@@ -103,6 +103,12 @@ class ImportContext:
         return dy.ConstantOp(attr, out=t).out
 
     def full(self, number, shape, dtype: torch.dtype) -> ir.Value:
+        if 0 in shape:  # an empty attribute is falsy and dropped by ext: slice an empty one instead
+            ones = [s or 1 for s in shape]
+            zeros = ir.DenseI64ArrayAttr.get([0] * len(shape))
+            steps = ir.DenseI64ArrayAttr.get([1] * len(shape))
+            return dy.SliceOp(self.full(number, ones, dtype), zeros, steps,
+                              out=dtypes.tensor_type(shape, dtype)).out
         t = dtypes.tensor_type(shape, dtype)
         if dtype in (torch.bfloat16, torch.float16) or dtype.is_floating_point:
             attr = ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(t.element_type, float(number)))
@@ -161,6 +167,14 @@ class ImportedGraph:
     module: ir.Module
     signature: Signature
     ops: list[str]  # ATen ops imported, in graph order
+    # Per FX output: ("result", k) is the function's k-th result, ("input", i) is graph input i
+    # returned as is. Outputs that repeat a value or pass an input through are not results:
+    # bufferizing a function that returns one value twice (or its own argument) is not supported.
+    output_plan: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def plan_is_identity(self) -> bool:
+        return all(p == ("result", i) for i, p in enumerate(self.output_plan))
 
 
 def tensor_spec(val: torch.Tensor) -> TensorSpec:
@@ -176,15 +190,13 @@ def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
         if not is_tensor_node(n):
             raise Unsupported(f"graph input/output '{n}' is not a tensor")
     in_specs = [tensor_spec(n.meta["val"]) for n in placeholders]
-    out_specs = [tensor_spec(n.meta["val"]) for n in results]
     context = new_context()
     ops = []
     with context, ir.Location.unknown():
         module = ir.Module.create()
         arg_types = [dtypes.tensor_type(s.shape, s.dtype) for s in in_specs]
-        out_types = [dtypes.tensor_type(s.shape, s.dtype) for s in out_specs]
         with ir.InsertionPoint(module.body):
-            fn = func.FuncOp(name, (arg_types, out_types))
+            fn = func.FuncOp(name, (arg_types, []))
         block = fn.add_entry_block()
         ctx = ImportContext()
         ctx.values.update(zip(placeholders, block.arguments))
@@ -195,12 +207,33 @@ def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
                     ops.append(str(node.target))
                 elif node.op not in ("placeholder", "output"):
                     raise Unsupported(f"node kind '{node.op}' ({node.target}) is not importable")
-            func.ReturnOp([_exact(ctx, r, t) for r, t in zip(results, out_types)])
-    return ImportedGraph(module, Signature(name, tuple(in_specs), tuple(out_specs)), ops)
+            returned = [_exact(ctx, r) for r in results]
+            plan, unique = output_plan(list(block.arguments), returned)
+            func.ReturnOp(unique)
+        fn.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(arg_types, [v.type for v in unique]))
+    out_specs = [tensor_spec(results[returned.index(u)].meta["val"]) for u in unique]
+    return ImportedGraph(module, Signature(name, tuple(in_specs), tuple(out_specs)), ops, plan)
 
 
-def _exact(ctx: ImportContext, node: fx.Node, t: ir.RankedTensorType) -> ir.Value:
+def output_plan(arguments: list[ir.Value], returned: list[ir.Value]):
+    """Where each FX output comes from, and the distinct computed values the function returns.
+    Two FX outputs may be one value (an alias or detach imports as its source)."""
+    unique: list[ir.Value] = []
+    plan = []
+    for v in returned:
+        if v in arguments:
+            plan.append(("input", arguments.index(v)))
+            continue
+        if v not in unique:
+            unique.append(v)
+        plan.append(("result", unique.index(v)))
+    return tuple(plan), unique
+
+
+def _exact(ctx: ImportContext, node: fx.Node) -> ir.Value:
     value = ctx.tensor(node)
+    t = dtypes.tensor_type(tensor_spec(node.meta["val"]).shape, node.meta["val"].dtype)
     if value.type != t:
         raise Unsupported(f"'{node.name}' imported as {value.type}, expected {t}")
     return value

@@ -1,3 +1,3 @@
 """Importing this package registers the import rule of every supported ATen op."""
 
-from . import creation, elementwise, nn, reduction, shape  # noqa: F401
+from . import creation, elementwise, nn, reduction, shape, training  # noqa: F401

@@ -81,13 +81,7 @@ def _pool(ctx, node, kind, kernel, stride, padding, dilation, ceil_mode):
     return ctx.cast(y, val.dtype)
 
 
-@import_rule(aten.max_pool2d_with_indices)
-def _max_pool(ctx, node):
-    args = list(node.args) + [None] * 6
-    kernel, stride = args[1], args[2]
-    padding, dilation, ceil_mode = args[3] or 0, args[4] or 1, bool(args[5])
-    # The indices are only needed by the backward; they are not produced (a user of them falls back).
-    return _pool(ctx, node, "max", kernel, stride, padding, dilation, ceil_mode), None
+# max_pool2d_with_indices: see training.py (it also produces the indices when they are read).
 
 
 @import_rule(aten.avg_pool2d)
