@@ -173,6 +173,7 @@ ERRORS = [
     (["dump", f"{MODELS}:wrong_inputs"], "do not fit it: RuntimeError: mat1 and mat2 shapes"),
     (["dump", f"{MODELS}:no_inputs"], "no example inputs for 'no_inputs'"),
     (["dump", f"{MODELS}:not_a_model"], "'not_a_model' is of type int, not a model"),
+    (["dump", "dynamo_mlir.tools.models:mlp"], "no example inputs for 'mlp'"),  # module form, builder
     (["dump", f"{MODELS}:mlp", "--stage", "nope"], "unknown stage 'nope' for target 'cpu'"),
     (["dump", f"{MODELS}:mlp", "--target", "tpu"], "unknown target 'tpu'"),
     (["explain", f"{MODELS}:nope"], "has no 'nope'"),

@@ -34,8 +34,10 @@ def run_ops(args) -> int:
     if args.json:
         print(json.dumps(table, indent=1))
         return 0
-    print(f"ATen ops imported into the dynamo dialect ({len(table['aten'])}), after decompositions:")
-    print(_columns(table["aten"]))
+    packets = sorted({op.rsplit(".", 1)[0] for op in table["aten"]})  # aten.add.Tensor -> aten.add
+    print(f"ATen ops imported into the dynamo dialect, after decompositions: {len(packets)} ops "
+          f"({len(table['aten'])} overloads; --json lists them):")
+    print(_columns(packets))
     for name, ops in table["targets"].items():
         print(f"\ntarget {name}: accepts {len(ops['accepted'])} of {len(table['dialect'])} dynamo ops:")
         print(_columns(ops["accepted"]))
@@ -47,10 +49,10 @@ def run_ops(args) -> int:
 def _columns(names: list[str], width: int = 100) -> str:
     if not names:
         return "  (none)"
-    cell = max(len(n) for n in names) + 2
+    cell = min(max(len(n) for n in names), 26) + 2  # a rare long name may push its row, not widen all
     per_line = max(1, (width - 2) // cell)
     rows = [names[i:i + per_line] for i in range(0, len(names), per_line)]
-    return "\n".join("  " + "".join(n.ljust(cell) for n in row).rstrip() for row in rows)
+    return "\n".join("  " + "".join(n.ljust(cell - 2) + "  " for n in row).rstrip() for row in rows)
 
 
 def targets_table() -> list[dict]:

@@ -140,6 +140,8 @@ def _from_factory(module, name, obj):
         made = obj()
     except Exception as e:
         raise UsageError(f"factory '{name}' raised {type(e).__name__}: {e}; fix the factory") from None
+    if callable(made) and not isinstance(made, (tuple, list)):  # a model builder: inputs by convention
+        return made, _example_inputs(module, name, made)
     if not (isinstance(made, (tuple, list)) and len(made) == 2 and callable(made[0])):
         raise UsageError(f"factory '{name}' must return (callable, example_inputs), got {type(made).__name__}; "
                          "return e.g. (model, (torch.randn(8, 16),))")

@@ -23,7 +23,9 @@ def display_label(node: Node) -> str:
         return node.label
     # Dynamo's input names: L_self_modules_fc1_parameters_weight_ -> fc1.weight
     label = re.sub(r"^L_", "", node.label)
-    label = label.replace("self_modules_", "").replace("_parameters_", ".").replace("_buffers_", ".")
+    label = label.replace("self_modules_", "")
+    for part in ("_modules_", "_parameters_", "_buffers_"):
+        label = label.replace(part, ".")
     return label.strip("_") or node.label
 
 
