@@ -23,7 +23,28 @@ def make_linalg(module: ir.Module, options) -> ir.Module:
     return run_pipeline(module, ", ".join(passes), "linalg", options)
 
 
+def _unique_results(module: ir.Module) -> None:
+    """Give a value returned twice (AOTAutograd's forward can save an output as an activation too)
+    its own copy: buffer-results-to-out-params crashes on a duplicated result."""
+    from torch_mlir.dialects import linalg, tensor
+
+    for func_op in module.body.operations:
+        if func_op.operation.name != "func.func":
+            continue
+        ret = list(func_op.regions[0].blocks[0].operations)[-1].operation
+        seen = set()
+        for i, value in enumerate(list(ret.operands)):
+            if value in seen:
+                with ir.InsertionPoint(ret), ret.location:
+                    t = ir.RankedTensorType(value.type)
+                    copy = linalg.copy(value, outs=[tensor.empty(list(t.shape), t.element_type)])
+                ret.operands[i] = copy
+            seen.add(value)
+
+
 def make_buffers(module: ir.Module, options) -> ir.Module:
+    with module.context:
+        _unique_results(module)
     passes = [
         "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
         # Results become out-params: torch allocates outputs (static allocations hoisted into them).
