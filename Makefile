@@ -7,7 +7,7 @@ TORCH_VERSION ?= 2.13.0
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test bench clean
+.PHONY: setup browser demo test bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,13 @@ setup: $(VENV)/.installed
 demo: setup
 	$(PY) -m dynamo_mlir.tools.demo
 
-test: setup
+# The HTML report is tested in headless Chromium (Debian's package), installed here where missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	    else echo "chromium missing and not root: the browser tests will be skipped"; fi; }
+
+test: setup browser
 	$(PY) -m pytest -q tests
 
 bench: setup

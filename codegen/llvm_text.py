@@ -22,5 +22,17 @@ def _classic(match: re.Match) -> str:
     return match.group(0)
 
 
+# Special values printed as words (`store float -inf, ...`); `ninf`/`nnan` fast-math flags and
+# %/@ names are left alone by the look-behind and word boundaries.
+_SPECIAL = re.compile(r"(?<![\w%@.$-])([-+]?)(inf|nan|qnan)\b")
+_SPECIAL_BITS = {("-", "inf"): "0xFFF0000000000000", ("", "inf"): "0x7FF0000000000000",
+                 ("+", "inf"): "0x7FF0000000000000"}
+
+
+def _special(match: re.Match) -> str:
+    sign, word = match.groups()
+    return _SPECIAL_BITS.get((sign, word), "0x7FF8000000000000")
+
+
 def to_llvmlite_text(llvm_ir: str) -> str:
-    return _HEX_FLOAT.sub(_classic, llvm_ir)
+    return _SPECIAL.sub(_special, _HEX_FLOAT.sub(_classic, llvm_ir))
