@@ -14,8 +14,12 @@ def load(context: ir.Context | None = None) -> None:
 
 
 def new_context() -> ir.Context:
-    """An MLIR context with the dynamo dialect loaded."""
+    """An MLIR context with the dynamo dialect loaded.
+
+    Single-threaded: the dialect's verifiers and traits are Python callbacks, which must not be
+    entered from MLIR's worker threads (and our per-region modules are small)."""
     ctx = ir.Context()
+    ctx.enable_multithreading(False)
     load(ctx)
     return ctx
 
