@@ -64,10 +64,19 @@ def _make(name, dtype, device):
     return model, (x.to(dtype) if x.is_floating_point() else x)
 
 
-def _close(got, want, dtype, what):
+def _err(got, want):
     got, want = got.float(), want.float()
-    err = ((got - want).norm() / want.norm().clamp_min(1e-12)).item()
-    assert err < TOL[dtype], f"{what}: relative error {err:.2e}"
+    return ((got - want).norm() / want.norm().clamp_min(1e-12)).item()
+
+
+def _close(got, want, dtype, what, exact=None):
+    """Within TOL of eager; for bf16, or within twice eager's own error against an fp32 run
+    (`exact`): reduction order alone moves bf16 gradients by a few percent."""
+    err = _err(got, want)
+    if err < TOL[dtype]:
+        return
+    assert exact is not None and _err(got, exact) <= 2 * _err(want, exact) + 1e-3, \
+        f"{what}: relative error {err:.2e} vs eager"
 
 
 @pytest.mark.cuda
@@ -84,14 +93,17 @@ def test_inference_and_training_step_match_eager(name, dtype):
     model.eval(), ref.eval()
     with torch.no_grad():
         _close(compiled(x), ref(x), dtype, "inference")
-    model.train(), ref.train()
-    opt, ref_opt = (torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, ref))
-    for m, o, f in ((model, opt, compiled), (ref, ref_opt, ref)):
+    exact = copy.deepcopy(ref).float()  # the same step in fp32: the yardstick for bf16 noise
+    x32 = x.float() if x.is_floating_point() else x
+    for m in (model, ref, exact):
+        m.train()
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, ref, exact)]
+    for m, o, f, inp in zip((model, ref, exact), opts, (compiled, ref, exact), (x, x, x32)):
         o.zero_grad()
-        f(x).float().square().mean().backward()
+        f(inp).float().square().mean().backward()
         o.step()
-    for (n, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
-        _close(p, q, dtype, f"parameter {n} after one SGD step")
+    for (n, p), (_, q), (_, r) in zip(model.named_parameters(), ref.named_parameters(), exact.named_parameters()):
+        _close(p, q, dtype, f"parameter {n} after one SGD step", exact=r)
 
 
 @pytest.mark.skipif(HAS_GPU, reason="the GPU test above runs these models for real")
