@@ -1,6 +1,7 @@
 """What a compiled function takes and returns, in torch terms (shared by every runtime)."""
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -22,3 +23,9 @@ class Signature:
     name: str
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+    # With dynamic dims: the outputs' shapes for given input tensors (evaluated per call).
+    output_shapes: Callable[[tuple], list[tuple[int, ...]]] | None = None
+
+    @property
+    def is_static(self) -> bool:
+        return all(s.is_static for s in (*self.inputs, *self.outputs))

@@ -581,6 +581,51 @@ class IotaOp(Dynamo.Operation, name="iota", traits=[Pure]):
         _require(elem_of(self.start) == elem_of(self.step) == elem_of(self.out), "element types differ")
 
 
+# ----------------------------------------------------------------------------- dynamic sizes
+# Ops whose result sizes are not all known statically read them off an operand at run time.
+
+
+class BroadcastLikeOp(Dynamo.Operation, name="broadcast_like", traits=[Pure]):
+    """`dynamo.broadcast` whose result takes the shape of `like` (its `?` dims included):
+    operand dim i becomes result dim `dims[i]`. Used where a broadcast adds a dynamic dim.
+
+    Example:
+      %y = "dynamo.broadcast_like"(%b, %x) {dims = array<i64: 1>}
+             : (tensor<8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+    """
+
+    x: Operand[ir.RankedTensorType]
+    like: Operand[ir.RankedTensorType]
+    out: Result[ir.RankedTensorType]
+    dims: Any = int_list_attribute()
+
+    @_checked
+    def verify_invariants(self):
+        src, out, dims = shape_of(self.x), shape_of(self.out), int_list(self.dims)
+        _require(dims_compatible(shape_of(self.like), out), "result shape must be like's")
+        _require(len(dims) == len(src) and dims == sorted(set(dims)) and all(0 <= d < len(out) for d in dims),
+                 f"dims {dims} must be increasing, one per operand dim, within the result rank")
+        _require(elem_of(self.x) == elem_of(self.out), "broadcast cannot change the element type")
+
+
+class NumelOp(Dynamo.Operation, name="numel", traits=[Pure]):
+    """The product of `x`'s sizes along `dims` as a 0-d tensor of the result's element type
+    (a mean's divisor when some of those sizes are dynamic).
+
+    Example:
+      %n = "dynamo.numel"(%x) {dims = array<i64: 1>} : (tensor<4x?xf32>) -> tensor<f32>
+    """
+
+    x: Operand[ir.RankedTensorType]
+    out: Result[ir.RankedTensorType]
+    dims: Any = int_list_attribute()
+
+    @_checked
+    def verify_invariants(self):
+        _require(shape_of(self.out) == [], "result must be 0-d")
+        _require(all(0 <= d < len(shape_of(self.x)) for d in int_list(self.dims)), "dims out of range")
+
+
 def all_ops() -> list[type]:
     """Every op class of the dialect, for listings and docs."""
     return list(Dynamo.operations)

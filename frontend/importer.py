@@ -40,18 +40,23 @@ def is_tensor_node(arg) -> bool:
     return isinstance(arg, fx.Node) and isinstance(arg.meta.get("val"), torch.Tensor)
 
 
+DYN = ir.ShapedType.get_dynamic_size()
+
+
+def is_symbolic(t: torch.Tensor) -> bool:
+    return any(not isinstance(s, int) for s in t.shape)
+
+
 def static_shape(t: torch.Tensor) -> tuple[int, ...]:
-    shape = []
-    for s in t.shape:
-        if not isinstance(s, int):
-            raise Unsupported("dynamic (symbolic) sizes are not supported yet")
-        shape.append(s)
-    return tuple(shape)
+    """t's sizes, DYN (MLIR's `?`) for symbolic ones. Only rules of ops in
+    partition.DYNAMIC_SHAPE_OPS see symbolic sizes: the partitioner keeps the others eager."""
+    return tuple(s if isinstance(s, int) else DYN for s in t.shape)
 
 
 class ImportContext:
     def __init__(self):
         self.values: dict[fx.Node, object] = {}
+        self.node: fx.Node | None = None  # the node being imported (its inputs give dynamic sizes)
 
     # ---- reading nodes
     def tensor(self, arg) -> ir.Value:
@@ -116,8 +121,9 @@ class ImportContext:
             attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, int(number)))
         return dy.ConstantOp(attr, out=t).out
 
-    def broadcast(self, value: ir.Value, shape) -> ir.Value:
-        """NumPy-style broadcast (align right, stretch size-1 dims) to `shape`."""
+    def broadcast(self, value: ir.Value, shape, like: ir.Value | None = None) -> ir.Value:
+        """NumPy-style broadcast (align right, stretch size-1 dims) to `shape`. A dynamic result
+        dim the operand does not carry takes its size from `like` (a value of that shape)."""
         src, shape = self.shape_of(value), list(shape)
         if src == shape:
             return value
@@ -125,9 +131,23 @@ class ImportContext:
         if offset < 0:
             raise Unsupported(f"cannot broadcast shape {src} to {shape}")
         dims = ir.DenseI64ArrayAttr.get(list(range(offset, len(shape))))
-        return dy.BroadcastOp(value, dims=dims, out=self.type_like(value, shape=shape)).out
+        out = self.type_like(value, shape=shape)
+        carried = [False] * offset + [s == d for s, d in zip(src, shape[offset:])]
+        if all(d != DYN or c for d, c in zip(shape, carried)):
+            return dy.BroadcastOp(value, dims=dims, out=out).out
+        like = like if like is not None else self.like_of(self.node.all_input_nodes if self.node else [], shape)
+        if like is None or self.shape_of(like) != shape:
+            raise Unsupported(f"broadcast to dynamic shape {shape} with no value to read the sizes from")
+        return dy.BroadcastLikeOp(value, like, dims=dims, out=out).out
 
-    def operand(self, arg, dtype: torch.dtype, shape) -> ir.Value:
+    def like_of(self, args, shape) -> ir.Value | None:
+        """A tensor among `args` whose shape is `shape`: where broadcasts read dynamic sizes."""
+        for a in args:
+            if isinstance(a, fx.Node) and a in self.values and self.shape_of(self.values[a]) == list(shape):
+                return self.values[a]
+        return None
+
+    def operand(self, arg, dtype: torch.dtype, shape, like: ir.Value | None = None) -> ir.Value:
         """An elementwise operand: a tensor node or Python number, cast to dtype, broadcast to shape."""
         if isinstance(arg, fx.Node):
             value = self.cast(self.tensor(arg), dtype)
@@ -135,7 +155,7 @@ class ImportContext:
             value = self.scalar(arg, dtype)
         else:
             raise Unsupported(f"unsupported elementwise operand {arg!r}")
-        return self.broadcast(value, shape)
+        return self.broadcast(value, shape, like)
 
     def reshape(self, value: ir.Value, shape) -> ir.Value:
         if self.shape_of(value) == list(shape):
@@ -158,6 +178,7 @@ def import_node(ctx: ImportContext, node: fx.Node):
     rule = lookup(node.target)
     if rule is None:
         raise Unsupported(f"no import rule for {node.target}")
+    ctx.node = node
     with node_location(node):
         ctx.values[node] = rule(ctx, node)
 
@@ -178,7 +199,34 @@ class ImportedGraph:
 
 
 def tensor_spec(val: torch.Tensor) -> TensorSpec:
-    return TensorSpec(static_shape(val), val.dtype)
+    return TensorSpec(tuple(-1 if s == DYN else s for s in static_shape(val)), val.dtype)
+
+
+def output_shapes_fn(placeholders: list[fx.Node], outputs: list[torch.Tensor]):
+    """For graphs with symbolic sizes: a function from the input tensors to the outputs' shapes.
+    Each symbol is read off an input dim of exactly that size; output sizes are the FX meta's
+    sympy expressions of them, compiled once to Python (no sympy on the call path)."""
+    import sympy
+
+    where = {}
+    for i, n in enumerate(placeholders):
+        for d, size in enumerate(n.meta["val"].shape):
+            if not isinstance(size, int) and isinstance(size.node.expr, sympy.Symbol):
+                where.setdefault(size.node.expr, (i, d))
+    symbols = list(where)
+    dims = []
+    for val in outputs:
+        exprs = [s if isinstance(s, int) else s.node.expr for s in val.shape]
+        free = set().union(*[e.free_symbols for e in exprs if not isinstance(e, int)])
+        if not free <= set(where):
+            raise Unsupported(f"output sizes use symbols {sorted(map(str, free - set(where)))} no input dim carries")
+        dims.append(sympy.lambdify(symbols, exprs, modules="math") if free or exprs else None)
+
+    def output_shapes(inputs):
+        values = [inputs[i].shape[d] for i, d in where.values()]
+        return [tuple(int(s) for s in f(*values)) if f else tuple(v.shape) for f, v in zip(dims, outputs)]
+
+    return output_shapes
 
 
 def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
@@ -194,7 +242,7 @@ def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
     ops = []
     with context, ir.Location.unknown():
         module = ir.Module.create()
-        arg_types = [dtypes.tensor_type(s.shape, s.dtype) for s in in_specs]
+        arg_types = [dtypes.tensor_type(static_shape(n.meta["val"]), n.meta["val"].dtype) for n in placeholders]
         with ir.InsertionPoint(module.body):
             fn = func.FuncOp(name, (arg_types, []))
         block = fn.add_entry_block()
@@ -212,8 +260,12 @@ def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
             func.ReturnOp(unique)
         fn.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(arg_types, [v.type for v in unique]))
-    out_specs = [tensor_spec(results[returned.index(u)].meta["val"]) for u in unique]
-    return ImportedGraph(module, Signature(name, tuple(in_specs), tuple(out_specs)), ops, plan)
+    out_vals = [results[returned.index(u)].meta["val"] for u in unique]
+    out_specs = [tensor_spec(v) for v in out_vals]
+    shapes = None
+    if not all(s.is_static for s in (*in_specs, *out_specs)):
+        shapes = output_shapes_fn(placeholders, out_vals)
+    return ImportedGraph(module, Signature(name, tuple(in_specs), tuple(out_specs), shapes), ops, plan)
 
 
 def output_plan(arguments: list[ir.Value], returned: list[ir.Value]):
@@ -233,7 +285,7 @@ def output_plan(arguments: list[ir.Value], returned: list[ir.Value]):
 
 def _exact(ctx: ImportContext, node: fx.Node) -> ir.Value:
     value = ctx.tensor(node)
-    t = dtypes.tensor_type(tensor_spec(node.meta["val"]).shape, node.meta["val"].dtype)
+    t = dtypes.tensor_type(static_shape(node.meta["val"]), node.meta["val"].dtype)
     if value.type != t:
         raise Unsupported(f"'{node.name}' imported as {value.type}, expected {t}")
     return value

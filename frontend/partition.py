@@ -19,8 +19,23 @@ from torch_mlir.dialects import func
 from ..dialects import new_context
 from ..lowering import registry as lowering_registry
 from . import dtypes
-from .importer import ImportContext, import_node, is_tensor_node, static_shape
+from .aten import elementwise
+from .importer import ImportContext, import_node, is_symbolic, is_tensor_node, static_shape
 from .registry import Unsupported
+
+aten = torch.ops.aten
+
+# Ops whose import rules (and the lowerings of what they emit) are checked with `?` dims:
+# same-shape elementwise work, broadcasts that find their sizes among the node's inputs,
+# reductions, softmax, permutes. Nodes with symbolic sizes outside this set run eagerly.
+DYNAMIC_SHAPE_OPS = frozenset({
+    *elementwise.BINARY, *elementwise.UNARY, *elementwise.COMPARE,
+    aten.div, aten.pow, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max, aten.gelu,
+    aten.logical_not, aten.isnan, aten.isinf,
+    aten._to_copy, aten.clone, aten.alias, aten.detach, aten.lift_fresh_copy,
+    aten.sum, aten.mean, aten.amax, aten.amin, aten._softmax, aten._log_softmax,
+    aten.permute, aten.transpose, aten.t,
+})
 
 
 @dataclass
@@ -33,6 +48,13 @@ def _tensor_inputs(node: fx.Node) -> list[fx.Node]:
     return [a for a in node.all_input_nodes if is_tensor_node(a)]
 
 
+def _check_dynamic(node: fx.Node, vals) -> None:
+    if any(isinstance(v, torch.Tensor) and is_symbolic(v) for v in vals):
+        packet = getattr(node.target, "overloadpacket", None)
+        if packet not in DYNAMIC_SHAPE_OPS:
+            raise Unsupported("dynamic (symbolic) sizes are not supported by this op's rule yet")
+
+
 def _check_types(node: fx.Node) -> None:
     vals = [node.meta.get("val")] if not isinstance(node.meta.get("val"), (tuple, list)) else list(node.meta["val"])
     vals += [a.meta.get("val") for a in node.all_input_nodes]
@@ -40,9 +62,9 @@ def _check_types(node: fx.Node) -> None:
         if isinstance(v, torch.Tensor):
             if v.dtype not in dtypes.SUPPORTED_DTYPES:
                 raise Unsupported(f"dtype {v.dtype}")
-            static_shape(v)
         elif v is not None and not isinstance(v, (int, float, bool, tuple, list)):
             raise Unsupported(f"non-tensor value of type {type(v).__name__}")
+    _check_dynamic(node, vals)
     for a in node.all_input_nodes:
         if not is_tensor_node(a) and not (isinstance(a.meta.get("val"), (tuple, list)) and a.op == "call_function"):
             raise Unsupported(f"input '{a.name}' is not a tensor")

@@ -29,6 +29,16 @@ def make_loops(module: ir.Module, options) -> ir.Module:
     return run_pipeline(module, "func.func(convert-linalg-to-loops), canonicalize, cse", "loops", options)
 
 
+def has_dynamic_memrefs(module: ir.Module) -> bool:
+    """Whether a function of `module` takes a memref with a `?` dim (see runtime.py)."""
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            for t in ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs:
+                if isinstance(t, ir.MemRefType) and not ir.MemRefType(t).has_static_shape:
+                    return True
+    return False
+
+
 def make_llvm(module: ir.Module, options) -> ir.Module:
     passes = [
         "expand-strided-metadata",
@@ -43,8 +53,9 @@ def make_llvm(module: ir.Module, options) -> ir.Module:
         "convert-arith-to-llvm",
         "finalize-memref-to-llvm",
         "convert-cf-to-llvm",
-        # Bare pointers: one pointer per tensor, the cheapest call (static shapes).
-        "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}",
+        # Bare pointers: one pointer per tensor, the cheapest call (static shapes only; with
+        # dynamic dims every memref is a descriptor: pointers, offset, sizes, strides).
+        f"convert-func-to-llvm{{use-bare-ptr-memref-call-conv={0 if has_dynamic_memrefs(module) else 1}}}",
         "convert-arith-to-llvm",
         "reconcile-unrealized-casts",
     ]

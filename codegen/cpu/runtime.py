@@ -3,6 +3,11 @@ its packed `_mlir_<name>(void**)` wrapper with tensors' data pointers (bare-poin
 
 Per call: allocate outputs with torch, write pointers into a prebuilt ctypes array, one C call.
 No numpy memref descriptors on this path.
+
+Functions with dynamic dims use MLIR's default calling convention instead: each memref of rank r
+is 3 + 2r scalars (allocated and aligned pointer, offset, sizes, strides), each behind its own
+pointer in the packed call's argument array. Those scalars live in one prebuilt ctypes int64
+array, so a call writes plain integers, like the static path.
 """
 
 import ctypes
@@ -45,5 +50,43 @@ class CpuFunction:
         return outputs
 
 
-def load(artifact, signature: Signature, options) -> CpuFunction:
-    return CpuFunction(artifact, signature, opt_level=options.opt_level)
+class DynamicCpuFunction:
+    """A callable over contiguous CPU tensors of any size its signature admits."""
+
+    def __init__(self, module, signature: Signature, opt_level: int = 3):
+        self.signature = signature
+        self._module = module
+        self._engine = ExecutionEngine(module, opt_level=opt_level)
+        self._fn = _PACKED_FN(self._engine.raw_lookup(signature.name))
+        ranks = [len(spec.shape) for spec in (*signature.inputs, *signature.outputs)]
+        self._bases = [sum(3 + 2 * r for r in ranks[:i]) for i in range(len(ranks))]
+        n = sum(3 + 2 * r for r in ranks)
+        self._slots = (ctypes.c_int64 * n)()
+        base = ctypes.addressof(self._slots)
+        self._args = (ctypes.c_void_p * n)(*[base + 8 * i for i in range(n)])
+        self._n_in = len(signature.inputs)
+        self._out_dtypes = [spec.dtype for spec in signature.outputs]
+
+    def _describe(self, i: int, t: torch.Tensor) -> None:
+        slots, k = self._slots, self._bases[i]
+        slots[k] = slots[k + 1] = t.data_ptr()
+        slots[k + 2] = 0
+        rank = t.dim()
+        for d, (size, stride) in enumerate(zip(t.shape, t.stride())):
+            slots[k + 3 + d] = size
+            slots[k + 3 + rank + d] = stride
+
+    def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
+        for i, t in enumerate(inputs):
+            self._describe(i, t)
+        shapes = self.signature.output_shapes(inputs)
+        outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in zip(shapes, self._out_dtypes)]
+        for j, t in enumerate(outputs, self._n_in):
+            self._describe(j, t)
+        self._fn(self._args)
+        return outputs
+
+
+def load(artifact, signature: Signature, options):
+    kind = CpuFunction if signature.is_static else DynamicCpuFunction
+    return kind(artifact, signature, opt_level=options.opt_level)

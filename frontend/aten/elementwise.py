@@ -47,7 +47,8 @@ def _out(ctx, node):
 def binary_op(ctx, node, name: str, a, b, result_dtype=None):
     val, shape = _out(ctx, node)
     out_dtype = result_dtype or val.dtype
-    if out_dtype == torch.bool and name in ("add", "sub", "mul", "rem", "fmod", "atan2", "shl", "shr"):
+    # bool add/mul are torch's logical or/and (the lowering has them); the rest are not defined
+    if out_dtype == torch.bool and name in ("sub", "rem", "fmod", "atan2", "shl", "shr"):
         raise Unsupported(f"{name} on bool tensors")
     compute = compute_dtype(out_dtype)
     if name in ("and", "or", "xor") and node.target.__name__.startswith("logical"):

@@ -4,7 +4,7 @@ import torch
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
-from ..importer import static_shape
+from ..importer import DYN, static_shape
 from ..registry import Unsupported, import_rule
 from .elementwise import compute_dtype
 
@@ -15,6 +15,8 @@ def _dims(node, x_rank: int, position: int = 1) -> list[int]:
     dims = node.args[position] if len(node.args) > position else node.kwargs.get("dim")
     if dims is None or dims == []:
         return list(range(x_rank))
+    if x_rank == 0:  # dim 0 / -1 of a 0-d tensor names the tensor itself: nothing to reduce
+        return []
     dims = [dims] if isinstance(dims, int) else list(dims)
     return sorted({d + x_rank if d < 0 else d for d in dims})
 
@@ -33,6 +35,14 @@ def reduce(ctx, x, kind: str, dims: list[int], keepdim: bool):
     if keepdim:
         r = ctx.reshape(r, [1 if i in dims else s for i, s in enumerate(shape)])
     return r
+
+
+def divisor(ctx, x, dims, dtype):
+    """The element count over `dims` as a 0-d tensor: a constant, or read at run time."""
+    shape = ctx.shape_of(x)
+    if all(shape[d] != DYN for d in dims):
+        return ctx.scalar(count(shape, dims), dtype)
+    return dy.NumelOp(x, dims=ir.DenseI64ArrayAttr.get(dims), out=ctx.type_like(x, dtype, [])).out
 
 
 def count(shape, dims) -> int:
@@ -61,8 +71,7 @@ def _sum_mean(ctx, node):
     if packet is aten.mean:
         if not acc.is_floating_point:
             raise Unsupported("mean of an integer tensor")
-        n = count(ctx.shape_of(x), dims)
-        r = ctx.emit("div", r, ctx.broadcast(ctx.scalar(n, acc), ctx.shape_of(r)), out=ctx.type_like(r))
+        r = ctx.emit("div", r, ctx.broadcast(divisor(ctx, x, dims, acc), ctx.shape_of(r), like=r), out=ctx.type_like(r))
     return ctx.cast(r, val.dtype)
 
 

@@ -1,3 +1,3 @@
 """Importing this package registers every generic lowering rule (dynamo op -> linalg)."""
 
-from . import elementwise, reduction, shape, structured, values  # noqa: F401
+from . import dynamic, elementwise, reduction, shape, structured, values  # noqa: F401

@@ -1,7 +1,7 @@
 """Shape ops -> linalg.broadcast-like generics, tensor.reshape, linalg.transpose, slices, pads."""
 
 from torch_mlir import ir
-from torch_mlir.dialects import linalg, tensor
+from torch_mlir.dialects import arith, linalg, tensor
 
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
@@ -25,13 +25,32 @@ def _lower_broadcast(op):
                    [PARALLEL] * out.rank, lambda x, _: [x])[0]
 
 
+def _unit_dim_map(src: ir.RankedTensorType, out: ir.RankedTensorType) -> dict[int, int] | None:
+    """Result dim -> source dim when the reshape only inserts/removes size-1 dims."""
+    keep_src = [i for i, s in enumerate(src.shape) if s != 1]
+    keep_out = [i for i, s in enumerate(out.shape) if s != 1]
+    if len(keep_src) != len(keep_out):
+        return None
+    dyn = ir.ShapedType.get_dynamic_size()
+    if any(src.shape[a] != out.shape[b] and dyn not in (src.shape[a], out.shape[b]) for a, b in zip(keep_src, keep_out)):
+        return None
+    return dict(zip(keep_out, keep_src))
+
+
 def _shape_tensor(op_out: ir.RankedTensorType, source: ir.Value):
-    sizes = []
-    for s in op_out.shape:
+    i64 = ir.IntegerType.get_signless(64)
+    sizes, unit_map = [], None
+    for i, s in enumerate(op_out.shape):
         if s == ir.ShapedType.get_dynamic_size():
-            raise NotImplementedError("reshape to a dynamic shape needs the sizes as operands")
-        sizes.append(const(ir.IntegerType.get_signless(64), s))
-    return tensor.from_elements(ir.RankedTensorType.get([len(sizes)], ir.IntegerType.get_signless(64)), sizes)
+            # A dynamic size is known only where the reshape just adds/drops unit dims
+            # (keepdim reductions); general dynamic reshapes need sizes as operands.
+            unit_map = unit_map or _unit_dim_map(ir.RankedTensorType(source.type), op_out)
+            if unit_map is None:
+                raise NotImplementedError("reshape to a dynamic shape needs the sizes as operands")
+            sizes.append(arith.index_cast(i64, tensor.dim(source, const(INDEX.get(), unit_map[i]))))
+        else:
+            sizes.append(const(i64, s))
+    return tensor.from_elements(ir.RankedTensorType.get([len(sizes)], i64), sizes)
 
 
 @register_lowering(dy.ReshapeOp)
