@@ -202,6 +202,19 @@ def tensor_spec(val: torch.Tensor) -> TensorSpec:
     return TensorSpec(tuple(-1 if s == DYN else s for s in static_shape(val)), val.dtype)
 
 
+def _size_evaluator(symbols, exprs):
+    """Python code for sympy size expressions; torch's own functions (FloorDiv, Mod, ...) are
+    not known to lambdify, and those expressions are substituted per call instead (slower)."""
+    import sympy
+
+    fn = sympy.lambdify(symbols, exprs, modules="math")
+    try:
+        fn(*[2] * len(symbols))
+        return fn
+    except Exception:  # noqa: BLE001  (lambdify emitted a name Python does not know)
+        return lambda *values: [e if isinstance(e, int) else e.xreplace(dict(zip(symbols, values))) for e in exprs]
+
+
 def output_shapes_fn(placeholders: list[fx.Node], outputs: list[torch.Tensor]):
     """For graphs with symbolic sizes: a function from the input tensors to the outputs' shapes.
     Each symbol is read off an input dim of exactly that size; output sizes are the FX meta's
@@ -220,7 +233,7 @@ def output_shapes_fn(placeholders: list[fx.Node], outputs: list[torch.Tensor]):
         free = set().union(*[e.free_symbols for e in exprs if not isinstance(e, int)])
         if not free <= set(where):
             raise Unsupported(f"output sizes use symbols {sorted(map(str, free - set(where)))} no input dim carries")
-        dims.append(sympy.lambdify(symbols, exprs, modules="math") if free or exprs else None)
+        dims.append(_size_evaluator(symbols, exprs) if free else None)
 
     def output_shapes(inputs):
         values = [inputs[i].shape[d] for i, d in where.values()]
