@@ -31,7 +31,7 @@ test: setup browser
 	$(PY) -m pytest -q tests
 
 bench: setup
-	$(PY) benchmarks/bench_cpu.py
+	$(PY) benchmarks/bench_models.py
 
 clean:
 	rm -rf $(VENV)

@@ -1,9 +1,10 @@
-"""CPU benchmark: eager vs inductor vs mlir, measured in one run.
+"""Models and micro-kernels: eager vs inductor vs mlir, measured in one run, on CPU or CUDA.
 
-For each workload: median time per call of each backend (after warm-up), the ratios against eager
-and inductor, and each backend's compile time (first call minus a steady call).
+For each workload: median time per call of each backend (after warm-up; CUDA times with device
+events), the ratios against eager and inductor, and each backend's compile time (first call minus
+a steady call), plus whether mlir matched eager and how many ops it left to eager.
 
-    python benchmarks/bench_cpu.py [--repeats 30] [--only mlp,softmax] [--out results.md]
+    python benchmarks/bench_models.py [--device cpu|cuda] [--repeats 30] [--only mlp_b256,softmax_4096x1024] [--out results.md]
 """
 
 import argparse
@@ -15,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 import dynamo_mlir
-from dynamo_mlir.tools.models import cnn, mlp, randomize_batchnorm, transformer_block
+from dynamo_mlir.tools.models import TinyGPT, cnn, mlp, randomize_batchnorm, transformer_block
 
 
 def _elementwise_chain(x):
@@ -30,10 +31,10 @@ def _layernorm(x, w, b):
     return F.layer_norm(x, (x.shape[-1],), w, b)
 
 
-def workloads():
-    """name -> (callable, inputs). Models in eval mode; everything runs under no_grad."""
+def workloads(device: str):
+    """name -> (callable, inputs) on `device`. Models in eval mode; everything runs under no_grad."""
     torch.manual_seed(0)
-    return {
+    table = {
         "mlp_b256": (mlp().eval(), (torch.randn(256, 10),)),
         "cnn_b8": (randomize_batchnorm(cnn()).eval(), (torch.randn(8, 3, 32, 32),)),
         "transformer_block": (transformer_block().eval(), (torch.randn(8, 16, 64),)),
@@ -41,25 +42,45 @@ def workloads():
         "softmax_4096x1024": (_softmax, (torch.randn(4096, 1024),)),
         "layernorm_4096x1024": (_layernorm, (torch.randn(4096, 1024), torch.randn(1024), torch.randn(1024))),
         "matmul_512": (torch.mm, (torch.randn(512, 512), torch.randn(512, 512))),
+        "gpt2_like_b8": (TinyGPT().eval(), (torch.randint(0, 256, (8, 32)),)),
     }
+    return {name: (_to(fn, device), tuple(x.to(device) for x in xs)) for name, (fn, xs) in table.items()}
 
 
-def time_calls(fn, inputs, repeats: int) -> tuple[float, float]:
+def _to(fn, device):
+    return fn.to(device) if isinstance(fn, torch.nn.Module) else fn
+
+
+def _sync(device: str):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_calls(fn, inputs, repeats: int, device: str) -> tuple[float, float]:
     """(first call seconds, median steady call seconds)."""
     t0 = time.perf_counter()
     fn(*inputs)
+    _sync(device)
     first = time.perf_counter() - t0
-    for _ in range(2):
+    for _ in range(3):
         fn(*inputs)
     times = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn(*inputs)
-        times.append(time.perf_counter() - t0)
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(*inputs)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn(*inputs)
+            times.append(time.perf_counter() - t0)
     return first, statistics.median(times)
 
 
-def measure(name, fn, inputs, repeats):
+def measure(name, fn, inputs, repeats, device):
     row = {"name": name}
     backends = {"eager": fn, "inductor": torch.compile(fn, backend="inductor"),
                 "mlir": torch.compile(fn, backend="mlir")}
@@ -68,7 +89,7 @@ def measure(name, fn, inputs, repeats):
         for backend, f in backends.items():
             torch._dynamo.reset()
             dynamo_mlir.reset()
-            first, steady = time_calls(f, inputs, repeats)
+            first, steady = time_calls(f, inputs, repeats, device)
             row[backend] = steady
             row[f"{backend}_compile"] = max(first - steady, 0.0)
             if backend == "mlir":
@@ -92,18 +113,20 @@ def table(rows) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to run (default cpu)")
     parser.add_argument("--repeats", type=int, default=30, help="timed calls per backend (median reported)")
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--out", default="", help="also write the table (markdown) to this file")
     args = parser.parse_args(argv)
-    chosen = workloads()
+    chosen = workloads(args.device)
     if args.only:
         chosen = {k: v for k, v in chosen.items() if k in args.only.split(",")}
     rows = []
     for name, (fn, inputs) in chosen.items():
-        rows.append(measure(name, fn, inputs, args.repeats))
+        rows.append(measure(name, fn, inputs, args.repeats, args.device))
         print(f"measured {name}", file=sys.stderr, flush=True)
-    text = (f"torch {torch.__version__}, {torch.get_num_threads()} threads, median of {args.repeats} calls; "
+    where = torch.cuda.get_device_name() if args.device == "cuda" else f"cpu, {torch.get_num_threads()} threads"
+    text = (f"torch {torch.__version__}, {where}, median of {args.repeats} calls; "
             f"ratios > 1 mean mlir is faster\n\n{table(rows)}\n")
     print(text)
     if args.out:

@@ -6,45 +6,14 @@ On a machine without a GPU the same models are compiled for the cuda target down
 
 import copy
 import glob
-import math
 
 import pytest
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
 from dynamo_mlir.codegen.target import get_target
-from dynamo_mlir.tools.models import cnn, mlp, randomize_batchnorm, transformer_block
+from dynamo_mlir.tools.models import TinyGPT, cnn, mlp, randomize_batchnorm, transformer_block
 
 HAS_GPU = get_target("cuda").available()
-
-
-class TinyGPT(nn.Module):
-    """GPT-2 shaped (2 layers, n_embd 128, 4 heads, causal attention, tanh GELU), random weights."""
-
-    def __init__(self, vocab=256, ctx=32, d=128, heads=4, layers=2):
-        super().__init__()
-        self.wte, self.wpe, self.heads = nn.Embedding(vocab, d), nn.Embedding(ctx, d), heads
-        self.blocks = nn.ModuleList(nn.ModuleDict(dict(
-            ln1=nn.LayerNorm(d), qkv=nn.Linear(d, 3 * d), proj=nn.Linear(d, d),
-            ln2=nn.LayerNorm(d), fc=nn.Linear(d, 4 * d), out=nn.Linear(4 * d, d))) for _ in range(layers))
-        self.ln_f, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
-
-    def attention(self, b, x):
-        B, T, C = x.shape
-        q, k, v = b["qkv"](x).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // self.heads)
-        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
-        return b["proj"]((att @ v).transpose(1, 2).reshape(B, T, C))
-
-    def forward(self, idx):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
-        for b in self.blocks:
-            x = x + self.attention(b, b["ln1"](x))
-            x = x + b["out"](F.gelu(b["fc"](b["ln2"](x)), approximate="tanh"))
-        return self.head(self.ln_f(x))
 
 
 MODELS = {
