@@ -12,6 +12,7 @@ conv2d, pad, slice) rather than new kernels:
 import operator
 
 import torch
+import torch._inductor.inductor_prims  # noqa: F401  (defines torch.ops.prims.fma, registered below)
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
