@@ -19,7 +19,9 @@ def _assembly(module: ir.Module) -> str:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     parsed = llvm.parse_assembly(to_llvmlite_text(_llvm_ir(module)))
-    machine = llvm.Target.from_default_triple().create_target_machine(opt=3)
+    # The host CPU and its features, as the JIT compiles for them.
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2)
     return machine.emit_assembly(parsed)
 
 
