@@ -22,6 +22,8 @@ def _assembly(module: ir.Module) -> str:
     # The host CPU and its features, as the JIT compiles for them.
     machine = llvm.Target.from_default_triple().create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2)
+    passes = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(2))
+    passes.getModulePassManager().run(parsed, passes)  # the JIT's default level (Options.opt_level)
     return machine.emit_assembly(parsed)
 
 
