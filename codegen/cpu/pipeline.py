@@ -5,11 +5,13 @@ from torch_mlir import ir
 from ...lowering import lower_dynamo_ops
 from ..memref_copies import copies_to_linalg
 from ..passes import run_pipeline
+from ..zero_size import distinct_results, widen_zero_size_arguments
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
     lower_dynamo_ops(module, target="cpu")
-    return run_pipeline(module, "canonicalize, cse", "linalg", options)
+    run_pipeline(module, "canonicalize, cse", "linalg", options)
+    return distinct_results(module)  # CSE may have made two results one value
 
 
 def make_loops(module: ir.Module, options) -> ir.Module:
@@ -26,6 +28,7 @@ def make_loops(module: ir.Module, options) -> ir.Module:
     ]
     run_pipeline(module, ", ".join(passes), "loops", options)
     copies_to_linalg(module)
+    widen_zero_size_arguments(module)  # the bare-pointer convention refuses memref<0x..>
     return run_pipeline(module, "func.func(convert-linalg-to-loops), canonicalize, cse", "loops", options)
 
 

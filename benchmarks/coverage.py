@@ -1,0 +1,218 @@
+"""Op coverage of backend="mlir" against PyTorch's OpInfo database.
+
+    python benchmarks/coverage.py --dtype float32 --jobs 2 --out docs/coverage.md
+    python benchmarks/coverage.py --ops '^(add|mul)$' --train
+
+Every OpInfo entry (op_db) runs its first --samples samples through torch.compile(backend="mlir")
+and eager in a worker process; see coverage_sample.py for how samples and ops are classified.
+Each worker reports a heartbeat per sample: a sample running past --timeout gets its worker
+killed and the op marked `error`, so one bad op cannot stall the sweep. `main(argv)` is the
+entry point (for the `dynamo-mlir coverage` subcommand too).
+"""
+
+import argparse
+import logging
+import multiprocessing as mp
+import os
+import queue
+import re
+import sys
+import time
+from dataclasses import asdict
+
+log = logging.getLogger("dynamo_mlir.coverage")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def op_names(pattern: str | None) -> list[str]:
+    """`name` or `name.variant` of every OpInfo entry matching the regex (search, not match)."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    names = [_full_name(op) for op in op_db]
+    rx = re.compile(pattern) if pattern else None
+    return [n for n in names if rx is None or rx.search(n)]
+
+
+def _full_name(op) -> str:
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+# ----------------------------------------------------------------------------- worker side
+
+
+def _worker(wid: int, tasks, results, cfg: dict) -> None:
+    sys.path.insert(0, HERE)
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    import coverage_sample
+
+    logging.disable(logging.WARNING)  # fallbacks are expected; they are in the table
+    torch.set_num_threads(1)  # the pool runs --jobs ops side by side
+    dtype = getattr(torch, cfg["dtype"])
+    by_name = {_full_name(op): op for op in op_db}
+    results.put(("ready", wid, None))
+    while True:
+        name = tasks.get()
+        if name is None:
+            return
+        t0 = time.perf_counter()
+        beat = lambda i: results.put(("beat", wid, i))
+        r = coverage_sample.run_op(by_name[name], dtype, cfg["device"], cfg["train"], cfg["samples"], beat)
+        r.name, r.seconds = name, time.perf_counter() - t0
+        results.put(("done", wid, asdict(r)))
+
+
+class _Slot:
+    """One worker process, the op it is running and when it last made progress."""
+
+    def __init__(self, ctx, wid: int, results, cfg: dict):
+        self.tasks = ctx.Queue()
+        self.proc = ctx.Process(target=_worker, args=(wid, self.tasks, results, cfg), daemon=True)
+        self.proc.start()
+        self.op, self.since, self.sample, self.ready = None, time.monotonic(), -1, False
+
+    def give(self, name: str) -> None:
+        self.op, self.since, self.sample = name, time.monotonic(), -1
+        self.tasks.put(name)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.join(5)
+
+
+def run_pool(names: list[str], cfg: dict, jobs: int, timeout: float, progress=None) -> list[dict]:
+    """Run every op in a pool of `jobs` workers; a stuck or crashed worker is replaced."""
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    slots = {w: _Slot(ctx, w, results, cfg) for w in range(jobs)}
+    todo, done, next_id = list(reversed(names)), [], jobs
+    while todo or any(s.op for s in slots.values()):
+        for s in slots.values():
+            if s.ready and s.op is None and todo:
+                s.give(todo.pop())
+        try:
+            kind, wid, payload = results.get(timeout=1.0)
+        except queue.Empty:
+            kind, wid, payload = None, None, None
+        slot = slots.get(wid)
+        if slot is not None:
+            _on_message(slot, kind, payload, done, progress)
+        for w, s in list(slots.items()):
+            problem = _stuck(s, timeout)
+            if problem:
+                s.kill()
+                if s.op:
+                    done.append(dict(name=s.op, verdict="error", samples=max(s.sample, 0) + 1,
+                                     counts={"error": 1}, reason=problem, seconds=timeout))
+                    progress and progress(done[-1])
+                del slots[w]
+                slots[next_id] = _Slot(ctx, next_id, results, cfg)
+                next_id += 1
+    for s in slots.values():
+        s.tasks.put(None)
+        s.proc.join(10)
+    return done
+
+
+def _on_message(slot: _Slot, kind, payload, done: list, progress) -> None:
+    if kind == "ready":
+        slot.ready, slot.since = True, time.monotonic()
+    elif kind == "beat":
+        slot.sample, slot.since = payload, time.monotonic()
+    elif kind == "done":
+        done.append(payload)
+        slot.op = None
+        progress and progress(payload)
+
+
+def _stuck(slot: _Slot, timeout: float) -> str | None:
+    if not slot.proc.is_alive():
+        return f"worker died (exit code {slot.proc.exitcode}) in sample {slot.sample}"
+    waited = time.monotonic() - slot.since
+    if slot.op and waited > timeout:
+        return f"timeout: sample {slot.sample} ran over {timeout:.0f} s"
+    if not slot.ready and waited > 300:
+        return "worker did not start"
+    return None
+
+
+# ----------------------------------------------------------------------------- report
+
+VERDICTS = ("compiled", "fallback", "mismatch", "error", "skipped")
+
+
+def summary(rows: list[dict], label: str) -> str:
+    n = {v: sum(1 for r in rows if r["verdict"] == v) for v in VERDICTS}
+    tested = len(rows) - n["skipped"]
+    pct = lambda k: 100.0 * n[k] / tested if tested else 0.0
+    return (f"{label}: {tested} ops tested ({n['skipped']} skipped of {len(rows)}): "
+            f"compiled {n['compiled']} ({pct('compiled'):.1f}%), fallback {n['fallback']} ({pct('fallback'):.1f}%), "
+            f"mismatch {n['mismatch']}, error {n['error']}")
+
+
+def table(rows: list[dict]) -> str:
+    out = ["| op | verdict | samples (compiled/fallback/mismatch/error) | reason |", "|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: r["name"]):
+        c = r.get("counts", {})
+        counts = "/".join(str(c.get(v, 0)) for v in ("compiled", "fallback", "mismatch", "error"))
+        reason = r.get("reason", "").replace("|", "\\|").replace("\n", " ")[:160]
+        out.append(f"| {r['name']} | {r['verdict']} | {counts} | {reason} |")
+    return "\n".join(out)
+
+
+def markdown(rows: list[dict], label: str, command: str, seconds: float) -> str:
+    return "\n".join([
+        f"# OpInfo coverage: {label}", "",
+        f"Made by `{command}` in {seconds / 60:.1f} min.", "",
+        "compiled: every sample compiled by dynamo-mlir, no eager node, outputs match eager; "
+        "fallback: matches eager, some node ran eagerly; mismatch: differs from eager; "
+        "error: compiled raised where eager did not; skipped: the op has no sample for this dtype "
+        "(or eager rejects every sample).", "",
+        f"**{summary(rows, label)}**", "",
+        table(rows), "",
+    ])
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="dynamo-mlir coverage", description=__doc__.splitlines()[0])
+    p.add_argument("--ops", help="regex over OpInfo names (name or name.variant)")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--train", action="store_true", help="compare gradients too")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--samples", type=int, default=8, help="first N samples of each op")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds one sample may run")
+    p.add_argument("--out", help="write the markdown table here")
+    p.add_argument("--quiet", action="store_true", help="no line per op")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    names = op_names(args.ops)
+    cfg = dict(dtype=args.dtype, device=args.device, train=args.train, samples=args.samples)
+    label = f"{args.dtype} {args.device}{' train' if args.train else ''}"
+    t0 = time.perf_counter()
+
+    def progress(r):
+        if not args.quiet:
+            log.info("%-45s %-9s %5.1fs %s", r["name"], r["verdict"], r.get("seconds", 0), r.get("reason", "")[:100])
+
+    rows = run_pool(names, cfg, args.jobs, args.timeout, progress)
+    seconds = time.perf_counter() - t0
+    if args.out:
+        command = "python benchmarks/coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        with open(args.out, "w") as f:
+            f.write(markdown(rows, label, command, seconds))
+    log.info("%s", summary(rows, label))
+    return 0 if not any(r["verdict"] in ("mismatch", "error") for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

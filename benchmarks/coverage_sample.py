@@ -1,0 +1,215 @@
+"""Run one OpInfo entry's samples through torch.compile(backend="mlir") and eager; classify.
+
+Used inside the coverage worker processes (benchmarks/coverage.py). A sample is:
+  compiled  ran with every node compiled by us, outputs (and grads with --train) match eager;
+  fallback  matched eager but some node (or a graph break) ran eagerly;
+  mismatch  outputs differ from eager beyond the OpInfo's tolerance;
+  error     compiled raised where eager did not.
+Samples where eager itself raises are skipped. An op takes its worst sample's verdict.
+"""
+
+import copy
+import logging
+from dataclasses import dataclass, field
+
+import torch
+import torch.utils._pytree as pytree
+
+import dynamo_mlir
+
+log = logging.getLogger("dynamo_mlir.coverage")
+
+# Worst first: an op's verdict is the worst of its samples'.
+SEVERITY = ("error", "mismatch", "fallback", "compiled", "skipped")
+
+# Ops whose output depends on the RNG or on uninitialized memory: only metadata is compared
+# (a compiled graph may draw random numbers in another order than eager).
+NONDETERMINISTIC = {
+    "bernoulli", "normal", "normal.number_mean", "normal.in_place", "multinomial", "rand_like", "randn_like",
+    "randint_like", "randint", "randn", "rand", "uniform", "nn.functional.dropout", "nn.functional.dropout2d",
+    "nn.functional.dropout3d", "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
+    "nn.functional.feature_alpha_dropout.with_train", "nn.functional.feature_alpha_dropout.without_train",
+    "nn.functional.rrelu", "empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided",
+    "empty_permuted", "exponential", "geometric", "log_normal", "cauchy", "randn_like", "torch.ops.aten.empty",
+    "nn.functional.fractional_max_pool2d", "nn.functional.fractional_max_pool3d", "resize_", "resize_as_",
+    "nn.functional.multi_head_attention_forward", "svd_lowrank", "pca_lowrank", "unique", "unique_consecutive",
+}
+
+
+@dataclass
+class SampleResult:
+    verdict: str
+    reason: str = ""
+
+
+@dataclass
+class OpResult:
+    name: str
+    verdict: str = "skipped"
+    samples: int = 0
+    counts: dict = field(default_factory=dict)
+    reason: str = ""
+    seconds: float = 0.0
+
+    def add(self, r: SampleResult) -> None:
+        self.samples += 1
+        self.counts[r.verdict] = self.counts.get(r.verdict, 0) + 1
+        if SEVERITY.index(r.verdict) < SEVERITY.index(self.verdict):
+            self.verdict, self.reason = r.verdict, r.reason
+        elif r.verdict == self.verdict and not self.reason:
+            self.reason = r.reason
+
+
+def tolerances(op, dtype: torch.dtype, device: str) -> tuple[float, float] | None:
+    """(atol, rtol) from the OpInfo's own toleranceOverride decorators, the loosest that applies."""
+    best = None
+    for info in getattr(op, "decorators", ()) or ():
+        if getattr(info, "device_type", None) not in (None, device):
+            continue
+        dtypes = getattr(info, "dtypes", None)
+        if dtypes is not None and dtype not in dtypes:
+            continue
+        for dec in getattr(info, "decorators", ()) or ():
+            tol = getattr(dec, "d", None)  # toleranceOverride keeps {dtype: tol(atol, rtol)}
+            if isinstance(tol, dict) and dtype in tol:
+                atol, rtol = tol[dtype].atol, tol[dtype].rtol
+                best = (max(best[0], atol), max(best[1], rtol)) if best else (atol, rtol)
+    return best
+
+
+def _clone(tree):
+    """Independent copies of every tensor (inputs may be mutated; grads must not leak)."""
+    def one(x):
+        if isinstance(x, torch.Tensor):
+            c = x.detach().clone()
+            c.requires_grad_(x.requires_grad)
+            return c
+        return copy.copy(x) if isinstance(x, (list, dict)) else x
+    return pytree.tree_map(one, tree)
+
+
+def _as_call(op, sample):
+    """(fn, flat tensor args): fn(*tensors) calls op with the sample, tensors as graph inputs."""
+    tree = (sample.input, sample.args, sample.kwargs)
+    leaves, spec = pytree.tree_flatten(tree)
+    positions = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
+    consts = list(leaves)
+
+    def fn(*tensors):
+        values = list(consts)
+        for i, t in zip(positions, tensors):
+            values[i] = t
+        inp, args, kwargs = pytree.tree_unflatten(values, spec)
+        return op.op(inp, *args, **kwargs)
+
+    return fn, [leaves[i] for i in positions]
+
+
+def _grads(outputs, inputs):
+    """Gradients of sum(out * fixed weights) wrt every input that requires grad (None if none)."""
+    outs = [o for o in pytree.tree_leaves(outputs)
+            if isinstance(o, torch.Tensor) and o.requires_grad and o.dtype.is_floating_point]
+    wrt = [t for t in inputs if t.requires_grad]
+    if not outs or not wrt:
+        return None
+    weights = [torch.linspace(-1, 1, o.numel(), dtype=o.dtype).reshape(o.shape) for o in outs]
+    return torch.autograd.grad(outs, wrt, weights, allow_unused=True)
+
+
+def _run(fn, tensors, train: bool, seed: int):
+    torch.manual_seed(seed)
+    out = fn(*tensors)
+    grads = _grads(out, tensors) if train else None
+    detach = lambda x: x.detach() if isinstance(x, torch.Tensor) else x
+    return pytree.tree_map(detach, out), grads
+
+
+def _compare(expected, actual, tol, metadata_only: bool) -> str | None:
+    """None if equal within tolerance, else a one-line reason."""
+    e_leaves, e_spec = pytree.tree_flatten(expected)
+    a_leaves, a_spec = pytree.tree_flatten(actual)
+    if len(e_leaves) != len(a_leaves):
+        return f"output structure differs ({e_spec} vs {a_spec})"
+    for i, (e, a) in enumerate(zip(e_leaves, a_leaves)):
+        if isinstance(e, torch.Tensor) != isinstance(a, torch.Tensor):
+            return f"output {i}: tensor vs {type(a).__name__}"
+        if not isinstance(e, torch.Tensor):
+            if e != a and not (e != e and a != a):
+                return f"output {i}: {e!r} != {a!r}"
+            continue
+        if metadata_only:
+            if (e.shape, e.dtype) != (a.shape, a.dtype):
+                return f"output {i}: {e.shape}/{e.dtype} vs {a.shape}/{a.dtype}"
+            continue
+        kw = dict(atol=tol[0], rtol=tol[1]) if tol else {}
+        try:
+            torch.testing.assert_close(a, e, equal_nan=True, check_stride=False, **kw)
+        except AssertionError as err:
+            lines = [l.strip() for l in str(err).splitlines() if l.strip()]
+            return f"output {i}: " + "; ".join(lines[:3])
+    return None
+
+
+def _fallback_reason(graph_breaks: int) -> str | None:
+    s = dynamo_mlir.stats()
+    if graph_breaks:
+        return f"{graph_breaks} graph break(s)"
+    if s["graphs"] == 0:
+        return "no graph reached the backend"
+    if s["fallback_reasons"]:
+        op, why = s["fallback_reasons"][0]
+        return f"{op}: {why}"[:300]
+    if s["partitions_failed"]:
+        return "a partition failed to compile"
+    return None
+
+
+def run_sample(op, sample, dtype, device, train: bool) -> SampleResult | None:
+    fn, tensors = _as_call(op, sample)
+    try:
+        expected = _run(fn, _clone(tensors), train, seed=0)
+    except Exception:
+        return None  # eager rejects this sample: nothing to compare
+    torch._dynamo.reset()
+    dynamo_mlir.reset()
+    torch._dynamo.utils.counters.clear()
+    compiled = torch.compile(fn, backend="mlir", dynamic=False)
+    try:
+        actual = _run(compiled, _clone(tensors), train, seed=0)
+    except Exception as e:
+        return SampleResult("error", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
+    breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+    tol = tolerances(op, dtype, device)
+    metadata_only = op.name in NONDETERMINISTIC
+    why = _compare(expected[0], actual[0], tol, metadata_only)
+    if why is None and train:
+        why = _compare(expected[1], actual[1], tol, metadata_only)
+        why = why and f"grad {why}"
+    if why is not None:
+        return SampleResult("mismatch", why[:300])
+    fallback = _fallback_reason(breaks)
+    return SampleResult("fallback", fallback) if fallback else SampleResult("compiled")
+
+
+def run_op(op, dtype: torch.dtype, device: str, train: bool, max_samples: int, heartbeat=None) -> OpResult:
+    result = OpResult(op.full_name if hasattr(op, "full_name") else op.name)
+    if dtype not in op.supported_dtypes(device):
+        result.reason = f"{dtype} not supported by the op"
+        return result
+    torch.manual_seed(0)
+    try:
+        samples = op.sample_inputs(device, dtype, requires_grad=train and op.supports_autograd)
+        for i, sample in enumerate(samples):
+            if i >= max_samples:
+                break
+            if heartbeat:
+                heartbeat(i)
+            r = run_sample(op, sample, dtype, device, train)
+            if r is not None:
+                result.add(r)
+    except Exception as e:  # sample generation itself failed: not our backend's doing
+        if not result.samples:
+            result.reason = f"sample generation failed: {type(e).__name__}: {e}"[:300]
+    if not result.samples and not result.reason:
+        result.reason = "no sample ran in eager"
+    return result

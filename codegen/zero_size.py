@@ -1,0 +1,69 @@
+"""Zero-element memref arguments under the bare-pointer calling convention.
+
+`convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}` refuses a function with an argument
+such as `memref<1x0x3xf32>` (the conversion leaves the func.func unconverted and the JIT fails).
+Such a tensor holds no data, so the argument is given a one-element type instead and a
+`memref.reinterpret_cast` rebuilds the zero-element view inside the function; no load or store
+ever touches it (every loop over it has zero trips). Run on the bufferized module, before LLVM.
+"""
+
+from torch_mlir import ir
+from torch_mlir.dialects import func, memref
+
+
+def _canonical_strides(shape: list[int]) -> list[int]:
+    strides, running = [], 1
+    for s in reversed(shape):
+        strides.append(running)
+        running *= s
+    return list(reversed(strides))
+
+
+def _is_zero_size(t: ir.Type) -> bool:
+    return isinstance(t, ir.MemRefType) and ir.MemRefType(t).has_static_shape and 0 in ir.MemRefType(t).shape
+
+
+def widen_zero_size_arguments(module: ir.Module) -> ir.Module:
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and len(op.regions[0].blocks):
+            _widen(op.opview if hasattr(op, "opview") else op)
+    return module
+
+
+def _widen(fn) -> None:
+    block = fn.regions[0].blocks[0]
+    changed = False
+    for arg in block.arguments:
+        if not _is_zero_size(arg.type):
+            continue
+        old = ir.MemRefType(arg.type)
+        shape = list(old.shape)
+        arg.set_type(ir.MemRefType.get([1], old.element_type))
+        with ir.InsertionPoint.at_block_begin(block), fn.location:
+            view = memref.reinterpret_cast(old, arg, [], [], [], [0], shape, _canonical_strides(shape))
+        arg.replace_all_uses_except(view, view.owner.operation)
+        changed = True
+    if changed:
+        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        new = ir.FunctionType.get([a.type for a in block.arguments], ftype.results)
+        fn.attributes["function_type"] = ir.TypeAttr.get(new)
+
+
+def distinct_results(module: ir.Module) -> ir.Module:
+    """Give every returned tensor its own value: after CSE a function may return one value
+    twice (two equal constants fold into one), which crashes buffer-results-to-out-params.
+    A repeat becomes a copy (`bufferization.alloc_tensor copy(...)`). Run before bufferizing."""
+    from torch_mlir.dialects import bufferization
+
+    def visit(op):
+        if op.name == "func.return":
+            seen = set()
+            for i, v in enumerate(list(op.operands)):
+                if v in seen and isinstance(v.type, ir.RankedTensorType) and ir.RankedTensorType(v.type).has_static_shape:
+                    with ir.InsertionPoint(op), op.location:
+                        op.operands[i] = bufferization.alloc_tensor(v.type, [], copy=v)
+                seen.add(v)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return module
