@@ -17,11 +17,19 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class SizeSpec:
+    """A size (SymInt) input: an `index` argument of the function, a Python int at run time."""
+
+    symbol: str  # the sympy expression it stands for, for messages and dumps
+    is_static = False  # a function with size inputs serves many shapes
+
+
+@dataclass(frozen=True)
 class Signature:
     """A compiled function named `name`: inputs, then outputs (written through out-params)."""
 
     name: str
-    inputs: tuple[TensorSpec, ...]
+    inputs: tuple[TensorSpec | SizeSpec, ...]
     outputs: tuple[TensorSpec, ...]
     # With dynamic dims: the outputs' shapes for given input tensors (evaluated per call).
     output_shapes: Callable[[tuple], list[tuple[int, ...]]] | None = None

@@ -2,6 +2,7 @@
 
 from torch_mlir import ir
 
+from . import sizes  # noqa: F401  (registers dynamo.dim before the dialect loads)
 from .dynamo import Dynamo, all_ops
 
 

@@ -88,6 +88,44 @@ def int_list(attr) -> list[int]:
     return list(ir.DenseI64ArrayAttr(attr))
 
 
+DYN = ir.ShapedType.get_dynamic_size()
+
+
+def unit_dim_map(src: Sequence[int], out: Sequence[int]) -> dict[int, int] | None:
+    """Result dim -> operand dim when a reshape only inserts/removes size-1 dims, else None."""
+    keep_src = [i for i, s in enumerate(src) if s != 1]
+    keep_out = [i for i, s in enumerate(out) if s != 1]
+    if len(keep_src) != len(keep_out):
+        return None
+    if any(src[a] != out[b] and DYN not in (src[a], out[b]) for a, b in zip(keep_src, keep_out)):
+        return None
+    return dict(zip(keep_out, keep_src))
+
+
+def _verify_sizes(op, out: Sequence[int], carried) -> None:
+    """`sizes` holds one value per dynamic result dim, or none when `carried(dim, size)` says
+    every dynamic result dim can be read off the operand."""
+    dynamic = [d for d, s in enumerate(out) if s == DYN]
+    n = len(op.sizes)
+    if n:
+        _require(n == len(dynamic), f"{n} sizes given for {len(dynamic)} dynamic result dims")
+    else:
+        missing = [d for d in dynamic if not carried(d, out[d])]
+        _require(not missing, f"dynamic result dims {missing} need sizes (no operand dim carries them)")
+
+
+def with_optional_sizes(cls: type) -> type:
+    """Let callers leave `sizes` out (static shapes, or sizes read off the operand)."""
+    generated = cls.__init__
+
+    def __init__(self, x, sizes=(), **kwargs):
+        generated(self, x, list(sizes), **kwargs)
+
+    __init__.__doc__ = generated.__doc__
+    cls.__init__ = __init__
+    return cls
+
+
 def is_i1(t: ir.Type) -> bool:
     return isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1
 
@@ -238,14 +276,21 @@ class CastOp(Dynamo.Operation, name="cast", traits=[Pure]):
 # ----------------------------------------------------------------------------- shape ops
 
 
+@with_optional_sizes
 class BroadcastOp(Dynamo.Operation, name="broadcast", traits=[Pure]):
     """Explicit broadcast: operand dim i becomes result dim `dims[i]` (size equal, or 1 -> n).
+    `sizes` (index values) give the result's dynamic dims, one per `?` in order; they may be
+    left out when every `?` result dim is an operand dim of size `?` (its size is read there).
 
-    Example (a row vector to a matrix):
-      %y = "dynamo.broadcast"(%x) {dims = array<i64: 1>} : (tensor<8xf32>) -> tensor<4x8xf32>
+    Example (a row vector to a matrix, then to a matrix with a dynamic row count):
+      %y = "dynamo.broadcast"(%x) {dims = array<i64: 1>, operandSegmentSizes = array<i32: 1, 0>}
+             : (tensor<8xf32>) -> tensor<4x8xf32>
+      %z = "dynamo.broadcast"(%x, %n) {dims = array<i64: 1>, operandSegmentSizes = array<i32: 1, 1>}
+             : (tensor<8xf32>, index) -> tensor<?x8xf32>
     """
 
     x: Operand[ir.RankedTensorType]
+    sizes: Sequence[Operand[ir.IndexType]]
     out: Result[ir.RankedTensorType]
     dims: Any = int_list_attribute()
 
@@ -259,16 +304,24 @@ class BroadcastOp(Dynamo.Operation, name="broadcast", traits=[Pure]):
             _require(src[i] in (1, out[d]) or ir.ShapedType.get_dynamic_size() in (src[i], out[d]),
                      f"operand dim {i} (size {src[i]}) cannot broadcast to size {out[d]}")
         _require(elem_of(self.x) == elem_of(self.out), "broadcast cannot change the element type")
+        carried = {d: src[i] for i, d in enumerate(dims)}
+        _verify_sizes(self, out, lambda d, _: carried.get(d) == DYN)
 
 
+@with_optional_sizes
 class ReshapeOp(Dynamo.Operation, name="reshape", traits=[Pure]):
     """Reinterprets a (row-major) tensor with another shape of the same element count.
+    `sizes` (index values) give the result's dynamic dims, one per `?` in order; they may be
+    left out when the reshape only inserts or removes size-1 dims (each `?` is an operand's `?`).
 
-    Example:
-      %y = "dynamo.reshape"(%x) : (tensor<4x8xf32>) -> tensor<32xf32>
+    Example (static, then flattening two dynamic dims):
+      %y = "dynamo.reshape"(%x) {operandSegmentSizes = array<i32: 1, 0>} : (tensor<4x8xf32>) -> tensor<32xf32>
+      %z = "dynamo.reshape"(%x, %bt) {operandSegmentSizes = array<i32: 1, 1>}
+             : (tensor<?x?x64xf32>, index) -> tensor<?x64xf32>
     """
 
     x: Operand[ir.RankedTensorType]
+    sizes: Sequence[Operand[ir.IndexType]]
     out: Result[ir.RankedTensorType]
 
     @_checked
@@ -283,6 +336,8 @@ class ReshapeOp(Dynamo.Operation, name="reshape", traits=[Pure]):
                 n_out *= s
             _require(n_src == n_out, f"element count changes ({src} -> {out})")
         _require(src.element_type == out.element_type, "reshape cannot change the element type")
+        unit_map = unit_dim_map(list(src.shape), list(out.shape)) or {}
+        _verify_sizes(self, list(out.shape), lambda d, _: src.shape[unit_map[d]] == DYN if d in unit_map else False)
 
 
 class PermuteOp(Dynamo.Operation, name="permute", traits=[Pure]):
@@ -326,6 +381,8 @@ class SliceOp(Dynamo.Operation, name="slice", traits=[Pure]):
             _require(s >= 1 and b >= 0, f"dim {d}: start must be >= 0 and step >= 1")
             if dyn not in (n, m) and n > 0:
                 _require(b + (n - 1) * s < m, f"dim {d}: slice runs past the operand (size {m})")
+            if n == dyn:  # the lowering reads a dynamic result size off the operand
+                _require(m == dyn and b == 0 and s == 1, f"dim {d}: a dynamic result dim must be the whole operand dim")
 
 
 class ConcatOp(Dynamo.Operation, name="concat", traits=[Pure]):

@@ -19,6 +19,7 @@ from ..codegen.passes import CompileError
 from ..codegen.target import Target, get_target, target_for_device
 from .importer import import_graph
 from .partition import partition
+from .region_sizes import is_host_size_node, route_sizes
 from .registry import Unsupported
 from .stats import REGISTRY, GraphReport, PartitionReport
 
@@ -35,7 +36,7 @@ class CompiledRegion(torch.nn.Module):
         self.fn, self.returns_tuple, self.region = fn, returns_tuple, name
 
     def forward(self, *inputs):
-        outputs = self.fn(*[t.contiguous() for t in inputs])
+        outputs = self.fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs])
         return tuple(outputs) if self.returns_tuple else outputs[0]
 
 
@@ -61,9 +62,10 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     fused, oracle = partition(gm, target)
     for node in list(fused.graph.nodes):
         if node.op == "call_module" and node.target.startswith("fused_"):
+            route_sizes(fused, node)
             report.partitions.append(_compile_region(fused, node, target, options, f"{name}_{node.target}"))
     for node in fused.graph.nodes:
-        if node.op == "call_function" and not _unpacks_region(node):
+        if node.op == "call_function" and not _unpacks_region(node) and not is_host_size_node(node):
             verdict = oracle.verdicts.get(node.name)
             report.fallbacks.append((str(node.target), verdict.reason if verdict else "not considered"))
     for p in report.partitions:

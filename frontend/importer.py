@@ -14,11 +14,12 @@ import torch.fx as fx
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from ..codegen.signature import Signature, TensorSpec
+from ..codegen.signature import Signature, SizeSpec, TensorSpec
 from ..dialects import dynamo as dy
 from ..dialects import new_context
 from . import dtypes
 from .registry import Unsupported, lookup
+from .sizes import SizeBuilder, expr_of, python_evaluator
 
 _TORCH_OF_MLIR = {
     "f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -43,6 +44,11 @@ def is_tensor_node(arg) -> bool:
 DYN = ir.ShapedType.get_dynamic_size()
 
 
+def is_size_node(arg) -> bool:
+    """A SymInt graph value (a placeholder or host arithmetic on sizes), not a tensor."""
+    return isinstance(arg, fx.Node) and isinstance(arg.meta.get("val"), torch.SymInt)
+
+
 def is_symbolic(t: torch.Tensor) -> bool:
     return any(not isinstance(s, int) for s in t.shape)
 
@@ -54,9 +60,16 @@ def static_shape(t: torch.Tensor) -> tuple[int, ...]:
 
 
 class ImportContext:
-    def __init__(self):
+    def __init__(self, sizes: SizeBuilder | None = None):
         self.values: dict[fx.Node, object] = {}
         self.node: fx.Node | None = None  # the node being imported (its inputs give dynamic sizes)
+        self.sizes = sizes or SizeBuilder()
+
+    def dims(self, shape) -> tuple[list[int], list[ir.Value]]:
+        """A torch shape (ints and SymInts) as a static shape with `?` and the index values of
+        its dynamic dims (the `sizes` operands of dynamo.reshape/broadcast)."""
+        static = [DYN if isinstance(s, torch.SymInt) else int(s) for s in shape]
+        return static, [self.sizes.index(s) for s in shape if isinstance(s, torch.SymInt)]
 
     # ---- reading nodes
     def tensor(self, arg) -> ir.Value:
@@ -65,6 +78,8 @@ class ImportContext:
         value = self.values.get(arg)
         if value is None:
             raise Unsupported(f"'{arg.name}' has no imported value")
+        if isinstance(value.type, ir.IndexType):
+            raise Unsupported(f"'{arg.name}' is a size, not a tensor")
         return value
 
     def out_meta(self, node: fx.Node, index: int | None = None) -> torch.Tensor:
@@ -108,6 +123,8 @@ class ImportContext:
         return dy.ConstantOp(attr, out=t).out
 
     def full(self, number, shape, dtype: torch.dtype) -> ir.Value:
+        if any(isinstance(s, torch.SymInt) for s in shape):  # a dynamic fill: broadcast a scalar
+            return self.broadcast(self.scalar(number, dtype), shape)
         if 0 in shape:  # an empty attribute is falsy and dropped by ext: slice an empty one instead
             ones = [s or 1 for s in shape]
             zeros = ir.DenseI64ArrayAttr.get([0] * len(shape))
@@ -123,8 +140,11 @@ class ImportContext:
 
     def broadcast(self, value: ir.Value, shape, like: ir.Value | None = None) -> ir.Value:
         """NumPy-style broadcast (align right, stretch size-1 dims) to `shape`. A dynamic result
-        dim the operand does not carry takes its size from `like` (a value of that shape)."""
-        src, shape = self.shape_of(value), list(shape)
+        dim the operand does not carry gets its size from `shape`'s SymInt (a torch shape), or
+        else from `like` (a value of that shape)."""
+        symbolic_shape = shape
+        symbolic = any(isinstance(s, torch.SymInt) for s in shape)
+        src, shape = self.shape_of(value), [DYN if isinstance(s, torch.SymInt) else int(s) for s in shape]
         if src == shape:
             return value
         offset = len(shape) - len(src)
@@ -135,6 +155,8 @@ class ImportContext:
         carried = [False] * offset + [s == d for s, d in zip(src, shape[offset:])]
         if all(d != DYN or c for d, c in zip(shape, carried)):
             return dy.BroadcastOp(value, dims=dims, out=out).out
+        if symbolic:
+            return dy.BroadcastOp(value, self.dims(symbolic_shape)[1], dims=dims, out=out).out
         like = like if like is not None else self.like_of(self.node.all_input_nodes if self.node else [], shape)
         if like is None or self.shape_of(like) != shape:
             raise Unsupported(f"broadcast to dynamic shape {shape} with no value to read the sizes from")
@@ -158,9 +180,16 @@ class ImportContext:
         return self.broadcast(value, shape, like)
 
     def reshape(self, value: ir.Value, shape) -> ir.Value:
-        if self.shape_of(value) == list(shape):
+        """Reshape to `shape`: ints (DYN for `?` dims that only unit-dim changes keep) or a torch
+        shape whose SymInts become the op's `sizes` where the operand does not carry them."""
+        src = self.shape_of(value)
+        static = [DYN if isinstance(s, torch.SymInt) else int(s) for s in shape]
+        if src == static:
             return value
-        return dy.ReshapeOp(value, out=self.type_like(value, shape=shape)).out
+        unit_map = dy.unit_dim_map(src, static) or {}
+        carried = all(s != DYN or (d in unit_map and src[unit_map[d]] == DYN) for d, s in enumerate(static))
+        sizes = [] if carried else self.dims(shape)[1]
+        return dy.ReshapeOp(value, sizes, out=self.type_like(value, shape=static)).out
 
 
 def node_location(node: fx.Node) -> ir.Location:
@@ -202,66 +231,80 @@ def tensor_spec(val: torch.Tensor) -> TensorSpec:
     return TensorSpec(tuple(-1 if s == DYN else s for s in static_shape(val)), val.dtype)
 
 
-def _size_evaluator(symbols, exprs):
-    """Python code for sympy size expressions; torch's own functions (FloorDiv, Mod, ...) are
-    not known to lambdify, and those expressions are substituted per call instead (slower)."""
-    import sympy
+def input_spec(node: fx.Node) -> TensorSpec | SizeSpec:
+    val = node.meta["val"]
+    return SizeSpec(str(val.node.expr)) if isinstance(val, torch.SymInt) else tensor_spec(val)
 
-    fn = sympy.lambdify(symbols, exprs, modules="math")
-    try:
-        fn(*[2] * len(symbols))
-        return fn
-    except Exception:  # noqa: BLE001  (lambdify emitted a name Python does not know)
-        return lambda *values: [e if isinstance(e, int) else e.xreplace(dict(zip(symbols, values))) for e in exprs]
+
+def input_type(node: fx.Node) -> ir.Type:
+    val = node.meta["val"]
+    if isinstance(val, torch.SymInt):
+        return ir.IndexType.get()
+    return dtypes.tensor_type(static_shape(val), val.dtype)
+
+
+def bind_inputs(ctx: ImportContext, placeholders: list[fx.Node], arguments) -> None:
+    """Placeholders' values, and where each size symbol can be read (tensor dims, SymInt args)."""
+    for node, arg in zip(placeholders, arguments):
+        ctx.values[node] = arg
+        val = node.meta["val"]
+        if isinstance(val, torch.SymInt):
+            ctx.sizes.bind_value(expr_of(val), arg)
+        else:
+            ctx.sizes.bind_tensor(arg, val.shape)
 
 
 def output_shapes_fn(placeholders: list[fx.Node], outputs: list[torch.Tensor]):
-    """For graphs with symbolic sizes: a function from the input tensors to the outputs' shapes.
-    Each symbol is read off an input dim of exactly that size; output sizes are the FX meta's
-    sympy expressions of them, compiled once to Python (no sympy on the call path)."""
+    """For graphs with symbolic sizes: a function from the inputs (tensors and ints) to the
+    outputs' shapes. Each symbol is read off an input: a SymInt argument or a tensor dim of
+    exactly that size. The shapes are torch's sympy expressions of them, compiled once into a
+    Python lambda (see sizes.python_evaluator): no sympy on the call path."""
     import sympy
 
     where = {}
     for i, n in enumerate(placeholders):
-        for d, size in enumerate(n.meta["val"].shape):
-            if not isinstance(size, int) and isinstance(size.node.expr, sympy.Symbol):
+        val = n.meta["val"]
+        if isinstance(val, torch.SymInt):
+            if isinstance(val.node.expr, sympy.Symbol):
+                where.setdefault(val.node.expr, (i, None))
+            continue
+        for d, size in enumerate(val.shape):
+            if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
                 where.setdefault(size.node.expr, (i, d))
-    symbols = list(where)
-    dims = []
-    for val in outputs:
-        exprs = [s if isinstance(s, int) else s.node.expr for s in val.shape]
-        free = set().union(*[e.free_symbols for e in exprs if not isinstance(e, int)])
-        if not free <= set(where):
-            raise Unsupported(f"output sizes use symbols {sorted(map(str, free - set(where)))} no input dim carries")
-        dims.append(_size_evaluator(symbols, exprs) if free else None)
+    exprs = [[expr_of(s) for s in val.shape] for val in outputs]
+    free = set().union(*[e.free_symbols for shape in exprs for e in shape if not isinstance(e, int)])
+    if not free <= set(where):
+        raise Unsupported(f"output sizes use symbols {sorted(map(str, free - set(where)))} no input carries")
+    evaluate, _ = python_evaluator(list(where), exprs)
+    readers = list(where.values())
 
     def output_shapes(inputs):
-        values = [inputs[i].shape[d] for i, d in where.values()]
-        return [tuple(int(s) for s in f(*values)) if f else tuple(v.shape) for f, v in zip(dims, outputs)]
+        return evaluate(*[inputs[i] if d is None else inputs[i].shape[d] for i, d in readers])
 
     return output_shapes
 
 
 def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
-    """The whole graph as `func.func @name`; every placeholder and output must be a tensor."""
+    """The whole graph as `func.func @name`. Placeholders are tensors or SymInts (`index`
+    arguments); outputs are tensors."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     output = next(n for n in gm.graph.nodes if n.op == "output")
     results = list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
     for n in placeholders + results:
-        if not is_tensor_node(n):
+        if not is_tensor_node(n) and not (n.op == "placeholder" and is_size_node(n)):
             raise Unsupported(f"graph input/output '{n}' is not a tensor")
-    in_specs = [tensor_spec(n.meta["val"]) for n in placeholders]
+    in_specs = [input_spec(n) for n in placeholders]
     context = new_context()
     ops = []
     with context, ir.Location.unknown():
         module = ir.Module.create()
-        arg_types = [dtypes.tensor_type(static_shape(n.meta["val"]), n.meta["val"].dtype) for n in placeholders]
+        arg_types = [input_type(n) for n in placeholders]
         with ir.InsertionPoint(module.body):
             fn = func.FuncOp(name, (arg_types, []))
         block = fn.add_entry_block()
         ctx = ImportContext()
-        ctx.values.update(zip(placeholders, block.arguments))
         with ir.InsertionPoint(block):
+            bind_inputs(ctx, placeholders, block.arguments)
             for node in gm.graph.nodes:
                 if node.op == "call_function":
                     import_node(ctx, node)

@@ -20,14 +20,16 @@ from ..dialects import new_context
 from ..lowering import registry as lowering_registry
 from . import dtypes
 from .aten import elementwise
-from .importer import ImportContext, import_node, is_symbolic, is_tensor_node, static_shape
+from .importer import ImportContext, import_node, is_size_node, is_symbolic, is_tensor_node, static_shape
 from .registry import Unsupported
+from .sizes import SizeBuilder
 
 aten = torch.ops.aten
 
 # Ops whose import rules (and the lowerings of what they emit) are checked with `?` dims:
-# same-shape elementwise work, broadcasts that find their sizes among the node's inputs,
-# reductions, softmax, permutes. Nodes with symbolic sizes outside this set run eagerly.
+# same-shape elementwise work, reductions, softmax, permutes, and the ops that make dynamic
+# dims from size values (reshapes, expands, fills: see frontend/sizes.py), matmuls, whole-dim
+# selects. Nodes with symbolic sizes outside this set run eagerly.
 DYNAMIC_SHAPE_OPS = frozenset({
     *elementwise.BINARY, *elementwise.UNARY, *elementwise.COMPARE,
     aten.div, aten.pow, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max, aten.gelu,
@@ -35,6 +37,10 @@ DYNAMIC_SHAPE_OPS = frozenset({
     aten._to_copy, aten.clone, aten.alias, aten.detach, aten.lift_fresh_copy,
     aten.sum, aten.mean, aten.amax, aten.amin, aten._softmax, aten._log_softmax,
     aten.permute, aten.transpose, aten.t,
+    aten.view, aten._unsafe_view, aten.reshape, aten.unsqueeze, aten.squeeze, aten.flatten,
+    aten.expand, aten.mm, aten.bmm, aten.select, aten.var_mean, aten.var, aten.any, aten.all,
+    aten.full, aten.full_like, aten.zeros, aten.zeros_like, aten.ones, aten.ones_like,
+    aten.new_zeros, aten.new_ones, aten.new_full, aten.empty_like,
 })
 
 
@@ -59,6 +65,8 @@ def _check_types(node: fx.Node) -> None:
     vals = [node.meta.get("val")] if not isinstance(node.meta.get("val"), (tuple, list)) else list(node.meta["val"])
     vals += [a.meta.get("val") for a in node.all_input_nodes]
     for v in vals:
+        if isinstance(v, torch.SymInt):
+            continue  # a size argument: the import rules read sizes off the output's shape
         if isinstance(v, torch.Tensor):
             if v.dtype not in dtypes.SUPPORTED_DTYPES:
                 raise Unsupported(f"dtype {v.dtype}")
@@ -66,7 +74,7 @@ def _check_types(node: fx.Node) -> None:
             raise Unsupported(f"non-tensor value of type {type(v).__name__}")
     _check_dynamic(node, vals)
     for a in node.all_input_nodes:
-        if not is_tensor_node(a) and not (isinstance(a.meta.get("val"), (tuple, list)) and a.op == "call_function"):
+        if not is_tensor_node(a) and not is_size_node(a) and not (isinstance(a.meta.get("val"), (tuple, list)) and a.op == "call_function"):
             raise Unsupported(f"input '{a.name}' is not a tensor")
 
 
@@ -113,11 +121,17 @@ class SupportOracle(OperatorSupportBase):
             with ir.InsertionPoint(module.body):
                 fn = func.FuncOp("probe", (types, []))
             block = fn.add_entry_block()
-            ctx = ImportContext()
+            # A size symbol no input tensor carries becomes an `index` argument of the probe,
+            # as compile.route_sizes makes it one of the real region's.
+            ctx = ImportContext(SizeBuilder(lambda _: block.add_argument(ir.IndexType.get(), ir.Location.unknown())))
             ctx.values.update(zip(inputs, block.arguments))
+            for a, arg in zip(inputs, block.arguments):
+                ctx.sizes.bind_tensor(arg, a.meta["val"].shape)
             with ir.InsertionPoint(block):
                 import_node(ctx, node)
                 func.ReturnOp([])
+            fn.attributes["function_type"] = ir.TypeAttr.get(
+                ir.FunctionType.get([a.type for a in block.arguments], []))
             try:
                 module.operation.verify()
             except ir.MLIRError as e:

@@ -1,9 +1,14 @@
 """Dynamic shapes: `dynamic=True` / mark_dynamic give `?` dims and one compiled artifact that
 serves every size (Dynamo specializes sizes 0 and 1, so sizes start at 2)."""
 
+import time
+
+import pytest
 import torch
 
 import dynamo_mlir
+from dynamo_mlir.frontend.sizes import python_evaluator
+from dynamo_mlir.tools.models import transformer_block
 from helpers import assert_all_compiled, read_stage
 
 SIZES = (2, 7, 64, 1000)
@@ -48,3 +53,41 @@ def test_automatic_dynamic_after_a_recompile():
     # a static graph for the first size, then one dynamic graph for all the others
     assert dynamo_mlir.stats()["graphs"] == 2, dynamo_mlir.explain()
     assert_all_compiled()
+
+
+@pytest.mark.parametrize("mode", ["mark_dynamic", "dynamic=True"])
+def test_transformer_block_over_sequence_lengths_compiles_once_with_no_eager_op(mode, tmp_path):
+    """Reshapes of [B*T, C] back to [B, T, C], expands, bmm and the softmax guard's fill all
+    get their `?` sizes as values: SymInt inputs routed into the region as `index` arguments.
+    With dynamic=True the batch is 3: Dynamo's duck sizing would give B=2 and T=2 one symbol."""
+    torch.manual_seed(0)
+    model = transformer_block().eval()
+    batch = 2 if mode == "mark_dynamic" else 3
+    kwargs = {"dynamic": True} if mode == "dynamic=True" else {}
+    compiled = torch.compile(model, backend="mlir", options={"dump_dir": str(tmp_path)}, **kwargs)
+    for t in SIZES:
+        x = torch.randn(batch, t, 64)
+        if mode == "mark_dynamic":
+            torch._dynamo.mark_dynamic(x, 1)
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    s = assert_all_compiled(min_ops=80)
+    assert s["graphs"] == 1 and s["ops_fallback"] == 0, dynamo_mlir.explain()
+    ir_text = read_stage(str(tmp_path), "dynamo")
+    assert '"dynamo.reshape"' in ir_text and "index" in ir_text
+
+
+def test_output_shapes_are_precompiled_python():
+    """FloorDiv/Mod size expressions become one Python lambda at compile time."""
+    import sympy
+    from torch.utils._sympy.functions import FloorDiv, PythonMod
+
+    s0, s1 = sympy.symbols("s0 s1", integer=True, positive=True)
+    evaluate, source = python_evaluator([s0, s1], [[s0 * s1, 64], [FloorDiv(s0 * s1, 4), PythonMod(s0, 3) + 1]])
+    assert "sympy" not in source and "//" in source and "%" in source
+    assert evaluate(7, 5) == [(35, 64), (8, 2)]
+    n = 20000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        evaluate(7, 5)
+    assert (time.perf_counter() - t0) / n < 20e-6  # microseconds, not sympy's milliseconds

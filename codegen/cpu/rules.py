@@ -11,7 +11,7 @@ from torch_mlir.dialects import arith
 
 from ...dialects import dynamo as dy
 from ...lowering import register_lowering
-from ...lowering.rules.common import PARALLEL, REDUCTION, affine_map, filled, generic, ranked
+from ...lowering.rules.common import PARALLEL, REDUCTION, affine_map, generic, matmul_init, ranked
 from ...lowering.scalar import const, is_float
 
 
@@ -19,7 +19,7 @@ from ...lowering.scalar import const, is_float
 def lower_matmul_ikj(op):
     out = ranked(op.out)
     elem = out.element_type
-    acc = filled(out, const(elem, 0))
+    acc = matmul_init(op, const(elem, 0))
     add, mul = (arith.addf, arith.mulf) if is_float(elem) else (arith.addi, arith.muli)
     if out.rank == 2:  # loops (i, k, j)
         maps = [affine_map(3, [0, 1]), affine_map(3, [1, 2]), affine_map(3, [0, 2])]

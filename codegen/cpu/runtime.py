@@ -7,7 +7,8 @@ No numpy memref descriptors on this path.
 Functions with dynamic dims use MLIR's default calling convention instead: each memref of rank r
 is 3 + 2r scalars (allocated and aligned pointer, offset, sizes, strides), each behind its own
 pointer in the packed call's argument array. Those scalars live in one prebuilt ctypes int64
-array, so a call writes plain integers, like the static path.
+array, so a call writes plain integers, like the static path. A size input (an `index`
+argument, a SymInt of the graph) is one scalar.
 """
 
 import ctypes
@@ -16,7 +17,7 @@ import logging
 import torch
 from torch_mlir.execution_engine import ExecutionEngine
 
-from ..signature import Signature
+from ..signature import Signature, SizeSpec
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -58,17 +59,21 @@ class DynamicCpuFunction:
         self._module = module
         self._engine = ExecutionEngine(module, opt_level=opt_level)
         self._fn = _PACKED_FN(self._engine.raw_lookup(signature.name))
-        ranks = [len(spec.shape) for spec in (*signature.inputs, *signature.outputs)]
-        self._bases = [sum(3 + 2 * r for r in ranks[:i]) for i in range(len(ranks))]
-        n = sum(3 + 2 * r for r in ranks)
+        widths = [1 if isinstance(spec, SizeSpec) else 3 + 2 * len(spec.shape)
+                  for spec in (*signature.inputs, *signature.outputs)]
+        self._bases = [sum(widths[:i]) for i in range(len(widths))]
+        n = sum(widths)
         self._slots = (ctypes.c_int64 * n)()
         base = ctypes.addressof(self._slots)
         self._args = (ctypes.c_void_p * n)(*[base + 8 * i for i in range(n)])
         self._n_in = len(signature.inputs)
         self._out_dtypes = [spec.dtype for spec in signature.outputs]
 
-    def _describe(self, i: int, t: torch.Tensor) -> None:
+    def _describe(self, i: int, t: torch.Tensor | int) -> None:
         slots, k = self._slots, self._bases[i]
+        if isinstance(t, int):
+            slots[k] = t
+            return
         slots[k] = slots[k + 1] = t.data_ptr()
         slots[k + 2] = 0
         rank = t.dim()

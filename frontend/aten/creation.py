@@ -4,7 +4,6 @@ import torch
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
-from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 
 aten = torch.ops.aten
@@ -22,7 +21,7 @@ def _fill(ctx, node):
         value = node.args[0] if packet is aten.scalar_tensor else node.args[-1] if packet is not aten.new_full else node.args[2]
     if not isinstance(value, (int, float, bool)):
         raise Unsupported("fill value is not a Python number")
-    return ctx.full(value, static_shape(val), val.dtype)
+    return ctx.full(value, val.shape, val.dtype)  # SymInt sizes make a dynamic fill
 
 
 @import_rule(aten.arange.start_step, aten.arange.default, aten.arange.start)

@@ -135,12 +135,15 @@ def _var_mean(ctx, node):
     correction = node.kwargs.get("correction", 1)
     correction = 1 if correction is None else correction
     keep = node.kwargs.get("keepdim", False)
+    if any(shape[d] == DYN for d in dims):
+        raise Unsupported("variance over a dynamic dim")
     n = count(shape, dims)
     mean_k = reduce(ctx, x, "sum", dims, True)
-    mean_k = ctx.emit("div", mean_k, ctx.broadcast(ctx.scalar(n, acc), ctx.shape_of(mean_k)), out=ctx.type_like(mean_k))
+    # like=: a scalar divisor broadcast to a shape with `?` dims reads them off the dividend
+    mean_k = ctx.emit("div", mean_k, ctx.broadcast(ctx.scalar(n, acc), ctx.shape_of(mean_k), like=mean_k), out=ctx.type_like(mean_k))
     centered = ctx.emit("sub", x, ctx.broadcast(mean_k, shape), out=ctx.type_like(x))
     sq = reduce(ctx, ctx.emit("mul", centered, centered, out=ctx.type_like(x)), "sum", dims, keep)
-    var = ctx.emit("div", sq, ctx.broadcast(ctx.scalar(max(n - correction, 0), acc), ctx.shape_of(sq)), out=ctx.type_like(sq))
+    var = ctx.emit("div", sq, ctx.broadcast(ctx.scalar(max(n - correction, 0), acc), ctx.shape_of(sq), like=sq), out=ctx.type_like(sq))
     mean = mean_k if keep else ctx.reshape(mean_k, ctx.shape_of(var))
     var, mean = ctx.cast(var, out_dtype), ctx.cast(mean, out_dtype)
     return (var, mean) if node.target.overloadpacket is aten.var_mean else var

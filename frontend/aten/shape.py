@@ -4,7 +4,7 @@ reshapes/slices/permutes of values."""
 import torch
 
 from ...dialects import dynamo as dy
-from ..importer import static_shape
+from ..importer import DYN, static_shape
 from ..registry import Unsupported, import_rule
 
 aten = torch.ops.aten
@@ -23,7 +23,7 @@ def _norm_dim(dim: int, rank: int) -> int:
 @import_rule(aten.view, aten._unsafe_view, aten.reshape, aten.unsqueeze, aten.squeeze, aten.flatten,
              aten.view_copy, aten.unflatten)
 def _reshape(ctx, node):
-    return ctx.reshape(ctx.tensor(node.args[0]), static_shape(ctx.out_meta(node)))
+    return ctx.reshape(ctx.tensor(node.args[0]), ctx.out_meta(node).shape)
 
 
 @import_rule(aten.permute, aten.permute_copy)
@@ -49,7 +49,7 @@ def _transpose(ctx, node):
 
 @import_rule(aten.expand, aten.expand_copy, aten.broadcast_to, aten.expand_as)
 def _expand(ctx, node):
-    return ctx.broadcast(ctx.tensor(node.args[0]), static_shape(ctx.out_meta(node)))
+    return ctx.broadcast(ctx.tensor(node.args[0]), ctx.out_meta(node).shape)
 
 
 def _slice(ctx, x, dim, start, step, out_type):
@@ -81,8 +81,10 @@ def _select(ctx, node):
     index = index + shape[dim] if index < 0 else index
     kept = list(shape)
     kept[dim] = 1
+    if shape[dim] == DYN:
+        raise Unsupported("select on a dynamic dim")
     sliced = _slice(ctx, x, dim, index, 1, ctx.type_like(x, shape=kept))
-    return ctx.reshape(sliced, static_shape(ctx.out_meta(node)))
+    return ctx.reshape(sliced, ctx.out_meta(node).shape)
 
 
 @import_rule(aten.cat)

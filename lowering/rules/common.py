@@ -31,6 +31,20 @@ def empty(t: ir.RankedTensorType, like: ir.Value | None = None, dim_map=None) ->
     return tensor.empty(sizes, t.element_type)
 
 
+def sized_shape(t: ir.RankedTensorType, sizes) -> list:
+    """t's shape with its dynamic dims replaced, in order, by the index values `sizes`."""
+    given = iter(sizes)
+    return [next(given) if s == ir.ShapedType.get_dynamic_size() else s for s in t.shape]
+
+
+def empty_from(t: ir.RankedTensorType, sources) -> ir.Value:
+    """tensor.empty of type t whose dynamic dim i has the size of dim sources[i][1] of value
+    sources[i][0] (results whose sizes come from several operands, e.g. a matmul's)."""
+    sizes = [tensor.dim(v, const(ir.IndexType.get(), d)) for (v, d), s in zip(sources, t.shape)
+             if s == ir.ShapedType.get_dynamic_size()]
+    return tensor.empty(sized_shape(t, sizes), t.element_type)
+
+
 def filled(t: ir.RankedTensorType, scalar: ir.Value, like: ir.Value | None = None, dim_map=None) -> ir.Value:
     return linalg.fill(scalar, outs=[empty(t, like, dim_map)])
 
@@ -72,3 +86,10 @@ def loop_index(dim: int) -> ir.Value:
     """The current iteration index of loop `dim` inside a linalg.generic body.
     (`linalg.index` in the bindings is the OpDSL helper, not this op.)"""
     return linalg.IndexOp(dim).result
+
+
+def matmul_init(op, value) -> ir.Value:
+    """A matmul's accumulator filled with `value`: batch and M sizes from lhs, N from rhs."""
+    out = ranked(op.out)
+    sources = [(op.lhs, d) for d in range(out.rank - 1)] + [(op.rhs, out.rank - 1)]
+    return linalg.fill(value, outs=[empty_from(out, sources)])

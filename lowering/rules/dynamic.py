@@ -1,9 +1,10 @@
-"""Ops that read dynamic sizes off an operand at run time: broadcast_like, numel."""
+"""Ops that read dynamic sizes off an operand at run time: broadcast_like, numel, dim."""
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, tensor
 
 from ...dialects import dynamo as dy
+from ...dialects import sizes
 from ..registry import register_lowering
 from ..scalar import const, convert
 from .common import PARALLEL, affine_map, empty, generic, identity, ranked
@@ -29,3 +30,8 @@ def _lower_numel(op):
     out = ranked(op.out)
     value = convert(arith.index_cast(ir.IntegerType.get_signless(64), n), out.element_type)
     return tensor.from_elements(out, [value])
+
+
+@register_lowering(sizes.DimOp)
+def _lower_dim(op):
+    return tensor.dim(op.x, const(ir.IndexType.get(), ir.IntegerAttr(op.dim).value))

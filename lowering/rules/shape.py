@@ -6,7 +6,7 @@ from torch_mlir.dialects import arith, linalg, tensor
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const
-from .common import PARALLEL, affine_map, empty, generic, identity, ranked
+from .common import PARALLEL, affine_map, dynamic_sizes, empty, generic, identity, ranked, sized_shape
 
 INDEX = ir.IndexType
 
@@ -17,40 +17,26 @@ def _lower_broadcast(op):
     dims = dy.int_list(op.dims)
     # Operand dim i reads result dim dims[i], or index 0 where it is a size-1 dim being stretched.
     exprs = [None if (src.shape[i] == 1 and out.shape[d] != 1) else d for i, d in enumerate(dims)]
-    dim_map = {d: i for i, d in enumerate(dims)}
-    if not out.has_static_shape and any(s == ir.ShapedType.get_dynamic_size() and d not in dim_map for d, s in enumerate(out.shape)):
-        raise NotImplementedError("broadcast to a new dynamic dim needs the size as an operand")
-    init = empty(out, op.x, dim_map)
+    if len(op.sizes):
+        init = tensor.empty(sized_shape(out, op.sizes), out.element_type)
+    else:  # the verifier checked that every dynamic result dim is a dynamic operand dim
+        init = empty(out, op.x, {d: i for i, d in enumerate(dims)})
     return generic([op.x], [init], [affine_map(out.rank, exprs), identity(out.rank)],
                    [PARALLEL] * out.rank, lambda x, _: [x])[0]
 
 
-def _unit_dim_map(src: ir.RankedTensorType, out: ir.RankedTensorType) -> dict[int, int] | None:
-    """Result dim -> source dim when the reshape only inserts/removes size-1 dims."""
-    keep_src = [i for i, s in enumerate(src.shape) if s != 1]
-    keep_out = [i for i, s in enumerate(out.shape) if s != 1]
-    if len(keep_src) != len(keep_out):
-        return None
-    dyn = ir.ShapedType.get_dynamic_size()
-    if any(src.shape[a] != out.shape[b] and dyn not in (src.shape[a], out.shape[b]) for a, b in zip(keep_src, keep_out)):
-        return None
-    return dict(zip(keep_out, keep_src))
-
-
-def _shape_tensor(op_out: ir.RankedTensorType, source: ir.Value):
+def _shape_tensor(op_out: ir.RankedTensorType, source: ir.Value, sizes):
+    """The i64 shape operand of tensor.reshape: constants, the op's `sizes`, or (without sizes)
+    the source's dims where the reshape only inserts/removes unit dims."""
     i64 = ir.IntegerType.get_signless(64)
-    sizes, unit_map = [], None
-    for i, s in enumerate(op_out.shape):
-        if s == ir.ShapedType.get_dynamic_size():
-            # A dynamic size is known only where the reshape just adds/drops unit dims
-            # (keepdim reductions); general dynamic reshapes need sizes as operands.
-            unit_map = unit_map or _unit_dim_map(ir.RankedTensorType(source.type), op_out)
-            if unit_map is None:
-                raise NotImplementedError("reshape to a dynamic shape needs the sizes as operands")
-            sizes.append(arith.index_cast(i64, tensor.dim(source, const(INDEX.get(), unit_map[i]))))
-        else:
-            sizes.append(const(i64, s))
-    return tensor.from_elements(ir.RankedTensorType.get([len(sizes)], i64), sizes)
+    if len(sizes):
+        dims = sized_shape(op_out, sizes)
+    else:
+        unit_map = dy.unit_dim_map(ranked(source).shape, op_out.shape)
+        dims = [tensor.dim(source, const(INDEX.get(), unit_map[i])) if s == dy.DYN else s
+                for i, s in enumerate(op_out.shape)]
+    values = [const(i64, d) if isinstance(d, int) else arith.index_cast(i64, d) for d in dims]
+    return tensor.from_elements(ir.RankedTensorType.get([len(values)], i64), values)
 
 
 @register_lowering(dy.ReshapeOp)
@@ -61,7 +47,7 @@ def _lower_reshape(op):
         if out.rank == 0:
             return tensor.collapse_shape(out, op.x, [])
         return tensor.expand_shape(out, op.x, [], output_shape=[], static_output_shape=out.shape)
-    return tensor.reshape(out, op.x, _shape_tensor(out, op.x))
+    return tensor.reshape(out, op.x, _shape_tensor(out, op.x, op.sizes))
 
 
 @register_lowering(dy.PermuteOp)
@@ -77,7 +63,9 @@ def _lower_permute(op):
 def _lower_slice(op):
     out = ranked(op.out)
     start, step = dy.int_list(op.start), dy.int_list(op.step)
-    return tensor.extract_slice(out, op.x, [], [], [], start, list(out.shape), step)
+    # A dynamic result dim is the operand's whole dim (the verifier checks start 0, step 1).
+    sizes = dynamic_sizes(out, op.x)
+    return tensor.extract_slice(out, op.x, [], sizes, [], start, list(out.shape), step)
 
 
 @register_lowering(dy.ConcatOp)

@@ -6,7 +6,7 @@ from torch_mlir.dialects import arith, linalg, tensor
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const, convert, is_float, lowest
-from .common import PARALLEL, affine_map, empty, filled, generic, identity, ranked, loop_index
+from .common import PARALLEL, affine_map, empty, filled, generic, identity, loop_index, matmul_init, ranked
 
 
 def _zero_filled(t, like=None, dim_map=None):
@@ -17,8 +17,7 @@ def _zero_filled(t, like=None, dim_map=None):
 def _lower_matmul(op):
     out = ranked(op.out)
     rank = out.rank
-    # result dims come from lhs (batch, M) and rhs (N)
-    acc = _zero_filled(out)
+    acc = matmul_init(op, const(out.element_type, 0))
     named = linalg.matmul if rank == 2 else linalg.batch_matmul
     return named(op.lhs, op.rhs, outs=[acc])
 

@@ -1,0 +1,36 @@
+"""Size values in the `dynamo` dialect: the `index` scalars that dynamic dims are made of.
+
+A compiled region gets the sizes it needs from two places: `dynamo.dim` reads one off a tensor
+operand, and a function argument of type `index` carries a SymInt graph input (a size no input
+tensor has as one of its dims, e.g. the T of a [B*T, C] input that is reshaped to [B, T, C]).
+Arithmetic on sizes is upstream `arith` on `index` (muli, addi, floordivsi, remsi): it needs no
+lowering, and canonicalization folds it. Ops that make dynamic dims take such values as their
+`sizes` operands (`dynamo.reshape`, `dynamo.broadcast`).
+"""
+
+from torch_mlir import ir
+from torch_mlir.dialects.ext import Operand, Pure, Result
+
+from .dynamo import Dynamo, VerifyError, _checked, shape_of
+
+
+class DimOp(Dynamo.Operation, name="dim", traits=[Pure]):
+    """The size of `x`'s dim `dim`, as an index.
+
+    Example:
+      %t = "dynamo.dim"(%x) {dim = 1 : i64} : (tensor<2x?x64xf32>) -> index
+    """
+
+    x: Operand[ir.RankedTensorType]
+    dim: ir.IntegerAttr
+    out: Result[ir.IndexType]
+
+    @_checked
+    def verify_invariants(self):
+        dim, rank = ir.IntegerAttr(self.dim).value, len(shape_of(self.x))
+        if not 0 <= dim < rank:
+            raise VerifyError(f"dim {dim} out of range for rank {rank}")
+
+
+def dim_attr(dim: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)
