@@ -3,8 +3,10 @@
 For each workload: median time per call of each backend (after warm-up; CUDA times with device
 events), the ratios against eager and inductor, and each backend's compile time (first call minus
 a steady call), plus whether mlir matched eager and how many ops it left to eager.
+With --train: whole training steps instead (forward, loss, backward, Adam step; train_workloads.py),
+each backend on its own copy of the model and optimizer, losses compared step by step.
 
-    python benchmarks/bench_models.py [--device cpu|cuda] [--repeats 30] [--only mlp_b256,softmax_4096x1024] [--out results.md]
+    python benchmarks/bench_models.py [--device cpu|cuda] [--train] [--repeats 30] [--only mlp_b256,softmax_4096x1024] [--out results.md]
 """
 
 import argparse
@@ -17,6 +19,7 @@ import torch.nn.functional as F
 
 import dynamo_mlir
 from dynamo_mlir.tools.models import TinyGPT, cnn, mlp, randomize_batchnorm, transformer_block
+from train_workloads import losses_match, make_step, train_workloads
 
 
 def _elementwise_chain(x):
@@ -99,6 +102,24 @@ def measure(name, fn, inputs, repeats, device):
     return row
 
 
+def measure_training(name, model, make_optimizer, x, y, repeats, device):
+    """Like measure, for a training step: one model/optimizer copy per backend, same steps."""
+    row, losses = {"name": name}, {}
+    for backend in ("eager", "inductor", "mlir"):
+        torch._dynamo.reset()
+        dynamo_mlir.reset()
+        step = make_step(model, make_optimizer)
+        fn = step if backend == "eager" else torch.compile(step, backend=backend)
+        recorded = losses[backend] = []
+        first, steady = time_calls(lambda *a: recorded.append(fn(*a)), (x, y), repeats, device)
+        row[backend], row[f"{backend}_compile"] = steady, max(first - steady, 0.0)
+        if backend == "mlir":
+            s = dynamo_mlir.stats()
+            row["mlir_fallbacks"], row["mlir_graphs"] = s["ops_fallback"], s["graphs_by_kind"]
+    row["mlir_ok"] = losses_match(losses["mlir"], losses["eager"])
+    return row
+
+
 def table(rows) -> str:
     head = ("| workload | eager ms | inductor ms | mlir ms | eager/mlir | inductor/mlir | "
             "compile s (inductor / mlir) | mlir eager ops | matches |")
@@ -116,17 +137,23 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to run (default cpu)")
     parser.add_argument("--repeats", type=int, default=30, help="timed calls per backend (median reported)")
     parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--train", action="store_true", help="time training steps (train_workloads.py)")
     parser.add_argument("--out", default="", help="also write the table (markdown) to this file")
+    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (default: torch's)")
     args = parser.parse_args(argv)
-    chosen = workloads(args.device)
+    if args.threads:  # on a shared machine, an oversubscribed OpenMP pool makes eager times noise
+        torch.set_num_threads(args.threads)
+    chosen = train_workloads(args.device) if args.train else workloads(args.device)
     if args.only:
         chosen = {k: v for k, v in chosen.items() if k in args.only.split(",")}
     rows = []
-    for name, (fn, inputs) in chosen.items():
-        rows.append(measure(name, fn, inputs, args.repeats, args.device))
+    for name, work in chosen.items():
+        run = measure_training if args.train else measure
+        rows.append(run(name, *work, args.repeats, args.device))
         print(f"measured {name}", file=sys.stderr, flush=True)
     where = torch.cuda.get_device_name() if args.device == "cuda" else f"cpu, {torch.get_num_threads()} threads"
-    text = (f"torch {torch.__version__}, {where}, median of {args.repeats} calls; "
+    what = "training steps" if args.train else "calls"
+    text = (f"torch {torch.__version__}, {where}, median of {args.repeats} {what}; "
             f"ratios > 1 mean mlir is faster\n\n{table(rows)}\n")
     print(text)
     if args.out:
