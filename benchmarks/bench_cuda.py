@@ -41,7 +41,7 @@ def median_ms(fn, warmup=3, reps=20):
     return sorted(times)[len(times) // 2]
 
 
-def compile_ours(model, mode=None, **kw):
+def compile_ours(model, mode=None, options=None, **kw):
     target = get_target("cuda")
     t0 = time.perf_counter()
     with new_context(), ir.Location.unknown():
@@ -51,7 +51,7 @@ def compile_ours(model, mode=None, **kw):
         spec = lambda t: TensorSpec(tuple(ir.RankedTensorType(t).shape), torch.float32)
         sig = Signature(ir.StringAttr(fn.attributes["sym_name"]).value,
                         tuple(spec(t) for t in ftype.inputs), tuple(spec(t) for t in ftype.results))
-        options = resolve({}, mode=mode)
+        options = resolve({"cuda_fuse_rows": True, **(options or {})}, mode=mode)
         run = run_stages(module, target, options)
         loaded = target.load(run.artifact, sig, options)
     return loaded, time.perf_counter() - t0, len(run.artifact.kernels)
@@ -63,7 +63,11 @@ CASES = {
     "softmax": (dict(r=ROWS, c=COLS), lambda x: torch.softmax(x, 1), [(ROWS, COLS)], 2 * N * 4),
     "layernorm": (dict(r=ROWS, c=COLS), lambda x, w, b: F.layer_norm(x, (COLS,), w, b, 1e-5),
                   [(ROWS, COLS), (COLS,), (COLS,)], 2 * N * 4),
+    "log_softmax": (dict(r=ROWS, c=COLS), lambda x: torch.log_softmax(x, 1), [(ROWS, COLS)], 2 * N * 4),
+    "rmsnorm": (dict(r=ROWS, c=COLS), lambda x, w: x * torch.rsqrt(x.square().mean(1, keepdim=True) + 1e-6) * w,
+                [(ROWS, COLS), (COLS,)], 2 * N * 4),
 }
+ROW_CASES = ("softmax", "layernorm", "log_softmax", "rmsnorm")  # also timed unfused (before row fusion)
 
 
 def bench_kernels(rows):
@@ -83,10 +87,17 @@ def bench_kernels(rows):
         torch.cuda.synchronize()
         inductor_compile_s = time.perf_counter() - t0
         t = {k: median_ms(lambda f=f: f(*inputs)) for k, f in (("mlir", ours), ("eager", eager), ("inductor", inductor))}
+        unfused = {}
+        if name in ROW_CASES:
+            before, _, n_before = compile_ours(name, options={"cuda_fuse_rows": False}, **kw)
+            ms = median_ms(lambda: before(*inputs))
+            unfused = dict(unfused_ms=ms, unfused_kernels=n_before, unfused_vs_copy=nbytes / ms / 1e6 / copy_gbs,
+                           unfused_vs_inductor=t["inductor"] / ms)
         rows.append(dict(case=name, ms=t["mlir"], gbs=nbytes / t["mlir"] / 1e6, eager_ms=t["eager"],
                          inductor_ms=t["inductor"], vs_copy=nbytes / t["mlir"] / 1e6 / copy_gbs,
                          vs_eager=t["eager"] / t["mlir"], vs_inductor=t["inductor"] / t["mlir"],
-                         kernels=n_kernels, rel_err=err, compile_s=compile_s, inductor_compile_s=inductor_compile_s))
+                         kernels=n_kernels, rel_err=err, compile_s=compile_s, inductor_compile_s=inductor_compile_s,
+                         **unfused))
         del inputs, want
 
 
@@ -120,6 +131,12 @@ def report(rows) -> str:
                          f"{r['rel_err']:.1e} | {r['compile_s']:.2f} / {r['inductor_compile_s']:.2f} |")
         elif "gbs" in r:
             lines.append(f"| {r['case']} | {r['ms']:.3f} | {r['gbs']:.0f} | 1.00 | | | | | | | |")
+    lines += ["", "Before row fusion (same run, `cuda_fuse_rows=False`):", "",
+              "| case | unfused ms | kernels | vs copy | vs inductor | fused ms | kernels | vs copy | vs inductor | speed-up |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['case']} | {r['unfused_ms']:.3f} | {r['unfused_kernels']} | {r['unfused_vs_copy']:.2f} | "
+              f"{r['unfused_vs_inductor']:.2f} | {r['ms']:.3f} | {r['kernels']} | {r['vs_copy']:.2f} | "
+              f"{r['vs_inductor']:.2f} | {r['unfused_ms'] / r['ms']:.2f} |" for r in rows if "unfused_ms" in r]
     lines += ["", "| small graph | us per call | kernels |", "|---|---|---|"]
     lines += [f"| {r['case']} | {r['us_per_call']:.1f} | {r.get('kernels', '')} |" for r in rows if "us_per_call" in r]
     return "\n".join(lines) + "\n"

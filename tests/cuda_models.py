@@ -2,6 +2,10 @@
 frontend imports the ATen decompositions: explicit broadcasts, reductions, elementwise ops."""
 
 
+# broadcast/reshape take optional dynamic `sizes` operands: name the segments (1 operand, 0 sizes).
+SEG = "operandSegmentSizes = array<i32: 1, 0>"
+
+
 def _t(shape, dt):
     return f"tensor<{'x'.join(map(str, shape))}x{dt}>" if shape else f"tensor<{dt}>"
 
@@ -24,8 +28,8 @@ def _row(name, x, r, c, dt, op):
     t, v, k = _t([r, c], dt), _t([r], dt), _t([r, 1], dt)
     return f'''
   %{name}_r = "dynamo.reduce"(%{x}) {{kind = "{op}", dims = array<i64: 1>}} : ({t}) -> {v}
-  %{name}_k = "dynamo.reshape"(%{name}_r) : ({v}) -> {k}
-  %{name} = "dynamo.broadcast"(%{name}_k) {{dims = array<i64: 0, 1>}} : ({k}) -> {t}'''
+  %{name}_k = "dynamo.reshape"(%{name}_r) {{{SEG}}} : ({v}) -> {k}
+  %{name} = "dynamo.broadcast"(%{name}_k) {{dims = array<i64: 0, 1>, {SEG}}} : ({k}) -> {t}'''
 
 
 def softmax(r=64, c=256, dt="f32"):
@@ -52,10 +56,40 @@ func.func @layernorm(%x: {t}, %w: {w}, %b: {w}) -> {t} {{
   %ve = "dynamo.add"(%var, %eps) : ({t}, {t}) -> {t}
   %rs = "dynamo.rsqrt"(%ve) : ({t}) -> {t}
   %n = "dynamo.mul"(%d, %rs) : ({t}, {t}) -> {t}
-  %wb = "dynamo.broadcast"(%w) {{dims = array<i64: 1>}} : ({w}) -> {t}
-  %bb = "dynamo.broadcast"(%b) {{dims = array<i64: 1>}} : ({w}) -> {t}
+  %wb = "dynamo.broadcast"(%w) {{dims = array<i64: 1>, {SEG}}} : ({w}) -> {t}
+  %bb = "dynamo.broadcast"(%b) {{dims = array<i64: 1>, {SEG}}} : ({w}) -> {t}
   %y = "dynamo.mul"(%n, %wb) : ({t}, {t}) -> {t}
   %o = "dynamo.add"(%y, %bb) : ({t}, {t}) -> {t}
+  return %o : {t}
+}}'''
+
+
+def log_softmax(r=64, c=256, dt="f32"):
+    t = _t([r, c], dt)
+    return f'''
+func.func @log_softmax(%x: {t}) -> {t} {{{_row("m", "x", r, c, dt, "max")}
+  %s = "dynamo.sub"(%x, %m) : ({t}, {t}) -> {t}
+  %e = "dynamo.exp"(%s) : ({t}) -> {t}{_row("z", "e", r, c, dt, "sum")}
+  %l = "dynamo.log"(%z) : ({t}) -> {t}
+  %o = "dynamo.sub"(%s, %l) : ({t}, {t}) -> {t}
+  return %o : {t}
+}}'''
+
+
+def rmsnorm(r=64, c=256, dt="f32", eps=1e-6):
+    """x * rsqrt(mean(x^2) + eps) * w: one reduction, then a scale."""
+    t, w = _t([r, c], dt), _t([c], dt)
+    return f'''
+func.func @rmsnorm(%x: {t}, %w: {w}) -> {t} {{
+  %inv_n = "dynamo.constant"() {{value = dense<{1.0 / c:.8e}> : {t}}} : () -> {t}
+  %eps = "dynamo.constant"() {{value = dense<{eps:.8e}> : {t}}} : () -> {t}
+  %x2 = "dynamo.mul"(%x, %x) : ({t}, {t}) -> {t}{_row("ss", "x2", r, c, dt, "sum")}
+  %ms = "dynamo.mul"(%ss, %inv_n) : ({t}, {t}) -> {t}
+  %ve = "dynamo.add"(%ms, %eps) : ({t}, {t}) -> {t}
+  %rs = "dynamo.rsqrt"(%ve) : ({t}) -> {t}
+  %n = "dynamo.mul"(%x, %rs) : ({t}, {t}) -> {t}
+  %wb = "dynamo.broadcast"(%w) {{dims = array<i64: 1>, {SEG}}} : ({w}) -> {t}
+  %o = "dynamo.mul"(%n, %wb) : ({t}, {t}) -> {t}
   return %o : {t}
 }}'''
 
@@ -67,11 +101,11 @@ def mlp(b=32, i=64, h=128, o=16, dt="f32"):
     return f'''
 func.func @mlp(%x: {x}, %w1: {w1}, %b1: {bh}, %w2: {w2}, %b2: {bo}) -> ({y}, {col}) {{
   %0 = "dynamo.matmul"(%x, %w1) : ({x}, {w1}) -> {h1}
-  %1 = "dynamo.broadcast"(%b1) {{dims = array<i64: 1>}} : ({bh}) -> {h1}
+  %1 = "dynamo.broadcast"(%b1) {{dims = array<i64: 1>, {SEG}}} : ({bh}) -> {h1}
   %2 = "dynamo.add"(%0, %1) : ({h1}, {h1}) -> {h1}
   %3 = "dynamo.relu"(%2) : ({h1}) -> {h1}
   %4 = "dynamo.matmul"(%3, %w2) : ({h1}, {w2}) -> {y}
-  %5 = "dynamo.broadcast"(%b2) {{dims = array<i64: 1>}} : ({bo}) -> {y}
+  %5 = "dynamo.broadcast"(%b2) {{dims = array<i64: 1>, {SEG}}} : ({bo}) -> {y}
   %6 = "dynamo.add"(%4, %5) : ({y}, {y}) -> {y}
   %7 = "dynamo.reduce"(%6) {{kind = "sum", dims = array<i64: 0>}} : ({y}) -> {col}
   return %6, %7 : {y}, {col}
@@ -96,6 +130,8 @@ MODELS = {
     "elementwise_chain": elementwise_chain,
     "softmax": softmax,
     "layernorm": layernorm,
+    "log_softmax": log_softmax,
+    "rmsnorm": rmsnorm,
     "mlp": mlp,
     "attention_bits": attention_bits,
 }

@@ -11,11 +11,11 @@ from dynamo_mlir.codegen.target import get_target
 from dynamo_mlir.dialects import new_context
 
 
-def compile_ptx(model: str, **kwargs):
+def compile_ptx(model: str, fuse: bool = True, **kwargs):
     target = get_target("cuda")
     with new_context(), ir.Location.unknown():
         module = ir.Module.parse(MODELS[model](**kwargs))
-        run = run_stages(module, target, resolve({"cuda_arch": "sm_90"}), keep_text=True)
+        run = run_stages(module, target, resolve({"cuda_arch": "sm_90", "cuda_fuse_rows": fuse}), keep_text=True)
     return run.artifact, {r.name: r.text for r in run.records}
 
 
@@ -91,3 +91,64 @@ def test_host_schedule_dump():
     program, _ = compile_ptx("softmax")
     text = target.extra_dumps["host"][1](program)
     assert text.startswith("host softmax(") and "launch softmax_kernel" in text
+
+
+ROW_CHAINS = {"softmax": 1, "log_softmax": 1, "layernorm": 3, "rmsnorm": 2}  # model -> row-sized inputs
+
+
+def _launches(program, name):
+    return [s for s in program.hosts[name].steps if hasattr(s, "grid")]
+
+
+@pytest.mark.parametrize("model", ROW_CHAINS)
+def test_row_chains_fuse_into_one_kernel(model):
+    """Reductions and the elementwise ops around them: one launch, one block per row, the row
+    read once (16-byte loads) and written once, partials combined by shuffles, no local memory."""
+    program, texts = compile_ptx(model, r=64, c=4096)
+    (launch,) = _launches(program, model)
+    assert launch.grid == (64, 1, 1) and launch.block == (256, 1, 1)
+    (body,) = kernels_of(program.device).values()
+    # 4096 / 256 threads / 4 lanes: 4 loads per thread of each input (x, weights), x read once
+    assert body.count("ld.global.v4.b32") == 4 * ROW_CHAINS[model]
+    assert body.count("st.global.v4.b32") == 4  # the output written once
+    assert "shfl.sync.bfly" in body and ".local" not in body
+    assert texts["gpu"].count("gpu.all_reduce") == (1 if model == "rmsnorm" else 2)
+
+
+@pytest.mark.parametrize("cols", [1000, 33, 100])
+def test_row_fusion_guards_a_ragged_last_chunk(cols):
+    program, _ = compile_ptx("layernorm", r=5, c=cols)
+    assert len(_launches(program, "layernorm")) == 1
+    (body,) = kernels_of(program.device).values()
+    assert "setp" in body  # the last chunk's bound check
+
+
+def test_rows_too_long_for_registers_stay_unfused():
+    program, _ = compile_ptx("softmax", r=2, c=1 << 16)
+    assert len(_launches(program, "softmax")) > 1
+
+
+def test_row_fusion_can_be_turned_off():
+    target = get_target("cuda")
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(MODELS["softmax"]())
+        run = run_stages(module, target, resolve({"cuda_arch": "sm_90", "cuda_fuse_rows": False}))
+    assert len(_launches(run.artifact, "softmax")) == 4
+
+
+def test_frontend_layernorm_then_softmax_is_one_kernel(tmp_path):
+    """What torch.compile imports (AOTAutograd's decompositions) fuses too, bf16 included: both
+    row chains share their rows, so their four reductions go in one kernel."""
+    import torch
+    import torch.nn.functional as F
+
+    fn = lambda x, w: torch.softmax(F.layer_norm(x, (256,), w, w), -1) + 1  # noqa: E731
+    for dtype in (torch.float32, torch.bfloat16):
+        torch._dynamo.reset()
+        dump = tmp_path / str(dtype)
+        options = {"strict": True, "target": "cuda", "dump_dir": str(dump), "cuda_arch": "sm_90", "cuda_fuse_rows": True}
+        compiled = torch.compile(fn, backend="mlir", options=options)
+        with pytest.raises((RuntimeError, AssertionError)):
+            compiled(torch.randn(8, 256, dtype=dtype), torch.randn(256, dtype=dtype))
+        (host,) = dump.glob("*.host.txt")
+        assert host.read_text().count("launch") == 1, host.read_text()

@@ -24,14 +24,14 @@ def _spec(t) -> TensorSpec:
     return TensorSpec(tuple(t.shape), DTYPES[str(t.element_type)])
 
 
-def compile_model(model: str, mode=None, **kwargs):
+def compile_model(model: str, mode=None, fuse=True, **kwargs):
     with new_context(), ir.Location.unknown():
         module = ir.Module.parse(MODELS[model](**kwargs))
         fn = module.body.operations[0]
         ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
         sig = Signature(ir.StringAttr(fn.attributes["sym_name"]).value,
                         tuple(_spec(t) for t in ftype.inputs), tuple(_spec(t) for t in ftype.results))
-        options = resolve({}, mode=mode)
+        options = resolve({"cuda_fuse_rows": fuse}, mode=mode)
         run = run_stages(module, TARGET, options)
         return TARGET.load(run.artifact, sig, options), sig
 
@@ -121,3 +121,18 @@ def test_torch_compile_block_forward_backward(dtype):
     want.float().square().sum().backward()
     tol = 5e-2 if dtype == torch.bfloat16 else 1e-3
     torch.testing.assert_close(g_compiled.float(), x.grad.float(), rtol=tol, atol=tol)
+
+
+REFERENCES["log_softmax"] = lambda x: [torch.log_softmax(x, 1)]
+REFERENCES["rmsnorm"] = lambda x, w: [x * torch.rsqrt(x.square().mean(1, keepdim=True) + 1e-6) * w]
+
+
+@pytest.mark.parametrize("shape", [(3, 1000), (7, 33), (5, 100), (64, 4096), (2, 16384), (2, 1 << 16)])
+@pytest.mark.parametrize("model", ["softmax", "log_softmax", "layernorm", "rmsnorm"])
+def test_fused_row_chains_match_eager(model, shape):
+    """Fused rows (ragged last chunk, one warp to 1024 threads) and, past the register limit
+    (2 x 65536), the unfused kernels."""
+    fn, sig = compile_model(model, r=shape[0], c=shape[1])
+    for _ in range(2):
+        inputs = random_inputs(sig)
+        assert_close(fn(*inputs), REFERENCES[model](*inputs))

@@ -14,6 +14,9 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
 PARALLEL, REDUCTION = "parallel", "reduction"
+# Ops that only make or reinterpret buffers: the host schedule turns them into torch views.
+VIEW_OPS = ("memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.reinterpret_cast",
+            "memref.cast", "memref.reshape", "memref.transpose")
 
 
 def op_name(x) -> str | None:
@@ -21,6 +24,13 @@ def op_name(x) -> str | None:
     if isinstance(x, ir.Value):
         x = x.owner
     return None if isinstance(x, ir.Block) else x.operation.name
+
+
+def root_of(value: ir.Value) -> ir.Value:
+    """The buffer a view chain starts from (an argument, an allocation or a global)."""
+    while op_name(value) in VIEW_OPS:
+        value = value.owner.operands[0]
+    return value
 
 
 class Unsupported(NotImplementedError):

@@ -11,24 +11,16 @@ import logging
 from torch_mlir import ir
 from torch_mlir.dialects import memref
 
-from . import kernels
-from .loopnest import LOOP_NESTS, LoopNest, Unsupported, op_name
+from . import kernels, rowfuse
+from .rowkernel import row_kernel
+from .loopnest import LOOP_NESTS, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
 
 log = logging.getLogger("dynamo_mlir")
 
 # Ops the host schedule runs through torch when `library_matmul` is on.
 LIBRARY_OPS = ("linalg.matmul", "linalg.batch_matmul", "linalg.conv_2d_nchw_fchw",
                "linalg.conv_2d_ngchw_gfchw", "linalg.pooling_nchw_max", "linalg.pooling_nchw_sum")
-# Ops that only make or reinterpret buffers: the host schedule turns them into torch views.
-VIEW_OPS = ("memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.reinterpret_cast",
-            "memref.cast", "memref.reshape", "memref.transpose")
 OVERWRITE = "dynamo_mlir.overwrite"  # set on a library op whose accumulator was a zero fill
-
-
-def root_of(value: ir.Value) -> ir.Value:
-    while op_name(value) in VIEW_OPS:
-        value = value.owner.operands[0]
-    return value
 
 
 def flat_view(value: ir.Value, cache: dict) -> ir.Value:
@@ -78,14 +70,18 @@ def _folded_fills(ops: list, library: bool) -> dict[int, int]:
     return folded
 
 
-def convert_host(func_op, library: bool = True) -> list[str]:
+def convert_host(func_op, library: bool = True, fuse_rows: bool = True) -> list[str]:
     """Rewrite one host function in place; returns the schedule chosen per kernel, in order."""
     ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
-    folded = _folded_fills(ops, library)
+    groups = {g.indices[-1]: g for g in rowfuse.find_groups(ops)} if fuse_rows else {}
+    grouped = {i for g in groups.values() for i in g.indices}
+    folded = {f: c for f, c in _folded_fills(ops, library).items() if f not in grouped and c not in grouped}
     init_of = {consumer: ops[fill].opview.inputs[0] for fill, consumer in folded.items()}
     chosen = []
     for i, op in enumerate(ops):
-        if i in folded:
+        if i in groups:
+            chosen.append(_build_group(groups[i], ops))
+        if i in folded or i in grouped:
             continue
         if op.name in LIBRARY_OPS and library:
             if i in init_of:
@@ -103,9 +99,20 @@ def convert_host(func_op, library: bool = True) -> list[str]:
             _build(schedule, nest, init_of.get(i))
         op.erase()
         chosen.append(f"{nest.name}:{schedule}")
-    for i in folded:
+    for i in sorted(folded.keys() | grouped):
         ops[i].erase()
     return chosen
+
+
+def _build_group(group: rowfuse.RowGroup, ops: list) -> str:
+    """One launch for a fused row group, placed before its last op (all operands exist there)."""
+    with ir.InsertionPoint(ops[group.indices[-1]]), ops[group.indices[-1]].location:
+        cache: dict = {}
+        for nest in group.nests:
+            for a in nest.inputs + nest.outputs:
+                a.flat = flat_view(a.value, cache)
+        row_kernel(group, rowfuse.live_roots(group, ops))
+    return "+".join(n.name for n in group.nests) + ":row_fused"
 
 
 def _build(schedule: str, nest: LoopNest, init) -> None:
@@ -115,11 +122,11 @@ def _build(schedule: str, nest: LoopNest, init) -> None:
         kernels.BUILDERS[schedule](nest)
 
 
-def convert_module(module: ir.Module, library: bool = True) -> list[str]:
+def convert_module(module: ir.Module, library: bool = True, fuse_rows: bool = True) -> list[str]:
     module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
     chosen = []
     for op in module.body.operations:
         if op_name(op) == "func.func":
-            chosen += convert_host(op, library)
+            chosen += convert_host(op, library, fuse_rows)
     log.debug("dynamo-mlir: cuda kernels: %s", ", ".join(chosen))
     return chosen
