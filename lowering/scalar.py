@@ -58,6 +58,8 @@ def convert(x: ir.Value, dst: ir.Type) -> ir.Value:
             return arith.cmpf(arith.CmpFPredicate.UNE, x, zero)
         return arith.cmpi(arith.CmpIPredicate.ne, x, zero)
     if is_float(src) and is_float(dst):
+        if _width(dst) == _width(src):  # bf16 <-> f16: neither holds the other; go through f32
+            return arith.truncf(dst, arith.extf(ir.F32Type.get(), x))
         return arith.extf(dst, x) if _width(dst) > _width(src) else arith.truncf(dst, x)
     if is_float(src):
         return arith.fptosi(dst, x)

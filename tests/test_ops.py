@@ -85,3 +85,22 @@ def test_op(tmp_path, name, fn, make_inputs, dialect_op, linalg_text):
     linalg = read_stage(str(tmp_path), "linalg")
     assert linalg_text in linalg
     assert '"dynamo.' not in linalg  # every dialect op was lowered
+
+
+HALF_CASES = [
+    ("amax_bf16", lambda x: x.amax(dim=1), torch.bfloat16),
+    ("max_dim_bf16", lambda x: x.max(dim=1)[0], torch.bfloat16),
+    ("min_f16", lambda x: x.amin(dim=0), torch.float16),
+    ("bf16_to_f16", lambda x: x.half() * 2, torch.bfloat16),
+    ("f16_to_bf16", lambda x: x.to(torch.bfloat16) + 1, torch.float16),
+]
+
+
+@pytest.mark.parametrize("name,fn,dtype", HALF_CASES, ids=[c[0] for c in HALF_CASES])
+def test_half_precision_ops_compile_without_libcalls(name, fn, dtype):
+    """x86 has no bf16/f16 arithmetic: these once reached the JIT as compiler-rt libcalls it
+    cannot resolve, and the process crashed. They must compile and match eager exactly."""
+    x = torch.randn(6, 10).to(dtype)
+    got = torch.compile(fn, backend="mlir", options={"strict": True})(x)
+    assert torch.equal(got, fn(x))
+    assert_all_compiled()

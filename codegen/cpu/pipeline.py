@@ -45,9 +45,13 @@ def has_dynamic_memrefs(module: ir.Module) -> bool:
 def make_llvm(module: ir.Module, options) -> ir.Module:
     passes = [
         "expand-strided-metadata",
+        # x86 has no bf16/f16 arithmetic: LLVM would promote it through compiler-rt libcalls
+        # (__truncsfbf2, ...) that the JIT process does not have, and the call would crash.
+        # Compute such math/arith ops in f32 (rounding back after each op, as PyTorch's scalar
+        # kernels do), then do the remaining bf16 <-> f32 conversions with integer bit operations.
+        "func.func(math-extend-to-supported-types{extra-types=f32 target-type=f32})",
+        "func.func(arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32})",
         "func.func(math-expand-ops)",
-        # bf16 <-> f32 conversions as integer bit operations: the JIT process has no
-        # compiler-rt helpers (__truncsfbf2) for LLVM's libcalls.
         "func.func(arith-expand{include-bf16=true})",
         "lower-affine",
         "convert-scf-to-cf",
