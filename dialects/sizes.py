@@ -11,7 +11,7 @@ lowering, and canonicalization folds it. Ops that make dynamic dims take such va
 from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result
 
-from .dynamo import Dynamo, VerifyError, _checked, shape_of
+from .base import Dynamo, VerifyError, _checked, shape_of
 
 
 class DimOp(Dynamo.Operation, name="dim", traits=[Pure]):
