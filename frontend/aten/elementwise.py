@@ -72,11 +72,22 @@ def _binary(ctx, node):
         else:
             val, shape = _out(ctx, node)
             compute = compute_dtype(val.dtype)
-            scaled = ctx.emit("mul", ctx.operand(b, compute, shape), ctx.operand(alpha, compute, shape),
-                              out=ctx.type_like(ctx.operand(b, compute, shape)))
+            rhs = ctx.operand(b, compute, shape)
+            scaled = ctx.emit("mul", rhs, ctx.operand(alpha, compute, shape), out=ctx.type_like(rhs))
             lhs = ctx.operand(a, compute, shape)
             return ctx.cast(ctx.emit(name, lhs, scaled, out=ctx.type_like(lhs)), val.dtype)
+    if _is_times_one(ctx, node, name, a, b):
+        return ctx.tensor(a)
     return binary_op(ctx, node, name, a, b)
+
+
+def _is_times_one(ctx, node, name, a, b) -> bool:
+    """`x * 1` (what addmm's decomposition leaves in every linear layer) is exactly x for every
+    float, NaN and -0 included, when it changes neither dtype nor shape."""
+    if name != "mul" or type(b) not in (int, float) or b != 1 or not isinstance(a, torch.fx.Node):
+        return False
+    val, x = ctx.out_meta(node), fake_value(a)
+    return isinstance(x, torch.Tensor) and x.dtype == val.dtype and tuple(x.shape) == tuple(val.shape)
 
 
 @import_rule(aten.div)
