@@ -15,6 +15,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from ..codegen import config, driver
 from . import aten as _rules  # noqa: F401  (registers the import rules)
 from .compile import compile_graph, new_graph_name
+from .half_precision import half_overrides
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -37,6 +38,7 @@ _EXTRA_DECOMPOSITIONS = [
 def decompositions() -> dict:
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
+    table.update(half_overrides(table))  # eager's roundings for bf16/f16
     return table
 
 

@@ -116,12 +116,15 @@ def _arg(ctx, x, kind, dim, keepdim):
 def _argmax(ctx, node):
     kind = "max" if node.target.overloadpacket is aten.argmax else "min"
     x = ctx.tensor(node.args[0])
+    shape = ctx.shape_of(x)
     dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-    keep = _keepdim(node)
-    if dim is None:
-        x, dim, keep = ctx.reshape(x, [count(ctx.shape_of(x), range(len(ctx.shape_of(x))))]), 0, False
-    rank = len(ctx.shape_of(x))
-    return _arg(ctx, x, kind, dim + rank if dim < 0 else dim, keep)
+    if dim is None or not shape:
+        # Over the flattened tensor (a 0-d tensor is one element); keepdim keeps every dim as 1.
+        if 0 in shape:
+            raise Unsupported("argmax/argmin of an empty tensor")
+        flat = _arg(ctx, ctx.reshape(x, [count(shape, range(len(shape)))]), kind, 0, False)
+        return ctx.reshape(flat, static_shape(ctx.out_meta(node)))
+    return _arg(ctx, x, kind, dim % len(shape), _keepdim(node))
 
 
 @import_rule(aten.var_mean.correction, aten.var.correction)
