@@ -26,7 +26,7 @@ class Options:
     print_after_all: bool = field(default=False, metadata={"doc": "Log the IR after every MLIR pass (very verbose)."})
     library_matmul: bool = field(default=True, metadata={"doc": "Let a target call its vendor library for matmul/conv where it has one."})
     cuda_arch: str | None = field(default=None, metadata={"doc": "cuda target: PTX architecture (sm_90, ...); default: the GPU's, else sm_90."})
-    cuda_fuse_rows: bool = field(default=False, metadata={"doc": "cuda target: fuse a row's reductions and the elementwise ops around them into one kernel (one block per row); off by default: a GPT-2 training step's ln1.bias gradient is wrong with it (under investigation)."})
+    cuda_fuse_rows: bool = field(default=True, metadata={"doc": "cuda target: fuse a row's reductions and the elementwise ops around them into one kernel (one block per row)."})
     cuda_graphs: bool = field(default=True, metadata={"doc": "cuda target: in mode=reduce-overhead, replay the host schedule as a CUDA graph."})
     mode: str | None = field(default=None, metadata={"doc": "torch.compile's mode (default, reduce-overhead, max-autotune)."})
 

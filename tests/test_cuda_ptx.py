@@ -152,3 +152,23 @@ def test_frontend_layernorm_then_softmax_is_one_kernel(tmp_path):
             compiled(torch.randn(8, 256, dtype=dtype), torch.randn(256, dtype=dtype))
         (host,) = dump.glob("*.host.txt")
         assert host.read_text().count("launch") == 1, host.read_text()
+
+
+def test_row_fusion_reads_bool_masks_lane_by_lane(tmp_path):
+    """GPT-2's training forward: block 1's softmax reads the causal mask (an i1 buffer block 0's
+    kernel wrote) inside a group vectorized by its f32 accesses. i1 is a byte in memory, a
+    vector<4xi1> load packed bits: the mask came out wrong (gradients 80% off). Lane by lane now."""
+    import torch
+
+    from dynamo_mlir.tools.models import TinyGPT
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    options = {"strict": True, "target": "cuda", "dump_dir": str(tmp_path), "cuda_arch": "sm_90", "cuda_fuse_rows": True}
+    compiled = torch.compile(TinyGPT().train(), backend="mlir", options=options)
+    with pytest.raises((RuntimeError, AssertionError)):
+        compiled(torch.randint(0, 256, (2, 32)))
+    (gpu,) = tmp_path.glob("*forward*.gpu.mlir")
+    text = gpu.read_text()
+    assert text.count("gpu.all_reduce") > 4  # row groups were built
+    assert not re.search(r"vector<\d+xi1>", text)

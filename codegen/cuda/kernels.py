@@ -124,7 +124,7 @@ def load_lanes(a: Access, idx: list[ir.Value], dim: int, vec: int) -> list[ir.Va
     stride = a.inner_stride(dim) if dim >= 0 else 0
     if vec == 1 or stride == 0:
         return [memref.load(a.flat, [base])] * vec
-    if stride == 1:
+    if stride == 1 and not _is_i1(a):
         v = vector.load(ir.VectorType.get([vec], a.elem), a.flat, [base], alignment=vec * nbytes(a.elem))
         return [vector.extract(v, [], [lane]) for lane in range(vec)]
     if stride is None:  # dim inside a compound expression: recompute per lane
@@ -138,13 +138,20 @@ def store_lanes(a: Access, values: list[ir.Value], idx: list[ir.Value], dim: int
     vec = len(values)
     base = linear_index(a, lambda d: idx[d])
     stride = a.inner_stride(dim) if dim >= 0 else 0
-    if vec > 1 and stride == 1:
+    if vec > 1 and stride == 1 and not _is_i1(a):
         v = vector.from_elements(ir.VectorType.get([vec], a.elem), values)
         vector.store(v, a.flat, [base], alignment=vec * nbytes(a.elem))
         return
     for lane, value in enumerate(values):
         at = base if lane == 0 else linear_index(a, lambda d, l=lane: _lane_index(idx, dim, d, l))
         memref.store(value, a.flat, [at])
+
+
+def _is_i1(a: Access) -> bool:
+    """i1 is a byte per element in memory (torch.bool), but a vector<Nxi1> load or store would
+    move packed bits: such an access goes lane by lane (row fusion vectorizes a group by its
+    other accesses, so an i1 buffer read from memory can meet vec > 1)."""
+    return a.elem == ir.IntegerType.get_signless(1)
 
 
 def _lane_index(idx, dim, d, lane):

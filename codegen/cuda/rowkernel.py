@@ -34,6 +34,7 @@ class _Row:
             self.valid.append(None if full else arith.cmpi(arith.CmpIPredicate.ult, j, index(n)))
         self.cache: dict = {}   # key -> a Value (per-row scalar) or [chunk][lane] Values
         self.dirty: dict = {}   # root -> (Access, key) last written
+        self.unsynced: set = set()  # roots of per-row scalars every thread loaded since the last barrier
 
     def row_index(self, d: int) -> ir.Value:
         return self.row_idx[d] if d < self.p else index(0)
@@ -43,6 +44,7 @@ class _Row:
         if key not in self.cache:
             if is_row_scalar(key, self.p):
                 self.cache[key] = memref.load(a.flat, [linear_index(a, self.row_index)])
+                self.unsynced.add(key[0])
             else:
                 self.cache[key] = [self._load(a, k) for k in range(self.chunks)]
         return self.cache[key]
@@ -66,7 +68,13 @@ class _Row:
         return lambda d: _lane_index(self.idx[k], self.dim, d, lane)
 
     def write_back(self, live: set) -> None:
-        """Results that outlive the group reach memory once: scalars from thread 0, rows from all."""
+        """Results that outlive the group reach memory once: scalars from thread 0, rows from all.
+        Every thread reads a per-row scalar, thread 0 alone stores it: if the load came after the
+        last barrier (gpu.all_reduce), a lagging warp could read thread 0's store instead, so a
+        barrier goes first."""
+        if any(root in live and root in self.unsynced and isinstance(self.cache[key], ir.Value)
+               for root, (a, key) in self.dirty.items()):
+            gpu.barrier()
         for root, (a, key) in self.dirty.items():
             if root not in live:
                 continue
@@ -117,6 +125,7 @@ def _reduce(row: _Row, nest: LoopNest) -> None:
             new = nest.body([_at(v, k, lane) for v in ins], [acc], row.lane_index(k, lane))[0]
             acc = new if row.valid[k] is None else arith.select(row.valid[k], new, acc)
     total = gpu.all_reduce(acc, op=getattr(gpu.AllReduceOperation, kind), uniform=True)
+    row.unsynced.clear()  # all_reduce ends with a barrier: loads before it are done in every thread
     old = row.read(out)
     attrs = {n: comb.attributes[n] for n in comb.attributes}
     row.write(out, ir.Operation.create(op_name(comb), results=[out.elem], operands=[old, total], attributes=attrs).result)

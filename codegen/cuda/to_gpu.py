@@ -7,6 +7,7 @@ folded into their consumer instead of costing a launch of their own.
 from __future__ import annotations
 
 import logging
+import os
 
 from torch_mlir import ir
 from torch_mlir.dialects import memref
@@ -73,7 +74,9 @@ def _folded_fills(ops: list, library: bool) -> dict[int, int]:
 def convert_host(func_op, library: bool = True, fuse_rows: bool = True) -> list[str]:
     """Rewrite one host function in place; returns the schedule chosen per kernel, in order."""
     ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
-    groups = {g.indices[-1]: g for g in rowfuse.find_groups(ops)} if fuse_rows else {}
+    found = rowfuse.find_groups(ops) if fuse_rows else []
+    found = _debug_select(found)
+    groups = {g.indices[-1]: g for g in found}
     grouped = {i for g in groups.values() for i in g.indices}
     folded = {f: c for f, c in _folded_fills(ops, library).items() if f not in grouped and c not in grouped}
     init_of = {consumer: ops[fill].opview.inputs[0] for fill, consumer in folded.items()}
@@ -102,6 +105,26 @@ def convert_host(func_op, library: bool = True, fuse_rows: bool = True) -> list[
     for i in sorted(folded.keys() | grouped):
         ops[i].erase()
     return chosen
+
+
+_calls = [0]
+
+
+def _debug_select(found: list) -> list:
+    """DYNAMO_MLIR_ROWFUSE_ONLY="call:lo-hi[,call:lo-hi]": keep only groups lo..hi-1 of the
+    call-th converted host function of this process (a bisection aid for wrong results)."""
+    spec, call = os.environ.get("DYNAMO_MLIR_ROWFUSE_ONLY"), _calls[0]
+    _calls[0] += 1
+    if spec is None:
+        return found
+    keep = set()
+    for part in filter(None, spec.split(",")):
+        c, rng = part.split(":")
+        lo, hi = map(int, rng.split("-"))
+        if int(c) == call:
+            keep |= set(range(lo, hi))
+    log.warning("dynamo-mlir: host function %d: row groups %s of %d kept", call, sorted(keep & set(range(len(found)))), len(found))
+    return [g for i, g in enumerate(found) if i in keep]
 
 
 def _build_group(group: rowfuse.RowGroup, ops: list) -> str:
