@@ -3,3 +3,6 @@
 from . import creation, elementwise, nn, reduction, shape, training  # noqa: F401
 from . import coverage_movement  # noqa: F401,E402  (after the core rules: a later registration wins)
 from . import coverage_math  # noqa: F401,E402
+from . import coverage_index  # noqa: F401,E402
+from . import coverage_nn  # noqa: F401,E402  (its aten.convolution rule replaces nn.py's)
+from . import coverage_pool  # noqa: F401,E402

@@ -146,3 +146,21 @@ def _scan(ctx, node):
     if ctx.shape_of(x)[dim] == 0:
         return ctx.full(0, static_shape(val), val.dtype)
     return ctx.cast(scan(ctx, x, dim, kind, identity), val.dtype)
+
+
+@import_rule(torch.ops.prims.var.default)
+def _prims_var(ctx, node):
+    """prims.var(x, dims, correction): two passes (mean, then centered squares), as var_mean."""
+    val, out_shape, compute = _out(ctx, node)
+    x = ctx.cast(ctx.tensor(node.args[0]), compute)
+    shape = ctx.shape_of(x)
+    dims = node.args[1]
+    dims = list(range(len(shape))) if dims is None else sorted({d % len(shape) for d in dims}) if shape else []
+    correction = node.args[2] if len(node.args) > 2 else node.kwargs.get("correction", 1)
+    n = int(math.prod(shape[d] for d in dims))  # 0: the divisions give eager's NaN
+    mean = reduce(ctx, x, "sum", dims, True)
+    mean = _emit(ctx, "div", mean, _const_like(ctx, float(n), mean))
+    centered = _emit(ctx, "sub", x, ctx.broadcast(mean, shape))
+    sq = reduce(ctx, _emit(ctx, "mul", centered, centered), "sum", dims, False)
+    var = _emit(ctx, "div", sq, _const_like(ctx, float(max(n - correction, 0)), sq))
+    return ctx.cast(ctx.reshape(var, out_shape), val.dtype)

@@ -128,8 +128,8 @@ def _index_select(ctx, node):
     x, dim, index = ctx.tensor(node.args[0]), node.args[1], ctx.tensor(node.args[2])
     rank = len(ctx.shape_of(x))
     dim = dim + rank if dim < 0 else dim
-    if rank == 0:
-        raise Unsupported("index_select on a 0-d tensor")
+    if rank == 0:  # the index holds one 0 (or -1): x itself, shaped like the result
+        return ctx.reshape(x, static_shape(ctx.out_meta(node)))
     perm = [dim] + [d for d in range(rank) if d != dim]
     inverse = [perm.index(d) for d in range(rank)]
     shape = ctx.shape_of(x)

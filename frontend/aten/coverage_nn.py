@@ -1,0 +1,190 @@
+"""Convolutions and pools found missing by the OpInfo sweep, built from dynamo.conv2d/pool2d:
+- 1-d convolution is a 2-d one over a unit height;
+- transposed convolution is a convolution of the stride-dilated, padded input with the flipped,
+  in/out-swapped weight (the input-gradient construction of training.py);
+- adaptive average/max pooling is one masked reduction per pooled dim (windows are separable).
+"""
+
+import numpy as np
+import torch
+from torch_mlir import ir
+
+from ...dialects import dynamo as dy
+from ..importer import static_shape
+from ..registry import Unsupported, import_rule
+from .elementwise import compute_dtype
+from .nn import _i64s
+from .reduction import reduce
+from .training import _attr_i64, _dilate, _flip_spatial, _pad, _permute
+
+aten = torch.ops.aten
+
+
+def _conv2d(ctx, x, w, stride, padding, dilation, groups):
+    xs, ws = ctx.shape_of(x), ctx.shape_of(w)
+    spatial = [(xs[2 + i] + 2 * padding[i] - dilation[i] * (ws[2 + i] - 1) - 1) // stride[i] + 1 for i in (0, 1)]
+    return dy.Conv2dOp(x, w, stride=_i64s(stride), padding=_i64s(padding), dilation=_i64s(dilation),
+                       groups=_attr_i64(groups), out=ctx.type_like(x, shape=[xs[0], ws[0], *spatial])).out
+
+
+def _transposed_weight(ctx, w, groups):
+    """[C_in, C_out/g, kh, kw] -> [C_out, C_in/g, kh, kw], spatially flipped."""
+    cin, cout_g, kh, kw = ctx.shape_of(w)
+    w = ctx.reshape(w, [groups, cin // groups, cout_g, kh, kw])
+    w = ctx.reshape(_permute(ctx, w, [0, 2, 1, 3, 4]), [groups * cout_g, cin // groups, kh, kw])
+    return _flip_spatial(ctx, w)
+
+
+def _conv_transpose2d(ctx, x, w, stride, padding, dilation, output_padding, groups):
+    k = ctx.shape_of(w)[2:]
+    pad = [dilation[i] * (k[i] - 1) - padding[i] for i in (0, 1)]
+    if min(pad) < 0:
+        raise Unsupported("transposed convolution with padding beyond the kernel's reach")
+    x = _dilate(ctx, x, list(stride))
+    x = _pad(ctx, x, [0] * 4, [0, 0, output_padding[0], output_padding[1]])
+    return _conv2d(ctx, x, _transposed_weight(ctx, w, groups), [1, 1], pad, dilation, groups)
+
+
+def _as_2d(values, rank, unit):
+    """A 1-d conv's per-dim parameter as a 2-d one with `unit` for the added height."""
+    values = list(values) if isinstance(values, (list, tuple)) else [values]
+    values = values * (rank - 2) if len(values) == 1 else values
+    return [unit] + values if rank == 3 else values
+
+
+@import_rule(aten.convolution)
+def _convolution(ctx, node):
+    x, w, bias, stride, padding, dilation, transposed, output_padding, groups = node.args[:9]
+    val = ctx.out_meta(node)
+    compute = compute_dtype(val.dtype)
+    xv, wv = ctx.cast(ctx.tensor(x), compute), ctx.cast(ctx.tensor(w), compute)
+    rank = len(ctx.shape_of(xv))
+    if rank not in (3, 4):
+        raise Unsupported(f"convolution of a rank-{rank} input (only 1-d and 2-d, batched)")
+    if rank == 3:  # N, C, L -> N, C, 1, L
+        xv = ctx.reshape(xv, ctx.shape_of(xv)[:2] + [1] + ctx.shape_of(xv)[2:])
+        wv = ctx.reshape(wv, ctx.shape_of(wv)[:2] + [1] + ctx.shape_of(wv)[2:])
+    stride, padding, dilation = (_as_2d(v, rank, u) for v, u in ((stride, 1), (padding, 0), (dilation, 1)))
+    if transposed:
+        y = _conv_transpose2d(ctx, xv, wv, stride, padding, dilation, _as_2d(output_padding, rank, 0), groups)
+    else:
+        y = _conv2d(ctx, xv, wv, stride, padding, dilation, groups)
+    y = ctx.reshape(y, static_shape(val))
+    if bias is not None:
+        shape = ctx.shape_of(y)
+        b = ctx.reshape(ctx.cast(ctx.tensor(bias), compute), [1, shape[1]] + [1] * (len(shape) - 2))
+        y = ctx.emit("add", y, ctx.broadcast(b, shape), out=ctx.type_like(y))
+    return ctx.cast(y, val.dtype)
+
+
+# ----------------------------------------------------------------------------- adaptive pooling
+# Output i of a dim of size n pooled to o reads [floor(i*n/o), ceil((i+1)*n/o)). The windows are
+# separable, so each pooled dim is one masked reduction of x broadcast to [..., o, n, ...].
+
+
+def _window_mask(n: int, o: int) -> np.ndarray:
+    i = np.arange(o)[:, None]
+    h = np.arange(n)[None, :]
+    return (h >= (i * n) // o) & (h < -((-(i + 1) * n) // o))
+
+
+def _pool_dim(ctx, x, d: int, o: int, kind: str):
+    shape = ctx.shape_of(x)
+    wide = shape[:d] + [o] + shape[d:]
+    mask = _window_mask(shape[d], o).astype(np.int64)
+    itype = ir.RankedTensorType.get(list(mask.shape), ir.IntegerType.get_signless(64))
+    m = dy.ConstantOp(ir.DenseElementsAttr.get(mask, type=itype.element_type, shape=list(mask.shape)), out=itype).out
+    m = ctx.broadcast(ctx.reshape(m, [1] * d + list(mask.shape) + [1] * (len(shape) - d - 1)), wide)
+    keep = dy.CompareOp(m, ctx.broadcast(ctx.scalar(0, torch.int64), wide), ir.StringAttr.get("ne"),
+                        out=ctx.type_like(m, torch.bool)).out
+    xb = ctx.broadcast(ctx.reshape(x, shape[:d] + [1] + shape[d:]), wide)
+    fill = ctx.broadcast(ctx.scalar(float("-inf") if kind == "max" else 0.0, ctx.dtype_of(x)), wide)
+    picked = dy.SelectOp(keep, xb, fill, out=ctx.type_like(xb)).out
+    return reduce(ctx, picked, kind, [d + 1], False)
+
+
+def _counts(in_sizes, out_sizes) -> np.ndarray:
+    """Elements per output window (the outer product of each dim's window lengths)."""
+    total = np.ones([], dtype=np.float64)
+    for n, o in zip(in_sizes, out_sizes):
+        total = np.multiply.outer(total, _window_mask(n, o).sum(axis=1))
+    return total
+
+
+def _adaptive_pool(ctx, node, kind, spatial: int):
+    val = ctx.out_meta(node)
+    val = val[0] if isinstance(val, (tuple, list)) else val
+    compute = compute_dtype(val.dtype)
+    x = ctx.cast(ctx.tensor(node.args[0]), compute)
+    shape, out_shape = ctx.shape_of(x), list(static_shape(val))
+    if 0 in out_shape:
+        return ctx.full(0, out_shape, val.dtype)
+    if 0 in shape:
+        raise Unsupported("adaptive pooling of an empty tensor")
+    first = len(shape) - spatial
+    for d in range(first, len(shape)):
+        x = _pool_dim(ctx, x, d, out_shape[d], "max" if kind == "max" else "sum")
+    if kind == "avg":
+        counts = _counts(shape[first:], out_shape[first:]).astype(np.float32 if compute == torch.float32 else np.float64)
+        ctype = ctx.type_like(x, compute, list(counts.shape))
+        c = dy.ConstantOp(ir.DenseElementsAttr.get(counts, type=ctype.element_type, shape=list(counts.shape)), out=ctype).out
+        x = ctx.emit("div", x, ctx.broadcast(c, out_shape), out=ctx.type_like(x))
+    return ctx.cast(x, val.dtype)
+
+
+def _const(ctx, array: np.ndarray, dtype: torch.dtype):
+    t = ctx.type_like(ctx.scalar(0, dtype), dtype, list(array.shape))
+    return dy.ConstantOp(ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=t.element_type,
+                                                  shape=list(array.shape)), out=t).out
+
+
+MAX_INDEX_WINDOWS = 1 << 22  # elements of the [..., out..., in...] tensor the indices are taken from
+
+
+def _max_indices(ctx, x, values, spatial: int):
+    """torch's indices (flat over the input's pooled dims) of each window's first maximum: x
+    broadcast to [..., out..., in...], -inf outside each window, one argmax over the flattened
+    input dims. A window of -inf only gets its first element's index, as eager's kernel gives."""
+    shape, out_shape = ctx.shape_of(x), ctx.shape_of(values)
+    first = len(shape) - spatial
+    ins, outs = shape[first:], out_shape[first:]
+    wide = shape[:first] + outs + ins
+    if int(np.prod(wide)) > MAX_INDEX_WINDOWS:
+        raise Unsupported("adaptive max pooling indices of a large input")
+    mask = np.ones([], dtype=bool)
+    for k, (n, o) in enumerate(zip(ins, outs)):
+        mask = np.logical_and.outer(mask, _window_mask(n, o))  # axes: o0, n0, o1, n1, ...
+    mask = mask.transpose(list(range(0, 2 * spatial, 2)) + list(range(1, 2 * spatial, 2)))
+    keep = ctx.cast(ctx.broadcast(_const(ctx, mask.astype(np.int64), torch.int64), wide), torch.bool)
+    xb = ctx.broadcast(ctx.reshape(x, shape[:first] + [1] * spatial + ins), wide)
+    picked = dy.SelectOp(keep, xb, ctx.broadcast(ctx.scalar(float("-inf"), ctx.dtype_of(x)), wide),
+                         out=ctx.type_like(xb)).out
+    flat = ctx.reshape(picked, shape[:first] + outs + [int(np.prod(ins))])
+    idx = dy.ArgReduceOp(flat, ir.StringAttr.get("max"), _attr_i64(len(out_shape)),
+                         out=ctx.type_like(flat, torch.int64, out_shape)).out
+    starts = np.zeros([], dtype=np.int64)
+    for n, o in zip(ins, outs):
+        starts = np.add.outer(starts * n, (np.arange(o) * n) // o)
+    start_idx = ctx.broadcast(_const(ctx, starts, torch.int64), out_shape)
+    all_inf = dy.CompareOp(values, ctx.broadcast(ctx.scalar(float("-inf"), ctx.dtype_of(values)), out_shape),
+                           ir.StringAttr.get("eq"), out=ctx.type_like(values, torch.bool)).out
+    return dy.SelectOp(all_inf, start_idx, idx, out=ctx.type_like(idx)).out
+
+
+# op -> (kind, pooled dims)
+ADAPTIVE = {aten._adaptive_avg_pool2d: ("avg", 2), aten._adaptive_avg_pool3d: ("avg", 3),
+            aten.adaptive_max_pool2d: ("max", 2), aten.adaptive_max_pool3d: ("max", 3)}
+
+
+@import_rule(*ADAPTIVE)
+def _adaptive(ctx, node):
+    kind, spatial = ADAPTIVE[node.target.overloadpacket]
+    if kind == "avg":
+        return _adaptive_pool(ctx, node, kind, spatial)
+    values = _adaptive_pool(ctx, node, kind, spatial)
+    if not any(u.args[1] == 1 for u in node.users):
+        return values, None
+    x = ctx.tensor(node.args[0])
+    if ctx.dtype_of(x) != ctx.dtype_of(values) or 0 in ctx.shape_of(values):
+        raise Unsupported("adaptive max pooling indices of a half or empty tensor")
+    return values, _max_indices(ctx, x, values, spatial)
