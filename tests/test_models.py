@@ -123,3 +123,22 @@ def test_backend_is_registered_without_importing_the_package():
 
     code = "import torch, sys; sys.exit(0 if 'mlir' in torch._dynamo.list_backends() else 1)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_unresolvable_symbol_is_refused_before_the_jit():
+    """The JIT aborts the process on a symbol it cannot resolve: such a region must be refused
+    before the engine is created (the region then runs eagerly, as any failed region does)."""
+    from torch_mlir import ir
+
+    from dynamo_mlir.codegen.cpu.runtime import check_symbols_resolve, external_symbols
+    from dynamo_mlir.dialects import new_context
+
+    with new_context():
+        module = ir.Module.parse("""
+          llvm.func @erff(f32) -> f32
+          llvm.func @__no_such_runtime_helper(f32) -> f32
+          llvm.func @main() { llvm.return }""")
+        assert external_symbols(module) == ["erff", "__no_such_runtime_helper"]
+        with pytest.raises(CompileError, match="__no_such_runtime_helper") as info:
+            check_symbols_resolve(module)
+        assert "erff" not in str(info.value)  # libm's is found in the process

@@ -15,8 +15,10 @@ import ctypes
 import logging
 
 import torch
+from torch_mlir import ir
 from torch_mlir.execution_engine import ExecutionEngine
 
+from ..passes import CompileError
 from ..signature import Signature, SizeSpec
 
 log = logging.getLogger("dynamo_mlir")
@@ -92,6 +94,25 @@ class DynamicCpuFunction:
         return outputs
 
 
+def external_symbols(module) -> list[str]:
+    """Functions the LLVM-dialect module declares but does not define (libm, ...)."""
+    names = []
+    for op in module.body.operations:
+        if op.operation.name == "llvm.func" and len(op.regions[0].blocks) == 0:
+            names.append(ir.StringAttr(op.attributes["sym_name"]).value)
+    return names
+
+
+def check_symbols_resolve(module) -> None:
+    """A symbol the JIT cannot resolve aborts the whole process when the engine is created: refuse
+    such a module here instead, so the region falls back to eager with the symbol named."""
+    process = ctypes.CDLL(None)
+    missing = [name for name in external_symbols(module) if not hasattr(process, name)]
+    if missing:
+        raise CompileError("load", f"the generated code calls {missing}, which this process does not provide")
+
+
 def load(artifact, signature: Signature, options):
+    check_symbols_resolve(artifact)
     kind = CpuFunction if signature.is_static else DynamicCpuFunction
     return kind(artifact, signature, opt_level=options.opt_level)
