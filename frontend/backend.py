@@ -31,6 +31,8 @@ _EXTRA_DECOMPOSITIONS = [
     # backward is matmuls/softmax too instead of one opaque flash-attention backward kernel.
     aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit, aten.native_batch_norm_backward,
     aten._scaled_dot_product_flash_attention_for_cpu, aten.native_layer_norm_backward,
+    # Found by the OpInfo sweep: their references land on ops we import.
+    aten.addmv, aten.dist, aten.ldexp,
 ]
 
 

@@ -18,6 +18,7 @@ from .reduction import reduce
 from .training import _attr_i64, _dilate, _flip_spatial, _pad, _permute
 
 aten = torch.ops.aten
+HALF = (torch.bfloat16, torch.float16)
 
 
 def _conv2d(ctx, x, w, stride, padding, dilation, groups):
@@ -66,6 +67,8 @@ def _convolution(ctx, node):
         wv = ctx.reshape(wv, ctx.shape_of(wv)[:2] + [1] + ctx.shape_of(wv)[2:])
     stride, padding, dilation = (_as_2d(v, rank, u) for v, u in ((stride, 1), (padding, 0), (dilation, 1)))
     if transposed:
+        if val.dtype in HALF:
+            raise Unsupported("half-precision transposed convolution: eager's kernel rounds its partial sums differently")
         y = _conv_transpose2d(ctx, xv, wv, stride, padding, dilation, _as_2d(output_padding, rank, 0), groups)
     else:
         y = _conv2d(ctx, xv, wv, stride, padding, dilation, groups)
@@ -179,6 +182,8 @@ ADAPTIVE = {aten._adaptive_avg_pool2d: ("avg", 2), aten._adaptive_avg_pool3d: ("
 @import_rule(*ADAPTIVE)
 def _adaptive(ctx, node):
     kind, spatial = ADAPTIVE[node.target.overloadpacket]
+    if kind == "avg" and spatial == 3 and ctx.out_meta(node).dtype in HALF:
+        raise Unsupported("half-precision 3-d adaptive average pooling: eager's kernel sums in the half type")
     if kind == "avg":
         return _adaptive_pool(ctx, node, kind, spatial)
     values = _adaptive_pool(ctx, node, kind, spatial)
