@@ -29,15 +29,43 @@ _graph_ids = itertools.count()
 
 
 class CompiledRegion(torch.nn.Module):
-    """Stands in for a fused submodule: contiguous inputs in, target outputs out."""
+    """Stands in for a fused submodule: contiguous inputs in, target outputs out.
 
-    def __init__(self, fn, returns_tuple: bool, name: str):
+    The compiled code assumes the dtypes (and static shapes) the graph's metadata promised. An
+    eager op whose fake-tensor metadata disagrees with what it really returns (torch's
+    prims.signbit says f32, returns bool) would make it read the wrong bytes: such a call runs
+    the region's original eager submodule instead, and says so once."""
+
+    def __init__(self, fn, returns_tuple: bool, name: str, eager: fx.GraphModule):
         super().__init__()
-        self.fn, self.returns_tuple, self.region = fn, returns_tuple, name
+        self.fn, self.returns_tuple, self.region, self.eager = fn, returns_tuple, name, eager
+        self.expected = [_expected_input(n) for n in eager.graph.nodes if n.op == "placeholder"]
+        self._warned = False
 
     def forward(self, *inputs):
+        if not self._inputs_match(inputs):
+            return self.eager(*inputs)
         outputs = self.fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs])
         return tuple(outputs) if self.returns_tuple else outputs[0]
+
+    def _inputs_match(self, inputs) -> bool:
+        for t, (dtype, shape) in zip(inputs, self.expected):
+            if dtype is not None and (t.dtype is not dtype or (shape is not None and t.shape != shape)):
+                if not self._warned:
+                    self._warned = True
+                    log.warning("dynamo-mlir: %s: got %s %s where the graph promised %s %s; running "
+                                "this region eagerly", self.region, t.dtype, tuple(t.shape), dtype, shape)
+                return False
+        return True
+
+
+def _expected_input(node: fx.Node):
+    """(dtype, static shape or None) a region input must have; (None, None) for non-tensors."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return None, None
+    static = all(isinstance(s, int) for s in val.shape)
+    return val.dtype, (torch.Size(val.shape) if static else None)
 
 
 def choose_target(example_inputs, options: Options) -> Target:
@@ -97,7 +125,7 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
         log.warning("dynamo-mlir: %s: running region eagerly after a compile failure: %s", name, e)
         report.compiled, report.error = False, str(e).splitlines()[0]
         return report
-    setattr(fused, node.target, CompiledRegion(fn, returns_tuple, name))
+    setattr(fused, node.target, CompiledRegion(fn, returns_tuple, name, sub))
     return report
 
 

@@ -142,3 +142,11 @@ def test_unresolvable_symbol_is_refused_before_the_jit():
         with pytest.raises(CompileError, match="__no_such_runtime_helper") as info:
             check_symbols_resolve(module)
         assert "erff" not in str(info.value)  # libm's is found in the process
+
+
+def test_eager_op_with_wrong_metadata_cannot_feed_wrong_bytes_to_a_region():
+    """torch's fake metadata says prims.signbit returns f32, eager returns bool: the compiled
+    region after it must not read those bytes as floats (it runs eagerly for such a call)."""
+    x = torch.randn(64)
+    f = lambda x: torch.ops.prims.signbit.default(x).to(torch.bool)
+    torch.testing.assert_close(torch.compile(f, backend="mlir")(x), f(x))
