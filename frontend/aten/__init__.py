@@ -4,5 +4,5 @@ from . import creation, elementwise, nn, reduction, shape, training  # noqa: F40
 from . import coverage_movement  # noqa: F401,E402  (after the core rules: a later registration wins)
 from . import coverage_math  # noqa: F401,E402
 from . import coverage_index  # noqa: F401,E402
-from . import coverage_nn  # noqa: F401,E402  (its aten.convolution rule replaces nn.py's)
+from . import coverage_nn  # noqa: F401,E402  (convolution: 1-d, 2-d, grouped, transposed)
 from . import coverage_pool  # noqa: F401,E402

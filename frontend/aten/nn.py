@@ -46,25 +46,6 @@ def _addmm(ctx, node):
     return ctx.emit("add", prod, ctx.operand(bias, val.dtype, static_shape(val)), out=ctx.type_like(prod))
 
 
-@import_rule(aten.convolution)
-def _convolution(ctx, node):
-    x, w, bias, stride, padding, dilation, transposed, output_padding, groups = node.args[:9]
-    if transposed:
-        raise Unsupported("transposed convolution")
-    if len(ctx.shape_of(ctx.tensor(x))) != 4:
-        raise Unsupported("only 2-d convolution (NCHW)")
-    val = ctx.out_meta(node)
-    compute = compute_dtype(val.dtype)
-    xv, wv = ctx.cast(ctx.tensor(x), compute), ctx.cast(ctx.tensor(w), compute)
-    attrs = dict(stride=_i64s(_pair(stride)), padding=_i64s(_pair(padding)), dilation=_i64s(_pair(dilation)),
-                 groups=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), groups))
-    y = dy.Conv2dOp(xv, wv, **attrs, out=ctx.type_like(xv, shape=static_shape(val))).out
-    if bias is not None:
-        b = ctx.reshape(ctx.cast(ctx.tensor(bias), compute), [1, ctx.shape_of(y)[1], 1, 1])
-        y = ctx.emit("add", y, ctx.broadcast(b, ctx.shape_of(y)), out=ctx.type_like(y))
-    return ctx.cast(y, val.dtype)
-
-
 def _pool(ctx, node, kind, kernel, stride, padding, dilation, ceil_mode):
     if ceil_mode:
         raise Unsupported("ceil_mode pooling")

@@ -145,6 +145,9 @@ def _max_pool_backward(ctx, node):
     routes the gradient there: no scatter needed because windows are disjoint."""
     grad, x = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
     windows = Windows(node, ctx.shape_of(x))
+    if any(windows.padding):
+        # an all -inf window's argmax can land on a padding slot, whose gradient has nowhere to go
+        raise Unsupported("max-pool backward with padding (eager routes -inf windows' gradients)")
     shape = windows.window_shape
     best = ctx.broadcast(ctx.reshape(windows.argmax(ctx, x), shape[:4] + [1]), shape)
     hit = dy.CompareOp(_iota(ctx, shape, 4), best, ir.StringAttr.get("eq"), out=ctx.type_like(best, torch.bool)).out
