@@ -7,7 +7,7 @@ Every OpInfo entry (op_db) runs its first --samples samples through torch.compil
 and eager in a worker process; see coverage_sample.py for how samples and ops are classified.
 Each worker reports a heartbeat per sample: a sample running past --timeout gets its worker
 killed and the op marked `error`, so one bad op cannot stall the sweep. `main(argv)` is the
-entry point (for the `dynamo-mlir coverage` subcommand too).
+entry point. (It needs a source checkout: benchmarks/ is not part of the installed package.)
 """
 
 import argparse
@@ -179,7 +179,7 @@ def markdown(rows: list[dict], label: str, command: str, seconds: float) -> str:
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="dynamo-mlir coverage", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python benchmarks/coverage.py", description=__doc__.splitlines()[0])
     p.add_argument("--ops", help="regex over OpInfo names (name or name.variant)")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--device", default="cpu")
