@@ -16,9 +16,13 @@ this module is the one import point: `from dynamo_mlir.dialects import dynamo as
 
 from .base import *  # noqa: F401,F403
 from .base import Dynamo
+from .bessel import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
+from .scatter import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403
+from .sort import *  # noqa: F401,F403
 from .structured import *  # noqa: F401,F403
 from .values import *  # noqa: F401,F403
 

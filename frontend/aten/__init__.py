@@ -6,3 +6,6 @@ from . import coverage_math  # noqa: F401,E402
 from . import coverage_index  # noqa: F401,E402
 from . import coverage_nn  # noqa: F401,E402  (convolution: 1-d, 2-d, grouped, transposed)
 from . import coverage_pool  # noqa: F401,E402
+from . import coverage_bessel  # noqa: F401,E402
+from . import coverage_sort  # noqa: F401,E402
+from . import coverage_scatter  # noqa: F401,E402

@@ -1,3 +1,6 @@
 """Importing this package registers every generic lowering rule (dynamo op -> linalg)."""
 
 from . import dynamic, elementwise, reduction, shape, structured, values  # noqa: F401
+from . import scatter  # noqa: F401,E402  (cpu-only loop nests)
+from . import bessel  # noqa: F401,E402  (polynomials and Bessel functions, CPU only)
+from . import sort  # noqa: F401,E402  (merge sort loops, CPU only)
