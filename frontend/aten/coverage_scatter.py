@@ -1,0 +1,321 @@
+"""Scatters found missing by the OpInfo sweep: index_put (and with it index_add/copy/fill,
+max_unpool), put, scatter/scatter_add/scatter_reduce, index_reduce, masked_scatter, and the view
+scatters slice_scatter, diagonal_scatter, as_strided_scatter.
+
+The data-dependent ones become `dynamo.index_put`, `dynamo.scatter` or `dynamo.masked_scatter`
+(serial loops, CPU only: see lowering/rules/scatter.py). The view scatters have static target
+positions, so they need no loop: slice_scatter is a select between dest and a gather of src
+whose per-position indices are constants; diagonal_scatter is one on the flattened (dim1, dim2)
+plane; as_strided_scatter is an index_put with constant flat positions.
+"""
+
+import numpy as np
+import torch
+from torch_mlir import ir
+
+from ...dialects import dynamo as dy
+from .. import dtypes
+from ..importer import static_shape
+from ..registry import Unsupported, import_rule
+from .coverage_index import _permute
+
+aten = torch.ops.aten
+I64 = torch.int64
+_I64 = ir.IntegerType.get_signless
+
+
+def _bound(node) -> dict:
+    """The node's arguments by schema name, defaults filled in."""
+    values = {}
+    for i, a in enumerate(node.target._schema.arguments):
+        if i < len(node.args):
+            values[a.name] = node.args[i]
+        elif a.name in node.kwargs:
+            values[a.name] = node.kwargs[a.name]
+        else:
+            values[a.name] = a.default_value if a.has_default_value() else None
+    return values
+
+
+def _i64_attr(v: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(_I64(64), int(v))
+
+
+def _numel(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+
+
+def _const(ctx, array: np.ndarray) -> ir.Value:
+    """An i64 tensor constant holding `array`."""
+    array = np.ascontiguousarray(array, dtype=np.int64)
+    if array.size == 0:
+        return ctx.full(0, list(array.shape), I64)
+    t = dtypes.tensor_type(list(array.shape), I64)
+    attr = ir.DenseElementsAttr.get(array, type=t.element_type, shape=list(array.shape))
+    return dy.ConstantOp(attr, out=t).out
+
+
+def _is_true(ctx, value: ir.Value) -> ir.Value:
+    zero = ctx.broadcast(ctx.scalar(0, ctx.dtype_of(value)), ctx.shape_of(value))
+    return dy.CompareOp(value, zero, ir.StringAttr.get("ne"), out=ctx.type_like(value, torch.bool)).out
+
+
+def _inverse(perm):
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+# ----------------------------------------------------------------------------- index_put, put
+
+
+@import_rule(aten.index_put.default, aten._unsafe_index_put.default)
+def _index_put(ctx, node):
+    a = _bound(node)
+    dest = ctx.tensor(a["self"])
+    shape, dtype = ctx.shape_of(dest), ctx.dtype_of(dest)
+    indices = list(a["indices"]) + [None] * (len(shape) - len(a["indices"]))
+    values = ctx.cast(ctx.tensor(a["values"]), dtype)
+    accumulate = bool(a["accumulate"])
+    masks = [i for i in indices if i is not None and i.meta["val"].dtype in (torch.bool, torch.uint8)]
+    if masks:
+        return _index_put_mask(ctx, dest, indices, values, accumulate)
+    dims = [d for d, i in enumerate(indices) if i is not None]
+    rest = [d for d in range(len(shape)) if d not in dims]
+    b = list(torch.broadcast_shapes(*[static_shape(indices[d].meta["val"]) for d in dims]))
+    if _numel(b) and any(shape[d] == 0 for d in dims):
+        raise Unsupported("indexing an empty dim (eager raises)")
+    # values broadcast to x[indices]'s shape; adjacent indexed dims keep their place there.
+    adjacent = dims == list(range(dims[0], dims[-1] + 1)) and dims[0] > 0
+    lead = dims[0] if adjacent else 0
+    v = ctx.broadcast(values, [shape[d] for d in rest[:lead]] + b + [shape[d] for d in rest[lead:]])
+    nb = len(b)
+    v = _permute(ctx, v, list(range(lead, lead + nb)) + list(range(lead)) + list(range(lead + nb, len(ctx.shape_of(v)))))
+    idx = [ctx.broadcast(ctx.cast(ctx.tensor(indices[d]), I64), b) for d in dims]
+    perm = dims + rest
+    moved = _permute(ctx, dest, perm)
+    out = dy.IndexPutOp(moved, v, idx, _i64_attr(accumulate), out=ctx.type_like(moved)).out
+    return _permute(ctx, out, _inverse(perm))
+
+
+def _index_put_mask(ctx, dest, indices, values, accumulate):
+    """x[mask] = v with one boolean index over dims p..p+m-1 (the rest sliced whole). When v
+    does not vary along the selected positions it is a select; when it does (one row per true
+    position, mask leading), the rows go to the true positions in order: a masked_scatter."""
+    shape = ctx.shape_of(dest)
+    given = [(d, i) for d, i in enumerate(indices) if i is not None]
+    if len(given) != 1 or given[0][1].meta["val"].dtype != torch.bool:
+        raise Unsupported("a boolean index together with other indices")
+    p, mask_node = given[0]
+    mask = ctx.tensor(mask_node)
+    m = len(ctx.shape_of(mask))
+    after = shape[p + m:]
+    full_mask = ctx.broadcast(ctx.reshape(mask, [1] * p + shape[p:p + m] + [1] * len(after)), shape)
+    vshape = ctx.shape_of(values)
+    rows = vshape[len(vshape) - len(after) - 1] if len(vshape) > len(after) else 1
+    if rows == 1:  # the same update at every true position
+        v = ctx.broadcast(values, shape[:p] + [1] + after)
+        v = ctx.broadcast(ctx.reshape(v, shape[:p] + [1] * m + after), shape)
+    elif p == 0:
+        v = ctx.broadcast(values, [rows] + after)
+        v = ctx.reshape(v, [_numel([rows] + after)])
+        v = dy.MaskedScatterOp(dest, full_mask, v, out=ctx.type_like(dest)).out
+    else:
+        raise Unsupported("boolean index after sliced dims with one value per true position")
+    if accumulate:
+        v = ctx.emit("add", dest, v, out=ctx.type_like(dest))
+    return dy.SelectOp(full_mask, v, dest, out=ctx.type_like(dest)).out
+
+
+@import_rule(aten.put.default)
+def _put(ctx, node):
+    """put: index_put on the flattened tensor."""
+    a = _bound(node)
+    dest = ctx.tensor(a["self"])
+    shape, dtype = ctx.shape_of(dest), ctx.dtype_of(dest)
+    index = ctx.cast(ctx.tensor(a["index"]), I64)
+    n = _numel(ctx.shape_of(index))
+    if n and not _numel(shape):
+        raise Unsupported("put into an empty tensor (eager raises)")
+    flat = ctx.reshape(dest, [_numel(shape)])
+    src = ctx.reshape(ctx.cast(ctx.tensor(a["source"]), dtype), [n])
+    out = dy.IndexPutOp(flat, src, [ctx.reshape(index, [n])], _i64_attr(bool(a["accumulate"])),
+                        out=ctx.type_like(flat)).out
+    return ctx.reshape(out, shape)
+
+
+# ----------------------------------------------------------------------------- scatter family
+
+# scatter(..., reduce=) names -> scatter_reduce names
+_SCATTER_REDUCE = {None: "assign", "add": "sum", "multiply": "prod"}
+
+
+def _scatter(ctx, node, src_arg, reduce: str, include_self: bool):
+    a = _bound(node)
+    dest = ctx.tensor(a["self"])
+    shape, dtype = ctx.shape_of(dest), ctx.dtype_of(dest)
+    index = ctx.cast(ctx.tensor(a["index"]), I64)
+    ishape = ctx.shape_of(index)
+    if isinstance(src_arg, torch.fx.Node):
+        src = ctx.cast(ctx.tensor(src_arg), dtype)
+    else:
+        src = ctx.broadcast(ctx.scalar(src_arg, dtype), ishape)
+    if reduce == "mean" and dtype == torch.bool:
+        raise Unsupported("mean of bool")
+    rank = len(shape)
+    if rank == 0:  # 0-d: scatter along the one element
+        dest, index, src = (v if ctx.shape_of(v) else ctx.reshape(v, [1]) for v in (dest, index, src))
+    if len(ctx.shape_of(index)) != len(ctx.shape_of(dest)) or len(ctx.shape_of(src)) != len(ctx.shape_of(dest)):
+        raise Unsupported("index/src rank differs from self's")
+    dim = a["dim"] % max(rank, 1)
+    if _numel(ctx.shape_of(index)) and ctx.shape_of(dest)[dim] == 0:
+        raise Unsupported("scatter into an empty dim (eager raises)")
+    out = dy.ScatterOp(dest, index, src, _i64_attr(dim), ir.StringAttr.get(reduce), _i64_attr(include_self),
+                       out=ctx.type_like(dest)).out
+    return ctx.reshape(out, shape) if rank == 0 else out
+
+
+@import_rule(aten.scatter.src, aten.scatter.reduce)
+def _scatter_src(ctx, node):
+    a = _bound(node)
+    return _scatter(ctx, node, a["src"], _SCATTER_REDUCE[a.get("reduce")], True)
+
+
+@import_rule(aten.scatter.value, aten.scatter.value_reduce)
+def _scatter_value(ctx, node):
+    a = _bound(node)
+    return _scatter(ctx, node, a["value"], _SCATTER_REDUCE[a.get("reduce")], True)
+
+
+@import_rule(aten.scatter_add.default)
+def _scatter_add(ctx, node):
+    return _scatter(ctx, node, _bound(node)["src"], "sum", True)
+
+
+@import_rule(aten.scatter_reduce.two)
+def _scatter_reduce(ctx, node):
+    a = _bound(node)
+    return _scatter(ctx, node, a["src"], a["reduce"], bool(a["include_self"]))
+
+
+@import_rule(aten.index_reduce.default)
+def _index_reduce(ctx, node):
+    """index_reduce along dim = a scatter whose index is the 1-d index spread over source's
+    other dims (the per-target order, increasing position along dim, is eager's too)."""
+    a = _bound(node)
+    dest, source = ctx.tensor(a["self"]), ctx.tensor(a["source"])
+    shape = ctx.shape_of(dest)
+    if not shape:
+        dest, source = ctx.reshape(dest, [1]), ctx.reshape(source, [1])
+    sshape = ctx.shape_of(source)
+    dim = a["dim"] % max(len(shape), 1)
+    index = ctx.cast(ctx.tensor(a["index"]), I64)
+    index = ctx.reshape(index, [1] * dim + [_numel(ctx.shape_of(index))] + [1] * (len(sshape) - dim - 1))
+    index = ctx.broadcast(index, sshape)
+    if _numel(sshape) and ctx.shape_of(dest)[dim] == 0:
+        raise Unsupported("index_reduce into an empty dim (eager raises)")
+    out = dy.ScatterOp(dest, index, ctx.cast(source, ctx.dtype_of(dest)), _i64_attr(dim),
+                       ir.StringAttr.get(a["reduce"]), _i64_attr(bool(a["include_self"])),
+                       out=ctx.type_like(dest)).out
+    return ctx.reshape(out, shape) if not shape else out
+
+
+@import_rule(aten.masked_scatter.default)
+def _masked_scatter(ctx, node):
+    a = _bound(node)
+    shape = list(static_shape(ctx.out_meta(node)))
+    dest = ctx.broadcast(ctx.tensor(a["self"]), shape)
+    mask = ctx.broadcast(ctx.cast(ctx.tensor(a["mask"]), torch.bool), shape)
+    source = ctx.tensor(a["source"])
+    n = _numel(ctx.shape_of(source))
+    if n == 0:
+        if _numel(shape):
+            raise Unsupported("masked_scatter from an empty source")
+        return dest
+    source = ctx.reshape(ctx.cast(source, ctx.dtype_of(dest)), [n])
+    return dy.MaskedScatterOp(dest, mask, source, out=ctx.type_like(dest)).out
+
+
+# ----------------------------------------------------------------------------- view scatters
+
+
+def _select_gathered(ctx, dest, src, dim, hit: np.ndarray, pos: np.ndarray, plane_dims):
+    """where(hit, src gathered along dim at pos, dest): hit/pos are constants over the dest
+    dims `plane_dims`, spread over the others."""
+    shape = ctx.shape_of(dest)
+    spread = [shape[d] if d in plane_dims else 1 for d in range(len(shape))]
+    hit_t = ctx.broadcast(ctx.reshape(_const(ctx, hit), spread), shape)
+    pos_t = ctx.broadcast(ctx.reshape(_const(ctx, pos), spread), shape)
+    gathered = dy.GatherAlongOp(src, pos_t, _i64_attr(dim), out=ctx.type_like(dest)).out
+    return dy.SelectOp(_is_true(ctx, hit_t), gathered, dest, out=ctx.type_like(dest)).out
+
+
+@import_rule(aten.slice_scatter.default)
+def _slice_scatter(ctx, node):
+    a = _bound(node)
+    dest = ctx.tensor(a["self"])
+    shape = ctx.shape_of(dest)
+    src = ctx.cast(ctx.tensor(a["src"]), ctx.dtype_of(dest))
+    dim = a["dim"] % len(shape)
+    n, count, step = shape[dim], ctx.shape_of(src)[dim], a["step"]
+    start = a["start"] if a["start"] is not None else 0
+    start = min(max(start + n if start < 0 else start, 0), n)
+    if count == 0 or _numel(shape) == 0:
+        return dest
+    k, r = np.divmod(np.arange(n) - start, step)
+    hit = (np.arange(n) >= start) & (r == 0) & (k < count)
+    return _select_gathered(ctx, dest, src, dim, hit, np.where(hit, k, 0), [dim])
+
+
+@import_rule(aten.diagonal_scatter.default)
+def _diagonal_scatter(ctx, node):
+    """src (others..., L) goes to the diagonal of the (dim1, dim2) plane: move its last dim to
+    dim1 and spread it along dim2, then gather along dim1 where the position is on the diagonal."""
+    a = _bound(node)
+    dest = ctx.tensor(a["self"])
+    shape = ctx.shape_of(dest)
+    rank = len(shape)
+    offset, d1, d2 = a["offset"], a["dim1"] % rank, a["dim2"] % rank
+    src = ctx.cast(ctx.tensor(a["src"]), ctx.dtype_of(dest))
+    length = ctx.shape_of(src)[-1]
+    if length == 0 or _numel(shape) == 0:
+        return dest
+    others = [d for d in range(rank) if d not in (d1, d2)]
+    x = ctx.reshape(src, ctx.shape_of(src) + [1])  # dims: others..., L, 1
+    where = {d: i for i, d in enumerate(others)}
+    where[d1], where[d2] = len(others), len(others) + 1
+    x = _permute(ctx, x, [where[d] for d in range(rank)])
+    x = ctx.broadcast(x, [length if d == d1 else shape[d] for d in range(rank)])
+    i, j = np.meshgrid(np.arange(shape[d1]), np.arange(shape[d2]), indexing="ij")
+    hit = (j - i) == offset
+    pos = np.where(hit, np.minimum(i, j), 0)
+    lo, hi = sorted((d1, d2))
+    if d1 > d2:
+        hit, pos = hit.T, pos.T
+    return _select_gathered(ctx, dest, x, d1, hit, pos, [lo, hi])
+
+
+@import_rule(aten.as_strided_scatter.default)
+def _as_strided_scatter(ctx, node):
+    """The strided view's element positions in self's (contiguous) storage are constants."""
+    a = _bound(node)
+    self_val = a["self"].meta["val"]
+    if not self_val.is_contiguous():
+        raise Unsupported("as_strided_scatter on a non-contiguous self")
+    dest = ctx.tensor(a["self"])
+    shape = ctx.shape_of(dest)
+    size, stride = list(a["size"]), list(a["stride"])
+    offset = a["storage_offset"] or 0
+    flat_pos = np.full(size, offset, dtype=np.int64)
+    for d, (s, st) in enumerate(zip(size, stride)):
+        flat_pos = flat_pos + (np.arange(s) * st).reshape([s if e == d else 1 for e in range(len(size))])
+    n, total = _numel(size), _numel(shape)
+    if n == 0:
+        return dest
+    if flat_pos.min() < 0 or flat_pos.max() >= total:
+        raise Unsupported("as_strided_scatter view outside self's storage")
+    src = ctx.reshape(ctx.cast(ctx.tensor(a["src"]), ctx.dtype_of(dest)), [n])
+    flat = ctx.reshape(dest, [total])
+    out = dy.IndexPutOp(flat, src, [_const(ctx, flat_pos.reshape(-1))], _i64_attr(0), out=ctx.type_like(flat)).out
+    return ctx.reshape(out, shape)

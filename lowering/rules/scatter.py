@@ -1,0 +1,201 @@
+"""Scatters -> serial scf.for loop nests (CPU only).
+
+Each op starts from a fresh copy of dest and walks the update's iteration space row-major,
+carrying the result tensor through the loops as an iter_arg: tensor.extract reads the target,
+tensor.insert writes the combined value (one-shot bufferization makes that an in-place store).
+Serial, row-major order is the order of PyTorch's CPU kernels, so duplicate targets combine as in
+eager. Loops outside a linalg.generic are not for the CUDA pipeline: the rules are cpu-only and
+the CUDA partitioner leaves these ops to eager.
+"""
+
+from typing import Callable, Sequence
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, scf, tensor
+
+from ...dialects import dynamo as dy
+from ..registry import register_lowering
+from ..scalar import const, highest, is_float, lowest
+from .common import elementwise, ranked
+
+INDEX = ir.IndexType.get
+
+
+def _size(value: ir.Value, d: int) -> ir.Value:
+    s = ranked(value).shape[d]
+    return const(INDEX(), s) if s != ir.ShapedType.get_dynamic_size() else tensor.dim(value, const(INDEX(), d))
+
+
+def _sizes(value: ir.Value) -> list[ir.Value]:
+    return [_size(value, d) for d in range(ranked(value).rank)]
+
+
+def loop_nest(bounds: Sequence[ir.Value], inits: Sequence[ir.Value],
+              body: Callable[[list, list], Sequence[ir.Value]]) -> list[ir.Value]:
+    """for i0 < bounds[0]: for i1 < bounds[1]: ... carried = body([i0, i1, ...], carried)."""
+
+    def level(depth: int, ivs: list, carried: list) -> list:
+        if depth == len(bounds):
+            return list(body(ivs, carried))
+        loop = scf.ForOp(const(INDEX(), 0), bounds[depth], const(INDEX(), 1), list(carried))
+        with ir.InsertionPoint(loop.body):
+            scf.YieldOp(level(depth + 1, ivs + [loop.induction_variable], list(loop.inner_iter_args)))
+        return list(loop.results)
+
+    return level(0, [], list(inits))
+
+
+def _copy(value: ir.Value) -> ir.Value:
+    """A fresh tensor equal to `value`: the loops then update it, never dest's own buffer."""
+    return elementwise([value], ranked(value), lambda x: x)
+
+
+def _wrap(i: ir.Value, size: ir.Value) -> ir.Value:
+    """An integer index as a position in [0, size): negative ones count from the end, as in
+    eager; anything else out of range is reduced modulo size, so no store leaves the tensor."""
+    n = arith.index_cast(i.type, size)
+    r = arith.remsi(i, n)
+    r = arith.select(arith.cmpi(arith.CmpIPredicate.slt, r, const(i.type, 0)), arith.addi(r, n), r)
+    return arith.index_cast(INDEX(), r)
+
+
+# ----------------------------------------------------------------------------- combines
+
+
+def _max(old, new):
+    """eager's scatter max: a NaN update wins, else std::max(old, new) (keeps old on ties/NaN)."""
+    if not is_float(new.type):
+        return arith.maxsi(old, new)
+    take = arith.cmpf(arith.CmpFPredicate.OLT, old, new)
+    return arith.select(_isnan(new), new, arith.select(take, new, old))
+
+
+def _min(old, new):
+    if not is_float(new.type):
+        return arith.minsi(old, new)
+    take = arith.cmpf(arith.CmpFPredicate.OLT, new, old)
+    return arith.select(_isnan(new), new, arith.select(take, new, old))
+
+
+def _isnan(x):
+    return arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+
+
+def _add(a, b):
+    return arith.addf(a, b) if is_float(a.type) else arith.addi(a, b)
+
+
+def _mul(a, b):
+    return arith.mulf(a, b) if is_float(a.type) else arith.muli(a, b)
+
+
+# reduce -> (combine(old, new), the identity include_self=False starts a target from)
+COMBINES = {
+    "assign": (lambda old, new: new, None),
+    "sum": (_add, lambda t: const(t, 0)),
+    "mean": (_add, lambda t: const(t, 0)),
+    "prod": (_mul, lambda t: const(t, 1)),
+    "amax": (_max, lowest),
+    "amin": (_min, highest),
+}
+
+
+# ----------------------------------------------------------------------------- index_put
+
+
+@register_lowering(dy.IndexPutOp, target="cpu")
+def _lower_index_put(op):
+    indices = list(op.indices)
+    k, nb = len(indices), ranked(indices[0]).rank
+    accumulate = ir.IntegerAttr(op.accumulate).value != 0
+    dest_sizes = [_size(op.dest, d) for d in range(k)]
+
+    def body(ivs, carried):
+        (acc,) = carried
+        b, rest = ivs[:nb], ivs[nb:]
+        target = [_wrap(tensor.extract(i, b), n) for i, n in zip(indices, dest_sizes)] + rest
+        v = tensor.extract(op.values, ivs)
+        if accumulate:
+            v = _add(tensor.extract(acc, target), v)
+        return [tensor.insert(v, acc, target)]
+
+    return loop_nest(_sizes(op.values), [_copy(op.dest)], body)[0]
+
+
+# ----------------------------------------------------------------------------- scatter
+
+
+@register_lowering(dy.ScatterOp, target="cpu")
+def _lower_scatter(op):
+    dim = ir.IntegerAttr(op.dim).value
+    reduce = ir.StringAttr(op.reduce).value
+    include_self = ir.IntegerAttr(op.include_self).value != 0
+    elem = ranked(op.out).element_type
+    combine, identity = COMBINES[reduce]
+    dim_size = _size(op.dest, dim)
+    bounds = _sizes(op.index)
+
+    def target(ivs):
+        coords = list(ivs)
+        coords[dim] = _wrap(tensor.extract(op.index, ivs), dim_size)
+        return coords
+
+    acc = _copy(op.dest)
+    if not include_self and identity is not None:  # targets start from the identity
+        start = identity(elem)
+        acc = loop_nest(bounds, [acc], lambda ivs, c: [tensor.insert(start, c[0], target(ivs))])[0]
+    if reduce != "mean":
+        def body(ivs, carried):
+            t = target(ivs)
+            v = combine(tensor.extract(carried[0], t), tensor.extract(op.src, ivs))
+            return [tensor.insert(v, carried[0], t)]
+
+        return loop_nest(bounds, [acc], body)[0]
+    return _scatter_mean(op, acc, bounds, target, include_self)
+
+
+def _scatter_mean(op, acc, bounds, target, include_self):
+    """Sum and count per target (the count in dest's type, as eager keeps it), then divide where
+    the count is not 0 (integers round toward -inf, as eager's floor division)."""
+    out_t = ranked(op.out)
+    elem = out_t.element_type
+    count = elementwise([op.dest], out_t, lambda _: const(elem, 1 if include_self else 0))
+    one = const(elem, 1)
+
+    def body(ivs, carried):
+        total, n = carried
+        t = target(ivs)
+        total = tensor.insert(_add(tensor.extract(total, t), tensor.extract(op.src, ivs)), total, t)
+        n = tensor.insert(_add(tensor.extract(n, t), one), n, t)
+        return [total, n]
+
+    total, n = loop_nest(bounds, [acc, count], body)
+
+    def divide(s, c):
+        if is_float(elem):
+            zero = arith.cmpf(arith.CmpFPredicate.OEQ, c, const(elem, 0))
+            return arith.select(zero, s, arith.divf(s, c))
+        zero = arith.cmpi(arith.CmpIPredicate.eq, c, const(elem, 0))
+        return arith.select(zero, s, arith.floordivsi(s, arith.select(zero, one, c)))
+
+    return elementwise([total, n], out_t, divide)
+
+
+# ----------------------------------------------------------------------------- masked_scatter
+
+
+@register_lowering(dy.MaskedScatterOp, target="cpu")
+def _lower_masked_scatter(op):
+    """A running count of the true positions seen so far picks each one's source element; it is
+    capped at the last source element (eager raises when the source is too short)."""
+    last = arith.subi(_size(op.source, 0), const(INDEX(), 1))
+    zero, one = const(INDEX(), 0), const(INDEX(), 1)
+
+    def body(ivs, carried):
+        acc, k = carried
+        m = tensor.extract(op.mask, ivs)
+        v = tensor.extract(op.source, [arith.minui(k, last)])
+        v = arith.select(m, v, tensor.extract(acc, ivs))
+        return [tensor.insert(v, acc, ivs), arith.addi(k, arith.select(m, one, zero))]
+
+    return loop_nest(_sizes(op.dest), [_copy(op.dest), zero], body)[0]
