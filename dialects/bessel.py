@@ -1,0 +1,46 @@
+"""Orthogonal polynomials and Bessel-type functions: elementwise ops made from tables, like
+elementwise.py (same builder and verifiers).
+
+Polynomials are binary ops `(x, n)`: both operands share x's float type, n holds the degree as a
+float (torch promotes it to x's dtype and truncates it to int64 inside the kernel). The Bessel
+family is unary. Their scalar bodies (loops over recurrences and series) are in
+lowering/rules/bessel.py.
+"""
+
+from torch_mlir import ir
+from torch_mlir.dialects.ext import Operand, Result
+
+from .elementwise import _binary_doc, _make_op, _unary_doc, _verify_binary, _verify_unary
+
+# name -> what it computes (n = trunc(degree operand); y = 2x - 1 for the shifted ones).
+POLYNOMIAL_OPS = {
+    "chebyshev_polynomial_t": "Chebyshev T_n(x)", "chebyshev_polynomial_u": "Chebyshev U_n(x)",
+    "chebyshev_polynomial_v": "Chebyshev V_n(x)", "chebyshev_polynomial_w": "Chebyshev W_n(x)",
+    "shifted_chebyshev_polynomial_t": "T_n(2x - 1)", "shifted_chebyshev_polynomial_u": "U_n(2x - 1)",
+    "shifted_chebyshev_polynomial_v": "V_n(2x - 1)", "shifted_chebyshev_polynomial_w": "W_n(2x - 1)",
+    "hermite_polynomial_h": "physicists' Hermite H_n(x)", "hermite_polynomial_he": "probabilists' Hermite He_n(x)",
+    "laguerre_polynomial_l": "Laguerre L_n(x)", "legendre_polynomial_p": "Legendre P_n(x)",
+}
+
+BESSEL_OPS = {
+    "bessel_i0": "modified Bessel I0(x)", "bessel_i0e": "exp(-|x|) I0(x)",
+    "bessel_i1": "modified Bessel I1(x)", "bessel_i1e": "exp(-|x|) I1(x)",
+    "bessel_k0": "modified Bessel K0(x)", "bessel_k0e": "exp(x) K0(x)",
+    "bessel_k1": "modified Bessel K1(x)", "bessel_k1e": "exp(x) K1(x)",
+    "bessel_j0": "Bessel J0(x)", "bessel_j1": "Bessel J1(x)",
+    "bessel_y0": "Bessel Y0(x)", "bessel_y1": "Bessel Y1(x)",
+    "spherical_bessel_j0": "sin(x) / x", "airy_ai": "Airy Ai(x)",
+}
+
+POLYNOMIAL_CLASSES = {
+    name: _make_op(name, {"lhs": Operand[ir.RankedTensorType], "rhs": Operand[ir.RankedTensorType],
+                          "out": Result[ir.RankedTensorType]},
+                   _binary_doc(name, what), _verify_binary)
+    for name, what in POLYNOMIAL_OPS.items()
+}
+BESSEL_CLASSES = {
+    name: _make_op(name, {"x": Operand[ir.RankedTensorType], "out": Result[ir.RankedTensorType]},
+                   _unary_doc(name, what), _verify_unary)
+    for name, what in BESSEL_OPS.items()
+}
+globals().update({cls.__name__: cls for cls in (*POLYNOMIAL_CLASSES.values(), *BESSEL_CLASSES.values())})

@@ -1,0 +1,305 @@
+"""Orthogonal polynomials and Bessel functions -> one linalg.generic each, whose scalar body runs
+a loop (scf.while) over a recurrence or a series.
+
+Polynomials follow PyTorch's scalar kernels step for step, in the operand's own type: the same
+special cases (n < 0, |x| == 1, the trigonometric forms for large n), then the three-term
+recurrence in the same operation order, so results agree with eager to the last bit.
+
+Bessel functions are computed in f64 from their mathematics and rounded to the operand's type
+(f32, bf16, f16 only; the import rule keeps f64 eager): a power series for small |x|, the
+Hankel/asymptotic expansion for large |x| (its smallest term is about e^(-2|x|), so beyond the
+switch point SWITCH it is below 1e-15), and for K0/K1 between 0 and SWITCH the trapezoid rule on
+K_nu(x) = int_0^inf exp(-x cosh t) cosh(nu t) dt, which converges geometrically in 1/h.
+
+The loops live inside the generic's body; the CUDA pipeline is not taught them, so every rule is
+registered for the CPU target only (CUDA keeps these ops eager).
+"""
+
+import math as pymath
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, math, scf
+
+from ...dialects import bessel as bz
+from ..registry import register_lowering
+from ..scalar import const
+from .common import elementwise, ranked
+
+def _f64():
+    return ir.F64Type.get()
+
+
+def _i64():
+    return ir.IntegerType.get_signless(64)
+
+
+# ----------------------------------------------------------------------------- scalar algebra
+
+
+class S:
+    """A scalar SSA value with Python operators, so formulas read like the mathematics.
+    Python numbers mix in as constants of the other operand's type."""
+
+    def __init__(self, value: ir.Value):
+        self.v = value
+
+    @property
+    def type(self):
+        return self.v.type
+
+    @property
+    def is_float(self):
+        return isinstance(self.type, ir.FloatType)
+
+    def _lift(self, other) -> ir.Value:
+        return other.v if isinstance(other, S) else const(self.type, other)
+
+    def _bin(self, other, fop, iop, swap=False):
+        a, b = self.v, self._lift(other)
+        if swap:
+            a, b = b, a
+        return S((fop if self.is_float else iop)(a, b))
+
+    def __add__(self, o): return self._bin(o, arith.addf, arith.addi)
+    def __radd__(self, o): return self._bin(o, arith.addf, arith.addi, swap=True)
+    def __sub__(self, o): return self._bin(o, arith.subf, arith.subi)
+    def __rsub__(self, o): return self._bin(o, arith.subf, arith.subi, swap=True)
+    def __mul__(self, o): return self._bin(o, arith.mulf, arith.muli)
+    def __rmul__(self, o): return self._bin(o, arith.mulf, arith.muli, swap=True)
+    def __truediv__(self, o): return self._bin(o, arith.divf, arith.divsi)
+    def __rtruediv__(self, o): return self._bin(o, arith.divf, arith.divsi, swap=True)
+    def __neg__(self): return S(arith.negf(self.v)) if self.is_float else 0 - self
+
+    def _cmp(self, o, fpred, ipred):
+        if self.is_float:
+            return S(arith.cmpf(getattr(arith.CmpFPredicate, fpred), self.v, self._lift(o)))
+        return S(arith.cmpi(getattr(arith.CmpIPredicate, ipred), self.v, self._lift(o)))
+
+    # Ordered float predicates: NaN compares false, as in C.
+    def __lt__(self, o): return self._cmp(o, "OLT", "slt")
+    def __le__(self, o): return self._cmp(o, "OLE", "sle")
+    def __gt__(self, o): return self._cmp(o, "OGT", "sgt")
+    def __ge__(self, o): return self._cmp(o, "OGE", "sge")
+    def eq(self, o): return self._cmp(o, "OEQ", "eq")
+    def ne(self, o): return self._cmp(o, "UNE", "ne")
+
+    def __and__(self, o): return S(arith.andi(self.v, o.v))
+    def __or__(self, o): return S(arith.ori(self.v, o.v))
+    def __invert__(self): return S(arith.xori(self.v, const(self.type, 1)))
+
+
+def lift(fn):
+    """A math-dialect function on S values."""
+    return lambda *xs: S(fn(*[x.v for x in xs]))
+
+
+sin, cos, acos, exp, log, sqrt, absf, cosh = map(
+    lift, (math.sin, math.cos, math.acos, math.exp, math.log, math.sqrt, math.absf, math.cosh))
+
+
+def fma(a: S, b: S, c: S) -> S:
+    """a * b + c rounded once: PyTorch's CPU kernels are built with FMA contraction, so its
+    `a * b - c` in a recurrence is one fused operation. (math.fma itself is expanded to a
+    multiply and an add by the CPU pipeline.) For f32 the f64 product is exact, so the f64 sum
+    rounded to f32 is the fused result (up to a double rounding that needs a tie: rare)."""
+    if ir.FloatType(a.type).width != 32:
+        raise NotImplementedError("fused multiply-add is exact only for f32 operands")
+    wide = [S(arith.extf(_f64(), v.v)) for v in (a, b, c)]
+    return S(arith.truncf(a.type, (wide[0] * wide[1] + wide[2]).v))
+
+
+def isnan(x: S) -> S:
+    return S(arith.cmpf(arith.CmpFPredicate.UNO, x.v, x.v))
+
+
+def select(cond: S, a, b) -> S:
+    a = a if isinstance(a, S) else S(const(b.type, a))
+    b = b if isinstance(b, S) else S(const(a.type, b))
+    return S(arith.select(cond.v, a.v, b.v))
+
+
+def to_float(n: S, t: ir.Type) -> S:
+    """C's int64 -> float conversion."""
+    return S(arith.sitofp(t, n.v))
+
+
+def first(cases, otherwise: S) -> S:
+    """The value of the first (condition, value) pair whose condition holds, else `otherwise`."""
+    result = otherwise
+    for cond, value in reversed(cases):
+        result = select(cond, value, result)
+    return result
+
+
+def while_loop(inits: list[S], cond, body) -> list[S]:
+    """scf.while: `cond(*state) -> S(i1)` checked before each `body(*state) -> new state`."""
+    types = [s.type for s in inits]
+    loop = scf.WhileOp(types, [s.v for s in inits])
+    before = loop.before.blocks.append(*types)
+    with ir.InsertionPoint(before):
+        state = [S(a) for a in before.arguments]
+        scf.ConditionOp(cond(*state).v, [s.v for s in state])
+    after = loop.after.blocks.append(*types)
+    with ir.InsertionPoint(after):
+        scf.YieldOp([s.v for s in body(*[S(a) for a in after.arguments])])
+    return [S(r) for r in loop.results]
+
+
+# ----------------------------------------------------------------------------- polynomials
+# Each polynomial is PyTorch's kernel as data: `cases(x, n, nf)` lists (condition, value) checked
+# in order (n is the int64 degree, nf = float(n)), then the recurrence
+#   r = step(x, k, p, q); p, q = q, r   for k = k0 while k < end(n) (and q is not NaN if nan_stop),
+# from (p, q) = (1, q0(x)); the result is q.
+
+
+def _even(n: S) -> S:
+    return S(arith.andi(n.v, const(n.type, 1))).eq(0)
+
+
+def _odd_sign(n: S, value: S) -> S:
+    """value for even n, -value for odd n."""
+    return select(_even(n), value, -value)
+
+
+def _trig_t(z: S, nf: S) -> S:
+    return cos(nf * acos(z))
+
+
+def _trig_u(z: S, nf: S) -> S:
+    t = acos(z)
+    m = nf + 1.0
+    return select(sin(t).ne(0.0), sin(m * t) / sin(t), m * cos(m * t) / z)
+
+
+def _trig_v(z: S, nf: S, n: S) -> S:
+    t = acos(z)
+    return select(sin(t / 2.0).ne(1.0), cos((nf + 0.5) * t) / cos(t / 2.0), _odd_sign(n, _f(n + n + 1, z)))
+
+
+def _trig_w(z: S, nf: S, at_one: S) -> S:
+    t = acos(z)
+    return select(cos(t / 2.0).ne(1.0), sin((nf + 0.5) * t) / sin(t / 2.0), at_one)
+
+
+def _f(n: S, like: S) -> S:
+    return to_float(n, like.type)
+
+
+def _chebyshev(kind: str):
+    """Chebyshev T/U/V/W: cases at |x| == 1, trig forms for |x| < 1 beyond a degree, then the
+    recurrence r = 2x q - p from q0 = x, 2x, 2x - 1, 2x + 1."""
+    def cases(x, n, nf):
+        at1 = (absf(x).eq(1.0))
+        pos = x > 0.0
+        k2 = _f(n + n + 1, x)
+        inside = absf(x) < 1.0
+        value_at_1 = {
+            "t": select(pos | _even(n), S(const(x.type, 1.0)), -1.0),
+            "u": select(pos | _even(n), _f(n + 1, x), -_f(n + 1, x)),
+            "v": select(pos, 1.0, _odd_sign(n, k2)),
+            "w": select(pos, k2, _odd_sign(n, S(const(x.type, 1.0)))),
+        }[kind]
+        trig = {
+            "t": (6, lambda: _trig_t(x, nf)), "u": (8, lambda: _trig_u(x, nf)),
+            "v": (8, lambda: _trig_v(x, nf, n)),
+            "w": (8, lambda: _trig_w(x, nf, select(pos, k2, _odd_sign(n, S(const(x.type, 1.0)))))),
+        }[kind]
+        q1 = {"t": x, "u": x + x, "v": x + x - 1.0, "w": x + x + 1.0}[kind]
+        return [(n < 0, 0.0), (at1, value_at_1), ((n > trig[0]) & inside, trig[1]()),
+                (n.eq(0), 1.0), (n.eq(1), q1)]
+    q0 = {"t": lambda x: x, "u": lambda x: x + x, "v": lambda x: x + x - 1.0, "w": lambda x: x + x + 1.0}[kind]
+    return dict(cases=cases, q0=q0, k0=2, end=lambda n: n + 1, nan_stop=True,
+                step=lambda x, k, p, q: fma(x + x, q, -p))
+
+
+def _shifted(kind: str):
+    """Shifted Chebyshev: the same in y = 2x - 1, with cases at x == 1 and x == 0."""
+    def cases(x, n, nf):
+        y = x + x - 1.0
+        one = S(const(x.type, 1.0))
+        k2 = _f(n + n + 1, x)
+        inside = absf(y) < 1.0
+        at_x1 = {"t": one, "u": _f(n + 1, x), "v": one, "w": k2}[kind]
+        at_x0 = {"t": _odd_sign(n, one), "u": _odd_sign(n, _f(n + 1, x)), "v": _odd_sign(n, k2),
+                 "w": _odd_sign(n, one)}[kind]
+        trig = {"t": (6, lambda: _trig_t(y, nf)), "u": (6, lambda: _trig_u(y, nf)),
+                "v": (6, lambda: _trig_v(y, nf, n)), "w": (4, lambda: _trig_w(y, nf, _odd_sign(n, one)))}[kind]
+        q1 = {"t": y, "u": y + y, "v": y + y - 1.0, "w": y + y + 1.0}[kind]
+        return [(n < 0, 0.0), (x.eq(1.0), at_x1), (x.eq(0.0), at_x0), ((n > trig[0]) & inside, trig[1]()),
+                (n.eq(0), 1.0), (n.eq(1), q1)]
+    q0 = {"t": lambda y: y, "u": lambda y: y + y, "v": lambda y: y + y - 1.0, "w": lambda y: y + y + 1.0}[kind]
+    return dict(cases=cases, q0=lambda x: q0(x + x - 1.0), k0=2, end=lambda n: n + 1, nan_stop=True,
+                step=lambda x, k, p, q: fma((x + x - 1.0) + (x + x - 1.0), q, -p))
+
+
+def _hermite_limit(x: S) -> int:
+    """Above this degree PyTorch returns NaN (its kernel's cut-off per type)."""
+    return 128 if ir.FloatType(x.type).width == 32 else 512
+
+
+def _hermite(physicists: bool):
+    def cases(x, n, nf):
+        nan = S(const(x.type, pymath.nan))
+        return [(n < 0, 0.0), (n.eq(0), 1.0), (n.eq(1), x + x if physicists else x),
+                (n > _hermite_limit(x), nan)]
+    if physicists:  # r = 2x q - 2j p, j = 1 .. n-1 (PyTorch's k = 2j)
+        step = lambda x, j, p, q: fma(x + x, q, -(_f(j + j, x) * p))
+        return dict(cases=cases, q0=lambda x: x + x, k0=1, end=lambda n: n, nan_stop=False, step=step)
+    return dict(cases=cases, q0=lambda x: x, k0=1, end=lambda n: n, nan_stop=False,
+                step=lambda x, k, p, q: fma(x, q, -(_f(k, x) * p)))
+
+
+def _laguerre_step(x, k, p, q):
+    return fma(_f(k + k, x) + (1.0 - x), q, -(_f(k, x) * p)) / _f(k + 1, x)
+
+
+def _legendre_step(x, k, p, q):
+    return fma(_f(k + k + 1, x) * x, q, -(_f(k, x) * p)) / _f(k + 1, x)
+
+
+LAGUERRE = dict(cases=lambda x, n, nf: [(n < 0, 0.0), (absf(x).eq(0.0), 1.0), (n.eq(0), 1.0), (n.eq(1), 1.0 - x)],
+                q0=lambda x: 1.0 - x, k0=1, end=lambda n: n, nan_stop=True, step=_laguerre_step)
+LEGENDRE = dict(cases=lambda x, n, nf: [(n < 0, 0.0),
+                                        (absf(x).eq(1.0), select((x > 0.0) | _even(n), S(const(x.type, 1.0)), -1.0)),
+                                        (n.eq(0), 1.0), (n.eq(1), x)],
+                q0=lambda x: x, k0=1, end=lambda n: n, nan_stop=True, step=_legendre_step)
+
+POLYNOMIALS = {
+    **{f"chebyshev_polynomial_{k}": _chebyshev(k) for k in "tuvw"},
+    **{f"shifted_chebyshev_polynomial_{k}": _shifted(k) for k in "tuvw"},
+    "hermite_polynomial_h": _hermite(True), "hermite_polynomial_he": _hermite(False),
+    "laguerre_polynomial_l": LAGUERRE, "legendre_polynomial_p": LEGENDRE,
+}
+
+
+def degree(nf: S) -> S:
+    """static_cast<int64_t>(n) as x86 does it: NaN, +-inf and out-of-range give INT64_MIN."""
+    in_range = absf(nf) < 2.0 ** 63
+    safe = select(in_range, nf, 0.0)
+    return select(in_range, S(arith.fptosi(_i64(), safe.v)), S(const(_i64(), -(1 << 63))))
+
+
+def polynomial(spec, xv: ir.Value, nv: ir.Value) -> ir.Value:
+    x, nf = S(xv), S(nv)
+    n = degree(nf)
+    cases = [(c, v if isinstance(v, S) else S(const(x.type, v))) for c, v in spec["cases"](x, n, _f(n, x))]
+    settled = cases[0][0]
+    for c, _ in cases[1:]:
+        settled = settled | c
+    # The loop runs only where no case applies (a case's degree may be huge).
+    def go_on(k, p, q):
+        more = (~settled) & (k < spec["end"](n))
+        return more & ~isnan(q) if spec["nan_stop"] else more
+    def step(k, p, q):
+        return [k + 1, q, spec["step"](x, k, p, q)]
+    _, _, q = while_loop([S(const(_i64(), spec["k0"])), S(const(x.type, 1.0)), spec["q0"](x)], go_on, step)
+    return first(cases, q).v
+
+
+def _lower_polynomial(op):
+    spec = POLYNOMIALS[op.name.split(".", 1)[1]]
+    return elementwise([op.lhs, op.rhs], ranked(op.out), lambda x, n: polynomial(spec, x, n))
+
+
+for _name, _cls in bz.POLYNOMIAL_CLASSES.items():
+    register_lowering(_cls, _lower_polynomial, target="cpu")
