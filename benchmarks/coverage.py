@@ -48,6 +48,7 @@ def _worker(wid: int, tasks, results, cfg: dict) -> None:
 
     import coverage_sample
 
+    coverage_sample.unwrap_seeding()
     logging.disable(logging.WARNING)  # fallbacks are expected; they are in the table
     torch.set_num_threads(1)  # the pool runs --jobs ops side by side
     dtype = getattr(torch, cfg["dtype"])

@@ -16,6 +16,7 @@ from ..codegen import config, driver
 from . import aten as _rules  # noqa: F401  (registers the import rules)
 from .compile import compile_graph, new_graph_name
 from .half_precision import half_overrides
+from .stats import REGISTRY, GraphReport
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -99,15 +100,40 @@ def _compiler(kind: str, options: config.Options):
     return compile_fn
 
 
+# Raised while AOTAutograd traces a graph whose shapes or control flow need a tensor's *values*
+# (narrow/tensor_split with tensor arguments, .item() feeding a shape): no ahead-of-time graph
+# exists, so the whole Dynamo graph runs eagerly.
+_DATA_DEPENDENT = (
+    torch._subclasses.fake_tensor.DataDependentOutputException,
+    torch._subclasses.fake_tensor.DynamicOutputShapeException,
+    torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode,
+)
+
+
+def _data_dependent_op(error: Exception) -> str:
+    func = getattr(error, "func", None)
+    return str(func) if func is not None else type(error).__name__
+
+
 def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """torch.compile backend: `torch.compile(model, backend="mlir", mode=..., options={...})`."""
     options = config.resolve(kwargs.get("options"), kwargs.get("mode"))
     if options.dump_dir:
         driver.write_dump(options.dump_dir, new_graph_name("dynamo"), "fx", "txt", gm.print_readable(print_output=False))
     use_math_attention(gm)
-    return aot_autograd(
+    compile_with_aot = aot_autograd(
         fw_compiler=_compiler("forward", options),
         bw_compiler=_compiler("backward", options),
         inference_compiler=_compiler("inference", options),
         decompositions=decompositions(),
-    )(gm, example_inputs)
+    )
+    try:
+        return compile_with_aot(gm, example_inputs)
+    except _DATA_DEPENDENT as e:
+        if options.strict:
+            raise
+        reason = "the graph's shapes depend on tensor values, so it cannot be traced ahead of time"
+        report = GraphReport(new_graph_name("dynamo"), "inference", options.target)
+        report.fallbacks.append((_data_dependent_op(e), reason))
+        REGISTRY.add(report)
+        return gm.forward

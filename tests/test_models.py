@@ -150,3 +150,21 @@ def test_eager_op_with_wrong_metadata_cannot_feed_wrong_bytes_to_a_region():
     x = torch.randn(64)
     f = lambda x: torch.ops.prims.signbit.default(x).to(torch.bool)
     torch.testing.assert_close(torch.compile(f, backend="mlir")(x), f(x))
+
+
+def test_graph_whose_shapes_need_tensor_values_runs_eagerly_and_says_why():
+    # narrow's start comes from a tensor: AOTAutograd cannot trace it ahead of time.
+    fn = lambda x, start: torch.narrow(x, 1, start, 2)
+    x, start = torch.randn(4, 6), torch.tensor(3)
+    torch.testing.assert_close(torch.compile(fn, backend="mlir")(x, start), fn(x, start))
+    reasons = dynamo_mlir.stats()["fallback_reasons"]
+    assert [op for op, _ in reasons] == ["aten._local_scalar_dense.default"], reasons
+    assert "depend on tensor values" in reasons[0][1]
+
+
+def test_graph_whose_shapes_need_tensor_values_keeps_fullgraph():
+    # The backend hands the graph back to run eagerly: no graph break, so fullgraph holds.
+    fn = lambda x, start: torch.narrow(x, 1, start, 2)
+    x, start = torch.randn(4, 6), torch.tensor(3)
+    torch.testing.assert_close(torch.compile(fn, backend="mlir", fullgraph=True)(x, start), fn(x, start))
+    assert dynamo_mlir.stats()["ops_fallback"] >= 1

@@ -104,3 +104,20 @@ def test_half_precision_ops_compile_without_libcalls(name, fn, dtype):
     got = torch.compile(fn, backend="mlir", options={"strict": True})(x)
     assert torch.equal(got, fn(x))
     assert_all_compiled()
+
+
+EMPTY_SLICE_CASES = [
+    ("split_with_empty_piece", lambda x: torch.split_with_sizes(x, [1, 4, 0], dim=1), (5, 5, 5)),
+    ("glu_of_empty_batch", lambda x: torch.nn.functional.glu(x, 1), (0, 2)),
+    ("circular_pad_of_empty_batch", lambda x: torch.nn.functional.pad(x, (1, 2), mode="circular"), (0, 3, 3)),
+]
+
+
+@pytest.mark.parametrize("name,fn,shape", EMPTY_SLICE_CASES, ids=[c[0] for c in EMPTY_SLICE_CASES])
+def test_slices_with_no_elements_compile(name, fn, shape):
+    """tensor.extract_slice rejects the offset of an empty slice of an empty dim (or one that
+    starts at the end); such slices once failed the whole partition."""
+    x = torch.randn(shape)
+    got = torch.compile(fn, backend="mlir", options={"strict": True})(x)
+    torch.testing.assert_close(got, fn(x))
+    assert_all_compiled()

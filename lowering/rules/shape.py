@@ -64,6 +64,10 @@ def _lower_slice(op):
     out = ranked(op.out)
     start, step = dy.int_list(op.start), dy.int_list(op.step)
     # A dynamic result dim is the operand's whole dim (the verifier checks start 0, step 1).
+    if 0 in out.shape:
+        # An empty slice has no elements to read, and tensor.extract_slice rejects its offset
+        # whenever the source dim is empty too or the slice starts at the end (x[5:5]).
+        return empty(out, op.x)
     sizes = dynamic_sizes(out, op.x)
     return tensor.extract_slice(out, op.x, [], sizes, [], start, list(out.shape), step)
 
