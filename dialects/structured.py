@@ -1,4 +1,4 @@
-"""Contractions, windows and gathers: matmul, conv2d, pool2d, gather, gather_along."""
+"""Contractions, windows and gathers: matmul, conv (2-d/3-d), pool (2-d/3-d), gather, gather_along."""
 
 from typing import Any
 
@@ -32,7 +32,8 @@ class MatmulOp(Dynamo.Operation, name="matmul", traits=[Pure]):
 
 
 class Conv2dOp(Dynamo.Operation, name="conv2d", traits=[Pure]):
-    """2-D convolution, NCHW input, FCHW weight (C = in channels / groups); no bias (add it after).
+    """Convolution over 2 or 3 spatial dims (the name predates 3-d): NC[D]HW input, FC[D]HW weight
+    (C = in channels / groups); no bias (add it after). The spatial rank is the input's rank - 2.
 
     Example:
       %y = "dynamo.conv2d"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
@@ -52,20 +53,26 @@ class Conv2dOp(Dynamo.Operation, name="conv2d", traits=[Pure]):
     def verify_invariants(self):
         x, w, y = shape_of(self.x), shape_of(self.weight), shape_of(self.out)
         groups = ir.IntegerAttr(self.groups).value
-        _require(len(x) == len(w) == len(y) == 4, "input, weight and result must be rank 4 (NCHW/FCHW)")
+        _require(len(x) == len(w) == len(y) and len(x) in (4, 5), "input, weight and result must be rank 4 or 5 (NC[D]HW/FC[D]HW)")
         _require(groups >= 1 and x[1] == w[1] * groups and w[0] % groups == 0, f"channels do not match groups={groups}")
+        spatial = len(x) - 2
         for name in ("stride", "padding", "dilation"):
-            _require(len(int_list(getattr(self, name))) == 2, f"{name} must have 2 entries")
-        for i in (0, 1):
+            _require(len(int_list(getattr(self, name))) == spatial, f"{name} must have {spatial} entries")
+        for i in range(spatial):
             k = (w[2 + i] - 1) * int_list(self.dilation)[i] + 1
             expect = (x[2 + i] + 2 * int_list(self.padding)[i] - k) // int_list(self.stride)[i] + 1
             _require(y[2 + i] == expect, f"spatial dim {i}: expected size {expect}, got {y[2 + i]}")
         _require(y[0] == x[0] and y[1] == w[0], "result batch/channels mismatch")
 
 
+POOL_KINDS = ("max", "avg", "sum")
+
+
 class Pool2dOp(Dynamo.Operation, name="pool2d", traits=[Pure]):
-    """2-D max or average pooling over NCHW (`kind` = "max" | "avg"); avg divides by the window
-    size, padding included (PyTorch's count_include_pad=True).
+    """Max, average or sum pooling over 2 or 3 spatial dims (the name predates 3-d) of NC[D]HW
+    (`kind` = "max" | "avg" | "sum"); avg divides by the window size, padding included
+    (PyTorch's count_include_pad=True); sum leaves other divisors to the caller. Windows must fit
+    the symmetrically padded input (pad the high side first for ceil_mode).
 
     Example:
       %y = "dynamo.pool2d"(%x) {kind = "max", kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>,
@@ -84,10 +91,17 @@ class Pool2dOp(Dynamo.Operation, name="pool2d", traits=[Pure]):
     @_checked
     def verify_invariants(self):
         x, y = shape_of(self.x), shape_of(self.out)
-        _require(ir.StringAttr(self.kind).value in ("max", "avg"), "kind must be max or avg")
-        _require(len(x) == len(y) == 4 and x[:2] == y[:2], "input and result must be NCHW with equal N, C")
+        _require(ir.StringAttr(self.kind).value in POOL_KINDS, "kind must be max, avg or sum")
+        _require(len(x) == len(y) and len(x) in (4, 5) and x[:2] == y[:2],
+                 "input and result must be NC[D]HW with equal N, C")
+        spatial = len(x) - 2
         for name in ("kernel", "stride", "padding", "dilation"):
-            _require(len(int_list(getattr(self, name))) == 2, f"{name} must have 2 entries")
+            _require(len(int_list(getattr(self, name))) == spatial, f"{name} must have {spatial} entries")
+        k, s, p, d = (int_list(getattr(self, n)) for n in ("kernel", "stride", "padding", "dilation"))
+        for i in range(spatial):
+            reach = (y[2 + i] - 1) * s[i] + (k[i] - 1) * d[i] + 1
+            _require(y[2 + i] >= 0 and reach <= x[2 + i] + 2 * p[i] or y[2 + i] == 0,
+                     f"spatial dim {i}: {y[2 + i]} windows reach past the padded input")
 
 
 class GatherOp(Dynamo.Operation, name="gather", traits=[Pure]):

@@ -1,5 +1,5 @@
 """Convolutions and pools found missing by the OpInfo sweep, built from dynamo.conv2d/pool2d:
-- 1-d convolution is a 2-d one over a unit height;
+- 1-d convolution is a 2-d one over a unit height; 3-d is dynamo.conv2d over three spatial dims;
 - transposed convolution is a convolution of the stride-dilated, padded input with the flipped,
   in/out-swapped weight (the input-gradient construction of training.py);
 - adaptive average/max pooling is one masked reduction per pooled dim (windows are separable).
@@ -15,42 +15,67 @@ from ..registry import Unsupported, import_rule
 from .elementwise import compute_dtype
 from .nn import _i64s
 from .reduction import reduce
-from .training import _attr_i64, _dilate, _flip_spatial, _pad, _permute
+from .training import _attr_i64, _iota, _pad, _permute, _slice
 
 aten = torch.ops.aten
 HALF = (torch.bfloat16, torch.float16)
 
 
-def _conv2d(ctx, x, w, stride, padding, dilation, groups):
+def _conv(ctx, x, w, stride, padding, dilation, groups):
+    """dynamo.conv2d over the input's 2 or 3 spatial dims."""
     xs, ws = ctx.shape_of(x), ctx.shape_of(w)
-    spatial = [(xs[2 + i] + 2 * padding[i] - dilation[i] * (ws[2 + i] - 1) - 1) // stride[i] + 1 for i in (0, 1)]
+    spatial = [(xs[2 + i] + 2 * padding[i] - dilation[i] * (ws[2 + i] - 1) - 1) // stride[i] + 1
+               for i in range(len(xs) - 2)]
     return dy.Conv2dOp(x, w, stride=_i64s(stride), padding=_i64s(padding), dilation=_i64s(dilation),
                        groups=_attr_i64(groups), out=ctx.type_like(x, shape=[xs[0], ws[0], *spatial])).out
 
 
+def _flip(ctx, w, dims):
+    """Reverse w along each of `dims` (a gather with a descending iota)."""
+    shape = ctx.shape_of(w)
+    for dim in dims:
+        reverse = _iota(ctx, shape, dim, shape[dim] - 1, -1)
+        w = dy.GatherAlongOp(w, reverse, _attr_i64(dim), out=ctx.type_like(w)).out
+    return w
+
+
 def _transposed_weight(ctx, w, groups):
-    """[C_in, C_out/g, kh, kw] -> [C_out, C_in/g, kh, kw], spatially flipped."""
-    cin, cout_g, kh, kw = ctx.shape_of(w)
-    w = ctx.reshape(w, [groups, cin // groups, cout_g, kh, kw])
-    w = ctx.reshape(_permute(ctx, w, [0, 2, 1, 3, 4]), [groups * cout_g, cin // groups, kh, kw])
-    return _flip_spatial(ctx, w)
+    """[C_in, C_out/g, k...] -> [C_out, C_in/g, k...], spatially flipped."""
+    cin, cout_g, *k = ctx.shape_of(w)
+    w = ctx.reshape(w, [groups, cin // groups, cout_g, *k])
+    w = _permute(ctx, w, [0, 2, 1] + list(range(3, 3 + len(k))))
+    w = ctx.reshape(w, [groups * cout_g, cin // groups, *k])
+    return _flip(ctx, w, range(2, 2 + len(k)))
 
 
-def _conv_transpose2d(ctx, x, w, stride, padding, dilation, output_padding, groups):
+def _dilate(ctx, x, stride):
+    """Insert stride-1 zeros between neighbours along each spatial dim (a transposed conv's input):
+    [N, C, s...] -> [N, C, s..., 1...] padded to [..., stride...], interleaved, trailing zeros cut."""
+    if all(s == 1 for s in stride):
+        return x
+    n, c, *sizes = ctx.shape_of(x)
+    k = len(sizes)
+    x = ctx.reshape(x, [n, c] + [v for size in sizes for v in (size, 1)])
+    x = _pad(ctx, x, [0] * (2 + 2 * k), [0, 0] + [v for st in stride for v in (0, st - 1)])
+    x = ctx.reshape(x, [n, c] + [size * st for size, st in zip(sizes, stride)])
+    return _slice(ctx, x, [0] * (2 + k), [n, c] + [(size - 1) * st + 1 for size, st in zip(sizes, stride)])
+
+
+def _conv_transpose(ctx, x, w, stride, padding, dilation, output_padding, groups):
     k = ctx.shape_of(w)[2:]
-    pad = [dilation[i] * (k[i] - 1) - padding[i] for i in (0, 1)]
+    pad = [dilation[i] * (k[i] - 1) - padding[i] for i in range(len(k))]
     if min(pad) < 0:
         raise Unsupported("transposed convolution with padding beyond the kernel's reach")
     x = _dilate(ctx, x, list(stride))
-    x = _pad(ctx, x, [0] * 4, [0, 0, output_padding[0], output_padding[1]])
-    return _conv2d(ctx, x, _transposed_weight(ctx, w, groups), [1, 1], pad, dilation, groups)
+    x = _pad(ctx, x, [0] * (2 + len(k)), [0, 0, *output_padding])
+    return _conv(ctx, x, _transposed_weight(ctx, w, groups), [1] * len(k), pad, dilation, groups)
 
 
-def _as_2d(values, rank, unit):
-    """A 1-d conv's per-dim parameter as a 2-d one with `unit` for the added height."""
+def _per_dim(values, spatial: int, unit):
+    """A per-dim parameter for `spatial` dims; a 1-d conv's gets `unit` for the added height."""
     values = list(values) if isinstance(values, (list, tuple)) else [values]
-    values = values * (rank - 2) if len(values) == 1 else values
-    return [unit] + values if rank == 3 else values
+    values = values * max(spatial, 1) if len(values) == 1 else values
+    return [unit] + values if spatial == 1 else values
 
 
 @import_rule(aten.convolution)
@@ -60,18 +85,22 @@ def _convolution(ctx, node):
     compute = compute_dtype(val.dtype)
     xv, wv = ctx.cast(ctx.tensor(x), compute), ctx.cast(ctx.tensor(w), compute)
     rank = len(ctx.shape_of(xv))
-    if rank not in (3, 4):
-        raise Unsupported(f"convolution of a rank-{rank} input (only 1-d and 2-d, batched)")
+    if rank not in (3, 4, 5):
+        raise Unsupported(f"convolution of a rank-{rank} input (only 1-d, 2-d and 3-d, batched)")
     if rank == 3:  # N, C, L -> N, C, 1, L
         xv = ctx.reshape(xv, ctx.shape_of(xv)[:2] + [1] + ctx.shape_of(xv)[2:])
         wv = ctx.reshape(wv, ctx.shape_of(wv)[:2] + [1] + ctx.shape_of(wv)[2:])
-    stride, padding, dilation = (_as_2d(v, rank, u) for v, u in ((stride, 1), (padding, 0), (dilation, 1)))
+    spatial = rank - 2
+    stride, padding, dilation = (_per_dim(v, spatial, u) for v, u in ((stride, 1), (padding, 0), (dilation, 1)))
     if transposed:
         if val.dtype in HALF:
             raise Unsupported("half-precision transposed convolution: eager's kernel rounds its partial sums differently")
-        y = _conv_transpose2d(ctx, xv, wv, stride, padding, dilation, _as_2d(output_padding, rank, 0), groups)
+        if spatial == 3:
+            raise Unsupported("3-d transposed convolution: eager sums per kernel offset first (col2vol), "
+                              "a different rounding than one convolution")
+        y = _conv_transpose(ctx, xv, wv, stride, padding, dilation, _per_dim(output_padding, spatial, 0), groups)
     else:
-        y = _conv2d(ctx, xv, wv, stride, padding, dilation, groups)
+        y = _conv(ctx, xv, wv, stride, padding, dilation, groups)
     y = ctx.reshape(y, static_shape(val))
     if bias is not None:
         shape = ctx.shape_of(y)
