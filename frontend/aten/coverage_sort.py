@@ -9,9 +9,11 @@ tie order is their own. Those rules raise Unsupported when the indices are used 
 Values never depend on the tie order.
 """
 
+import functools
 import operator
 
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
@@ -179,10 +181,20 @@ def _median_position(ctx, x, dim: int, ignore_nan: bool):
     numbers = ctx.cast(_emit(ctx, "not", _isnan(ctx, x)), torch.int64)
     count = reduce(ctx, numbers, "sum", [dim], True)
     one, two = _like(ctx, 1, count), _like(ctx, 2, count)
-    if ignore_nan:  # C's (count - 1) / 2, which is 0 for count 0
-        return _emit(ctx, "floordiv", _emit(ctx, "max", _emit(ctx, "sub", count, one), _like(ctx, 0, count)), two)
+    if ignore_nan:  # the lower middle number; a line of NaNs only takes eager's own pick
+        middle = _emit(ctx, "floordiv", _emit(ctx, "max", _emit(ctx, "sub", count, one), _like(ctx, 0, count)), two)
+        return _select(ctx, _cmp(ctx, count, _like(ctx, 0, count), "eq"), _like(ctx, _all_nan_pick(n), count), middle)
     has_nan = _cmp(ctx, count, _like(ctx, n, count), "lt")
     return _select(ctx, has_nan, count, _like(ctx, (n - 1) // 2, count))
+
+
+@functools.cache
+def _all_nan_pick(n: int) -> int:
+    """The index eager's nanmedian reports for a line of n NaNs. Its nth_element then sees every
+    pair as equivalent, so the pick depends on n alone (0 up to 3 elements, then the partition
+    steps decide): ask eager once."""
+    with unset_fake_temporarily():  # import runs under the graph's fake-tensor mode
+        return int(torch.nanmedian(torch.full((n,), float("nan")), 0).indices)
 
 
 def median(ctx, x, dim: int, keepdim: bool, ignore_nan: bool):
