@@ -4,3 +4,4 @@ from . import dynamic, elementwise, reduction, shape, structured, values  # noqa
 from . import scatter  # noqa: F401,E402  (cpu-only loop nests)
 from . import bessel  # noqa: F401,E402  (polynomials and Bessel functions, CPU only)
 from . import sort  # noqa: F401,E402  (merge sort loops, CPU only)
+from . import special  # noqa: F401,E402  (gamma/zeta/error-function family, CPU only)
