@@ -343,3 +343,53 @@ def _logcumsumexp(ctx, node):
     terms = _select(ctx, _cmp(ctx, j, i, "le"), terms, _like(ctx, 0.0, terms))
     total = reduce(ctx, terms, "sum", [dim + 1], False)
     return ctx.cast(_emit(ctx, "add", _emit(ctx, "log", total), shift), val.dtype)
+
+
+# ----------------------------------------------------------------------------- histc
+# Eager's rule, in the input's dtype (one rounding per op, as its scalar code does): an element
+# e with left <= e <= right falls in bin trunc((e - left) * bins / (right - left)), the last bin
+# when that is `bins` (e == right); others are ignored. min == max takes the data's range, widened
+# by 1 each way when that is empty too.
+HALF_COUNT_LIMIT = 256  # halves count exactly up to here (eager accumulates in the input dtype)
+
+
+def _rounded(ctx, name, a, b, dtype):
+    """a `name` b computed in the compute dtype (f32 for halves) and rounded to dtype."""
+    compute = compute_dtype(dtype)
+    return ctx.cast(_emit(ctx, name, ctx.cast(a, compute), ctx.cast(b, compute)), dtype)
+
+
+@import_rule(aten.histc.default)
+def _histc(ctx, node):
+    val = ctx.out_meta(node)
+    x = ctx.tensor(node.args[0])
+    _static(ctx, x)
+    bins = int(_arg(node, 1, "bins", 100))
+    lo, hi = float(_arg(node, 2, "min", 0)), float(_arg(node, 3, "max", 0))
+    numel = 1
+    for s in ctx.shape_of(x):
+        numel *= s
+    if not val.dtype.is_floating_point or numel == 0:
+        raise Unsupported("histc of an integer or empty tensor")
+    if val.dtype.itemsize == 2 and numel > HALF_COUNT_LIMIT:
+        raise Unsupported("histc counts past 256 in a half dtype")
+    flat = ctx.cast(ctx.reshape(x, [numel]), val.dtype)
+    if lo == hi:
+        wide = ctx.cast(flat, torch.float64 if val.dtype == torch.float64 else torch.float32)
+        left, right = (ctx.cast(reduce(ctx, wide, kind, [0], False), val.dtype) for kind in ("min", "max"))
+        empty = _cmp(ctx, left, right, "eq")
+        one = ctx.scalar(1.0, val.dtype)
+        left = _select(ctx, empty, _rounded(ctx, "sub", left, one, val.dtype), left)
+        right = _select(ctx, empty, _rounded(ctx, "add", right, one, val.dtype), right)
+    else:
+        left, right = ctx.scalar(lo, val.dtype), ctx.scalar(hi, val.dtype)
+    span = ctx.broadcast(_rounded(ctx, "sub", right, left, val.dtype), [numel])
+    left, right = ctx.broadcast(left, [numel]), ctx.broadcast(right, [numel])
+    arith = lambda name, a, b: _rounded(ctx, name, a, b, val.dtype)
+    scaled = arith("div", arith("mul", arith("sub", flat, left), _like(ctx, bins, flat)), span)
+    index = _emit(ctx, "min", ctx.cast(scaled, torch.int64), _like(ctx, bins - 1, scaled, torch.int64))
+    inside = _emit(ctx, "and", _cmp(ctx, flat, left, "ge"), _cmp(ctx, flat, right, "le"))
+    index = _select(ctx, inside, index, _like(ctx, -1, index))  # -1 matches no bin
+    wide = [numel, bins]
+    hits = _cmp(ctx, ctx.broadcast(ctx.reshape(index, [numel, 1]), wide), _iota(ctx, wide, 1), "eq")
+    return ctx.cast(reduce(ctx, ctx.cast(hits, torch.int64), "sum", [0], False), val.dtype)
