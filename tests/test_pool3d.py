@@ -38,6 +38,9 @@ FORWARD = {
     "max_pool3d_indices": (lambda x: F.max_pool3d(x, 3, 2, 1, dilation=(2, 1, 1), ceil_mode=True, return_indices=True),
                            lambda: (r(2, 3, 7, 8, 9),)),
     "max_pool3d_unbatched_indices": (lambda x: F.max_pool3d(x, 2, return_indices=True), lambda: (r(3, 4, 5, 6),)),
+    "grid_sample": (lambda x, g: F.grid_sample(x, g, align_corners=False), lambda: (r(2, 3, 5, 6), torch.rand(2, 4, 5, 2) * 2.4 - 1.2)),
+    "bilinear": (lambda a, b, w, c: F.bilinear(a, b, w, c), lambda: (r(3, 4), r(3, 5), r(2, 4, 5), r(2))),
+    "addbmm": (lambda m, a, b: torch.addbmm(m, a, b, beta=0.5, alpha=2.0), lambda: (r(4, 6), r(3, 4, 5), r(3, 5, 6))),
     "max_pool2d_ceil_indices": (lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True),
                                 lambda: (r(2, 3, 9, 10),)),
 }

@@ -222,3 +222,70 @@ def _adaptive(ctx, node):
     if ctx.dtype_of(x) != ctx.dtype_of(values) or 0 in ctx.shape_of(values):
         raise Unsupported("adaptive max pooling indices of a half or empty tensor")
     return values, _max_indices(ctx, x, values, spatial)
+
+
+# ----------------------------------------------------------------------------- contractions
+# Eager contracts with BLAS calls in a fixed order; the rules below take the same steps (and, for
+# half types, round where eager's half-typed intermediate results round).
+
+
+def _scaled(ctx, x, factor):
+    if factor == 1:
+        return x
+    return ctx.emit("mul", x, ctx.broadcast(ctx.scalar(factor, ctx.dtype_of(x)), ctx.shape_of(x)), out=ctx.type_like(x))
+
+
+@import_rule(aten.addbmm)
+def _addbmm(ctx, node):
+    """beta * self + alpha * sum_b(batch1[b] @ batch2[b]): one batched matmul, a sum over b."""
+    val = ctx.out_meta(node)
+    beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
+    if not all(isinstance(v, (int, float)) for v in (beta, alpha)) or not val.dtype.is_floating_point:
+        raise Unsupported("addbmm with non-number alpha/beta or integer tensors")
+    compute, shape = compute_dtype(val.dtype), list(static_shape(val))
+    b1, b2 = (ctx.cast(ctx.tensor(a), compute) for a in node.args[1:3])
+    if 0 in ctx.shape_of(b1)[:1] + shape:
+        raise Unsupported("addbmm over an empty batch")
+    prod = dy.MatmulOp(b1, b2, out=ctx.type_like(b1, shape=[ctx.shape_of(b1)[0], *shape])).out
+    y = _scaled(ctx, reduce(ctx, prod, "sum", [0], False), alpha)
+    if beta != 0:  # beta == 0 ignores self, NaNs included
+        y = ctx.emit("add", _scaled(ctx, ctx.operand(node.args[0], compute, shape), beta), y, out=ctx.type_like(y))
+    return ctx.cast(y, val.dtype)
+
+
+def _product_sum(ctx, a, b, dims):
+    """sum over `dims` of a * b (both broadcast to their common shape), summed in order."""
+    shape = [max(x, y) for x, y in zip(ctx.shape_of(a), ctx.shape_of(b))]
+    p = ctx.emit("mul", ctx.broadcast(a, shape), ctx.broadcast(b, shape), out=ctx.type_like(a, shape=shape))
+    if not dims:
+        return p
+    return reduce(ctx, p, "sum", sorted(dims), True)
+
+
+@import_rule(aten._trilinear)
+def _trilinear(ctx, node):
+    """torch.nn.functional.bilinear's contraction: each input unsqueezed at its `expand` dims,
+    the product summed over `sumdim`. Like eager, in two steps: i1 * i2 summed over the dims
+    i3 lacks, then times i3 summed over the rest."""
+    i1, i2, i3, e1, e2, e3, sumdim = node.args[:7]
+    val = ctx.out_meta(node)
+    if not val.dtype.is_floating_point:
+        raise Unsupported("_trilinear of integer tensors")
+    compute = compute_dtype(val.dtype)
+    ops = []
+    for arg, expand in ((i1, e1), (i2, e2), (i3, e3)):
+        v = ctx.cast(ctx.tensor(arg), compute)
+        shape = ctx.shape_of(v)
+        rank = len(shape) + len(expand)
+        full, it = [], iter(shape)
+        for d in range(rank):
+            full.append(1 if d in expand else next(it))
+        ops.append(ctx.reshape(v, full))
+    if 0 in ctx.shape_of(ops[0]) + ctx.shape_of(ops[1]) + ctx.shape_of(ops[2]):
+        return ctx.full(0, list(static_shape(val)), val.dtype)  # empty sums are zeros
+    first = [d for d in sumdim if d in e3]
+    t = _product_sum(ctx, ops[0], ops[1], first)
+    if val.dtype != compute:  # eager's first product is a half tensor
+        t = ctx.cast(ctx.cast(t, val.dtype), compute)
+    y = _product_sum(ctx, t, ops[2], [d for d in sumdim if d not in e3])
+    return ctx.cast(ctx.reshape(y, list(static_shape(val))), val.dtype)

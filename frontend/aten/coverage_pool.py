@@ -15,6 +15,7 @@ samples), where nn.py/training.py handle only the plain 2-d cases.
 
 import numpy as np
 import torch
+from torch._decomp import get_decompositions
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
@@ -315,3 +316,25 @@ def _max_pool2d_backward(ctx, node):
 @import_rule(aten.max_pool3d_with_indices_backward)
 def _max_pool3d_backward(ctx, node):
     return _general_max_pool_backward(ctx, node, 3)
+
+
+# ----------------------------------------------------------------------------- grid sampling
+
+
+def full_precision_decompositions() -> dict:
+    """torch's grid_sampler_2d reference (gathers and arithmetic we import), for float32/64 only:
+    eager's half kernel computes in the half type itself, so half inputs stay one eager op."""
+
+    def float_only(reference):
+        def decompose(x, *rest, **kwargs):
+            if x.dtype in (torch.bfloat16, torch.float16):
+                return NotImplemented
+            return reference(x, *rest, **kwargs)
+        return decompose
+
+    return {op: float_only(ref) for op, ref in get_decompositions([aten.grid_sampler_2d]).items()}
+
+
+@import_rule(aten.grid_sampler_2d)
+def _grid_sampler_2d(ctx, node):
+    raise Unsupported("half-precision grid sampling: eager's kernel computes in the half type")
