@@ -42,8 +42,8 @@ _EXTRA_DECOMPOSITIONS = [
 def decompositions() -> dict:
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
-    table.update(half_overrides(table))  # eager's roundings for bf16/f16
     table.update(full_precision_decompositions())  # grid_sampler_2d (frontend/aten/coverage_pool.py)
+    table.update(half_overrides(table))  # eager's roundings for bf16/f16
     return table
 
 
