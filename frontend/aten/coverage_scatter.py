@@ -21,6 +21,8 @@ from .coverage_index import _permute
 
 aten = torch.ops.aten
 I64 = torch.int64
+F32 = torch.float32
+HALF = (torch.bfloat16, torch.float16)
 _I64 = ir.IntegerType.get_signless
 
 
@@ -70,14 +72,26 @@ def _inverse(perm):
 # ----------------------------------------------------------------------------- index_put, put
 
 
+# ATen ops whose decomposition lands on index_put and whose eager kernel accumulates bf16/f16
+# serially in the half type, as dynamo.index_put does (index_add and the embedding backward
+# sum in float32 on some shapes: those stay eager for half types).
+_HALF_SERIAL_SOURCES = {None, aten.index_put.default, aten._unsafe_index_put.default,
+                        aten._index_put_impl_.default, aten._unsafe_masked_index_put_accumulate.default}
+
+
 @import_rule(aten.index_put.default, aten._unsafe_index_put.default)
 def _index_put(ctx, node):
+    """index_put (index tensors on some dims, None slicing the others) as one dynamo.index_put
+    over dest with the indexed dims moved to the front."""
     a = _bound(node)
     dest = ctx.tensor(a["self"])
     shape, dtype = ctx.shape_of(dest), ctx.dtype_of(dest)
     indices = list(a["indices"]) + [None] * (len(shape) - len(a["indices"]))
     values = ctx.cast(ctx.tensor(a["values"]), dtype)
     accumulate = bool(a["accumulate"])
+    if accumulate and dtype in HALF and node.meta.get("original_aten") not in _HALF_SERIAL_SOURCES:
+        raise Unsupported(f"half-precision accumulate from {node.meta.get('original_aten')}: "
+                          "eager's kernel for it may sum in float32")
     masks = [i for i in indices if i is not None and i.meta["val"].dtype in (torch.bool, torch.uint8)]
     if masks:
         return _index_put_mask(ctx, dest, indices, values, accumulate)
@@ -171,9 +185,34 @@ def _scatter(ctx, node, src_arg, reduce: str, include_self: bool):
     dim = a["dim"] % max(rank, 1)
     if _numel(ctx.shape_of(index)) and ctx.shape_of(dest)[dim] == 0:
         raise Unsupported("scatter into an empty dim (eager raises)")
-    out = dy.ScatterOp(dest, index, src, _i64_attr(dim), ir.StringAttr.get(reduce), _i64_attr(include_self),
-                       out=ctx.type_like(dest)).out
+    if dtype in HALF and reduce in ("sum", "prod", "mean"):
+        out = _half_scatter(ctx, dest, index, src, dim, reduce, include_self)
+    else:
+        out = _scatter_op(ctx, dest, index, src, dim, reduce, include_self)
     return ctx.reshape(out, shape) if rank == 0 else out
+
+
+def _scatter_op(ctx, dest, index, src, dim, reduce, include_self):
+    return dy.ScatterOp(dest, index, src, _i64_attr(dim), ir.StringAttr.get(reduce), _i64_attr(include_self),
+                        out=ctx.type_like(dest)).out
+
+
+def _half_scatter(ctx, dest, index, src, dim, reduce, include_self):
+    """eager's CPU scatter kernel combines bf16/f16 sums and products in float32 and rounds once;
+    its mean then divides that rounded sum by the count in the half type."""
+    dtype = ctx.dtype_of(dest)
+    wide = _scatter_op(ctx, ctx.cast(dest, F32), index, ctx.cast(src, F32), dim,
+                       "sum" if reduce == "mean" else reduce, include_self)
+    out = ctx.cast(wide, dtype)
+    if reduce != "mean":
+        return out
+    shape = ctx.shape_of(dest)
+    start = ctx.broadcast(ctx.scalar(1 if include_self else 0, F32), shape)
+    ones = ctx.broadcast(ctx.scalar(1, F32), ctx.shape_of(src))
+    count = ctx.cast(_scatter_op(ctx, start, index, ones, dim, "sum", True), dtype)
+    one = ctx.broadcast(ctx.scalar(1, dtype), shape)
+    count = dy.SelectOp(_is_true(ctx, count), count, one, out=ctx.type_like(count)).out
+    return ctx.emit("div", out, count, out=ctx.type_like(out))
 
 
 @import_rule(aten.scatter.src, aten.scatter.reduce)

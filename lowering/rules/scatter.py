@@ -11,7 +11,7 @@ the CUDA partitioner leaves these ops to eager.
 from typing import Callable, Sequence
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, scf, tensor
+from torch_mlir.dialects import arith, bufferization, scf, tensor
 
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
@@ -46,8 +46,10 @@ def loop_nest(bounds: Sequence[ir.Value], inits: Sequence[ir.Value],
 
 
 def _copy(value: ir.Value) -> ir.Value:
-    """A fresh tensor equal to `value`: the loops then update it, never dest's own buffer."""
-    return elementwise([value], ranked(value), lambda x: x)
+    """A fresh buffer holding `value`, which the loops then update in place: never dest's own
+    buffer (a function argument is writable to bufferization, and an identity linalg.generic
+    would be canonicalized away, leaving the stores to hit the caller's tensor)."""
+    return bufferization.alloc_tensor(value.type, [], copy=value)
 
 
 def _wrap(i: ir.Value, size: ir.Value) -> ir.Value:
@@ -62,19 +64,29 @@ def _wrap(i: ir.Value, size: ir.Value) -> ir.Value:
 # ----------------------------------------------------------------------------- combines
 
 
+def _select(cond, a, b):
+    """arith.select, on the bit patterns for 16-bit floats: x86 LLVM would promote a bf16/f16
+    select through float32 and back with a compiler-rt call the JIT does not have."""
+    if not (is_float(a.type) and ir.FloatType(a.type).width == 16):
+        return arith.select(cond, a, b)
+    bits = ir.IntegerType.get_signless(16)
+    picked = arith.select(cond, arith.bitcast(bits, a), arith.bitcast(bits, b))
+    return arith.bitcast(a.type, picked)
+
+
 def _max(old, new):
     """eager's scatter max: a NaN update wins, else std::max(old, new) (keeps old on ties/NaN)."""
     if not is_float(new.type):
         return arith.maxsi(old, new)
     take = arith.cmpf(arith.CmpFPredicate.OLT, old, new)
-    return arith.select(_isnan(new), new, arith.select(take, new, old))
+    return _select(_isnan(new), new, _select(take, new, old))
 
 
 def _min(old, new):
     if not is_float(new.type):
         return arith.minsi(old, new)
     take = arith.cmpf(arith.CmpFPredicate.OLT, new, old)
-    return arith.select(_isnan(new), new, arith.select(take, new, old))
+    return _select(_isnan(new), new, _select(take, new, old))
 
 
 def _isnan(x):
@@ -174,7 +186,7 @@ def _scatter_mean(op, acc, bounds, target, include_self):
     def divide(s, c):
         if is_float(elem):
             zero = arith.cmpf(arith.CmpFPredicate.OEQ, c, const(elem, 0))
-            return arith.select(zero, s, arith.divf(s, c))
+            return _select(zero, s, arith.divf(s, c))
         zero = arith.cmpi(arith.CmpIPredicate.eq, c, const(elem, 0))
         return arith.select(zero, s, arith.floordivsi(s, arith.select(zero, one, c)))
 
@@ -195,7 +207,7 @@ def _lower_masked_scatter(op):
         acc, k = carried
         m = tensor.extract(op.mask, ivs)
         v = tensor.extract(op.source, [arith.minui(k, last)])
-        v = arith.select(m, v, tensor.extract(acc, ivs))
+        v = _select(m, v, tensor.extract(acc, ivs))
         return [tensor.insert(v, acc, ivs), arith.addi(k, arith.select(m, one, zero))]
 
     return loop_nest(_sizes(op.dest), [_copy(op.dest), zero], body)[0]
