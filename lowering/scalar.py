@@ -57,9 +57,11 @@ def convert(x: ir.Value, dst: ir.Type) -> ir.Value:
         if is_float(src):
             return arith.cmpf(arith.CmpFPredicate.UNE, x, zero)
         return arith.cmpi(arith.CmpIPredicate.ne, x, zero)
+    if is_float(dst) and _width(dst) == 16 and src != ir.F32Type.get():
+        # c10's Half and BFloat16 are built from a float: anything else goes through f32, which
+        # also keeps LLVM from needing compiler-rt routines (__truncdfbf2) the JIT lacks.
+        return arith.truncf(dst, convert(x, ir.F32Type.get()))
     if is_float(src) and is_float(dst):
-        if _width(dst) == _width(src):  # bf16 <-> f16: neither holds the other; go through f32
-            return arith.truncf(dst, arith.extf(ir.F32Type.get(), x))
         return arith.extf(dst, x) if _width(dst) > _width(src) else arith.truncf(dst, x)
     if is_float(src):
         return arith.fptosi(dst, x)

@@ -121,3 +121,44 @@ def test_slices_with_no_elements_compile(name, fn, shape):
     got = torch.compile(fn, backend="mlir", options={"strict": True})(x)
     torch.testing.assert_close(got, fn(x))
     assert_all_compiled()
+
+
+# Tiny arguments, where a formula like exp(x) - 1 or (e^x - e^-x) / 2 cancels to 0, and powers of
+# two, which exp2 must give exactly: each once came out wrong (LLVM's expm1/log1p lowering and
+# MLIR's math-expand-ops rewrite).
+PRECISION_CASES = ["expm1", "log1p", "tanh", "sinh", "asinh", "atanh", "exp2", "sigmoid", "sin", "erf"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", PRECISION_CASES)
+def test_math_is_accurate_to_an_ulp_or_two_including_tiny_arguments(name, dtype):
+    fn = getattr(torch, name)
+    x = torch.cat([torch.linspace(-0.99, 0.99, 397, dtype=dtype),
+                   torch.tensor([1e-30, -1e-12, 1e-7, 0.0, -0.0], dtype=dtype)])
+    if name == "exp2":
+        x = torch.arange(-140, 128, dtype=dtype)
+    got = torch.compile(fn, backend="mlir", options={"strict": True})(x)
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(got, fn(x), rtol=2 * eps, atol=0)
+    if name == "exp2":
+        assert torch.equal(got, fn(x))
+
+
+def test_frexp_is_exact_including_zero_inf_nan_and_subnormals():
+    special = [float("inf"), -float("inf"), float("nan"), 0.0, -0.0, 1e-40, 2.0**-126, 3.4e38, -3.0, 0.5]
+    x = torch.cat([torch.tensor(special), torch.randn(500) * 10.0 ** torch.randint(-30, 30, (500,))])
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        xd = x.to(dtype)
+        mantissa, exponent = torch.compile(torch.frexp, backend="mlir", options={"strict": True})(xd)
+        expected = torch.frexp(xd)
+        assert torch.equal(exponent, expected.exponent)
+        torch.testing.assert_close(mantissa, expected.mantissa, rtol=0, atol=0, equal_nan=True)
+        assert_all_compiled()
+        torch._dynamo.reset()
+
+
+def test_double_to_bfloat16_rounds_through_float_like_c10():
+    # fptrunc f64 -> bf16 once became a compiler-rt call (__truncdfbf2) missing from the JIT.
+    x = torch.randn(1000, dtype=torch.float64) * 1e3
+    fn = lambda x: (x * 3).to(torch.bfloat16)
+    assert torch.equal(torch.compile(fn, backend="mlir", options={"strict": True})(x), fn(x))

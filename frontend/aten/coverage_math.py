@@ -164,3 +164,36 @@ def _prims_var(ctx, node):
     sq = reduce(ctx, _emit(ctx, "mul", centered, centered), "sum", dims, False)
     var = _emit(ctx, "div", sq, _const_like(ctx, float(max(n - correction, 0)), sq))
     return ctx.cast(ctx.reshape(var, out_shape), val.dtype)
+
+
+def _compare(ctx, a, b, predicate: str):
+    return dy.CompareOp(a, b, ir.StringAttr.get(predicate), out=ctx.type_like(a, torch.bool)).out
+
+
+def _select(ctx, cond, a, b):
+    return dy.SelectOp(cond, a, b, out=ctx.type_like(a)).out
+
+
+@import_rule(torch.ops.prims.frexp.default)
+def _frexp(ctx, node):
+    """x = m * 2^e with 0.5 <= |m| < 1, and (x, 0) for 0, inf and NaN, as eager.
+
+    In f64, floor(log2|x|) + 1 is the exponent up to one step either way (log2 rounds near
+    powers of two), which one compare on the scaled mantissa corrects; dividing by a power of
+    two is exact, so the mantissa is exact too."""
+    mantissa_meta, exponent_meta = ctx.out_meta(node, 0), ctx.out_meta(node, 1)
+    x = ctx.cast(ctx.tensor(node.args[0]), torch.float64)
+    a = _emit(ctx, "abs", x)
+    one = _const_like(ctx, 1.0, a)
+    finite_nonzero = _emit(ctx, "and", _compare(ctx, a, _const_like(ctx, 0.0, a), "gt"),
+                           _compare(ctx, a, _const_like(ctx, math.inf, a), "lt"))
+    safe = _select(ctx, finite_nonzero, a, one)
+    e = _emit(ctx, "add", _emit(ctx, "floor", _emit(ctx, "log2", safe)), one)
+    m = _emit(ctx, "div", safe, _emit(ctx, "exp2", e))
+    too_big = ctx.cast(_compare(ctx, m, one, "ge"), torch.float64)
+    too_small = ctx.cast(_compare(ctx, m, _const_like(ctx, 0.5, m), "lt"), torch.float64)
+    e = _emit(ctx, "sub", _emit(ctx, "add", e, too_big), too_small)
+    m = _emit(ctx, "copysign", _emit(ctx, "div", safe, _emit(ctx, "exp2", e)), x)
+    mantissa = _select(ctx, finite_nonzero, m, x)
+    exponent = _select(ctx, finite_nonzero, e, _const_like(ctx, 0.0, e))
+    return ctx.cast(mantissa, mantissa_meta.dtype), ctx.cast(exponent, exponent_meta.dtype)

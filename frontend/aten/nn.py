@@ -94,8 +94,9 @@ def _batch_norm_inference(ctx, node):
         y = ctx.emit("mul", y, per_channel(weight), out=t)
     if bias is not None:
         y = ctx.emit("add", y, per_channel(bias), out=t)
-    # outputs 1 and 2 (saved mean / rstd) are empty in inference; nobody reads them
-    return ctx.cast(y, val.dtype), None, None
+    # outputs 1 and 2 (saved mean / rstd) are empty in inference, but native_batch_norm returns them
+    saved = [ctx.out_meta(node, i) for i in (1, 2)]
+    return (ctx.cast(y, val.dtype), *(ctx.full(0, static_shape(s), s.dtype) for s in saved))
 
 
 @import_rule(aten.embedding)

@@ -44,6 +44,18 @@ def _sign_nan(x):
     return arith.select(isnan, x, _sign(x))
 
 
+def _expm1(x):
+    """Kahan's expm1: (u - 1) * x / log(u) with u = exp(x) cancels the rounding error of u.
+    LLVM's lowering of math.expm1 is exp(x) - 1, which returns 0 for |x| below one ulp of 1."""
+    t = x.type
+    u = math.exp(x)
+    um1 = arith.subf(u, const(t, 1.0))
+    general = arith.divf(arith.mulf(um1, x), math.log(u))
+    result = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, um1, const(t, -1.0)), um1, general)
+    result = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, u, const(t, pymath.inf)), u, result)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, u, const(t, 1.0)), x, result)
+
+
 def _round_even(x):
     return math.roundeven(x)
 
@@ -70,7 +82,7 @@ def _copysign(a, b):
 
 
 FLOAT_UNARY = {
-    "neg": arith.negf, "abs": math.absf, "exp": math.exp, "exp2": math.exp2, "expm1": math.expm1,
+    "neg": arith.negf, "abs": math.absf, "exp": math.exp, "exp2": math.exp2, "expm1": _expm1,
     "log": math.log, "log2": math.log2, "log1p": math.log1p, "sqrt": math.sqrt, "rsqrt": math.rsqrt,
     "reciprocal": lambda x: arith.divf(const(x.type, 1.0), x),
     "sin": math.sin, "cos": math.cos, "tan": math.tan, "tanh": math.tanh, "atan": math.atan,
