@@ -73,11 +73,13 @@ BESSEL = {
     "modified_bessel_k1": S.modified_bessel_k1, "scaled_modified_bessel_k0": S.scaled_modified_bessel_k0,
     "scaled_modified_bessel_k1": S.scaled_modified_bessel_k1, "bessel_j0": S.bessel_j0, "bessel_j1": S.bessel_j1,
     "bessel_y0": S.bessel_y0, "bessel_y1": S.bessel_y1, "spherical_bessel_j0": S.spherical_bessel_j0,
+    "airy_ai": S.airy_ai,
 }
 # Zeros, the domain edge (K, Y: nan below 0), tiny normal numbers, the method switch points (18, 20),
 # f32 exp overflow of I (88.72), underflow of K, huge arguments (J, Y: eager's f32 phase rounding).
 BESSEL_X = [0.0, -0.0, 1e-37, 1e-30, -1e-30, 1e-5, 0.5, -1.0, 1.0, 2.0, -2.0, 17.99, 18.01, 19.99, 20.01,
-            25.0, -25.0, 50.0, 88.7, 88.8, -88.8, 100.0, 120.0, 1e4, 1e6, math.inf, -math.inf, math.nan]
+            25.0, -25.0, 50.0, 88.7, 88.8, -88.8, 100.0, 103.8, 104.0, 120.0, 1e4, 1e6, -1e4, -1e6,
+            math.inf, -math.inf, math.nan]
 
 
 def _bessel_x(dtype=torch.float32):
@@ -102,17 +104,18 @@ MPMATH = {  # name -> the function in mpmath (torch's own f64 kernels err by 2e-
     "scaled_modified_bessel_k1": lambda v: mpmath.besselk(1, v) * mpmath.exp(v),
     "bessel_j0": lambda v: mpmath.besselj(0, v), "bessel_j1": lambda v: mpmath.besselj(1, v),
     "bessel_y0": lambda v: mpmath.bessely(0, v), "bessel_y1": lambda v: mpmath.bessely(1, v),
-    "spherical_bessel_j0": lambda v: mpmath.sin(v) / v,
+    "spherical_bessel_j0": lambda v: mpmath.sin(v) / v, "airy_ai": mpmath.airyai,
 }
 
 
 @pytest.mark.parametrize("name", BESSEL)
 def test_bessel_is_f32_accurate(name):
-    """Against mpmath, for |x| up to 18 (beyond it J/Y follow eager's f32 phase rounding, and
-    I/K's asymptotic expansion is checked by test_bessel_matches_eager): correctly rounded up to
-    the f64 series' own error (~1e-9 absolute where J/Y's alternating series is longest)."""
+    """Against mpmath, for |x| up to 18 (beyond it J/Y follow eager's f32 phase rounding, as Ai
+    does below -7.6, and I/K's asymptotic expansion is checked by test_bessel_matches_eager):
+    correctly rounded up to the f64 series' own error (~1e-9 absolute where J/Y's alternating
+    series is longest)."""
     fn = BESSEL[name]
-    x = torch.linspace(-17.95, 17.95, 120)  # (no 0: mpmath has no sin(0) / 0)
+    x = torch.linspace(-7.5 if name == "airy_ai" else -17.95, 17.95, 60)  # (no 0: mpmath has no sin(0) / 0)
     if name[-2] in "ky":  # defined for x > 0 only
         x = x[x > 0]
     got = compile_and_run(lambda a: fn(a), x).double()

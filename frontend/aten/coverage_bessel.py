@@ -39,6 +39,7 @@ BESSEL = {
     aten.special_scaled_modified_bessel_k1: "bessel_k1e", aten.special_bessel_j0: "bessel_j0",
     aten.special_bessel_j1: "bessel_j1", aten.special_bessel_y0: "bessel_y0",
     aten.special_bessel_y1: "bessel_y1", aten.special_spherical_bessel_j0: "spherical_bessel_j0",
+    aten.special_airy_ai: "airy_ai",
 }
 BESSEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 # Ops whose eager f32 kernel is off by several ulps (special.i1: ~3e-4 at I1(8) ~ 400), more than

@@ -336,25 +336,29 @@ def power_series(t0: S, ratio, limit: int = 200) -> S:
     return while_loop([S(const(_i64(), 0)), t0, t0], cond, body)[2]
 
 
-def hankel(nu: int, ax: S) -> tuple[S, S]:
-    """(P, Q) of the Hankel expansion of J_nu/Y_nu, or with all signs positive (A, B) for I/K:
-    c_k = c_{k-1} (4 nu^2 - (2k-1)^2) / (8 k x). Stops at a negligible term or where the
-    asymptotic series starts to diverge (k ~ 2x)."""
-    mu = 4.0 * nu * nu
-    k0 = S(const(_i64(), 0))
+def split_alternating(ratio, kmax: S) -> tuple[S, S]:
+    """(P, Q) = (c_0 - c_2 + c_4 - ..., c_1 - c_3 + c_5 - ...) for c_0 = 1, c_k = c_{k-1} ratio(k)
+    (k as f64): the shape of the Hankel expansions of J/Y and of Airy's for x < 0. Stops at a
+    negligible term or at k = kmax, where an asymptotic series starts to diverge."""
     def cond(k, c, p, q):
-        return ~(absf(c) <= EPS) & (to_float(k, _f64()) < ax + ax)
+        return ~(absf(c) <= EPS) & (to_float(k, _f64()) < kmax)
     def body(k, c, p, q):
         kf = to_float(k + 1, _f64())
         odd = kf - 2.0 * S(math.floor((kf / 2.0).v)) > 0.5  # k + 1 odd
         flip = select(odd, 1.0, c64(-1.0))                   # the (-1)^k of P and Q
-        nxt = c * (mu - (kf + kf - 1.0) * (kf + kf - 1.0)) / (8.0 * kf * ax) * flip
+        nxt = c * ratio(kf) * flip
         return [k + 1, nxt, select(odd, p, p + nxt), select(odd, q + nxt, q)]
-    _, _, p, q = while_loop([k0, c64(1.0), c64(1.0), c64(0.0)], cond, body)
+    _, _, p, q = while_loop([S(const(_i64(), 0)), c64(1.0), c64(1.0), c64(0.0)], cond, body)
     return p, q
 
 
-def asymptotic_ik(nu: int, ax: S, sign: float) -> S:
+def hankel(nu: int, ax: S) -> tuple[S, S]:
+    """(P, Q) of the Hankel expansion of J_nu/Y_nu: c_k = c_{k-1} (4 nu^2 - (2k-1)^2) / (8 k x)."""
+    mu = 4.0 * nu * nu
+    return split_alternating(lambda k: (mu - (k + k - 1.0) * (k + k - 1.0)) / (8.0 * k * ax), ax + ax)
+
+
+def asymptotic_ik(nu: float, ax: S, sign: float) -> S:
     """sum_k c_k with c_k = c_{k-1} * sign * ((2k-1)^2 - 4 nu^2) / (8 k x): sign +1 for
     e^-x sqrt(2 pi x) I_nu(x), -1 for e^x sqrt(2 x / pi) K_nu(x)."""
     mu = 4.0 * nu * nu
@@ -380,7 +384,7 @@ def bessel_i_scaled(nu: int, x: S) -> S:
     return select(ax > SWITCH, large, series)
 
 
-def bessel_k_scaled(nu: int, x: S) -> S:
+def bessel_k_scaled(nu: float, x: S) -> S:
     """e^x K_nu(x) for x > 0: the trapezoid rule on int_0^inf e^(-x (cosh t - 1)) cosh(nu t) dt
     up to SWITCH (where the sum is positive and converges geometrically), the asymptotic
     expansion beyond. 0 -> inf, negative or NaN -> NaN, inf -> 0."""
@@ -467,6 +471,59 @@ def spherical_j0(x: S) -> S:
     return select(absf(x).eq(pymath.inf), c64(0.0), value)
 
 
+# ----------------------------------------------------------------------------- Airy Ai
+
+AI0 = 1.0 / (3.0 ** (2.0 / 3.0) * pymath.gamma(2.0 / 3.0))   # Ai(0)
+AIP0 = 1.0 / (3.0 ** (1.0 / 3.0) * pymath.gamma(1.0 / 3.0))  # -Ai'(0)
+AIRY_ZETA = 15.0  # x < 0: Maclaurin series while zeta = (2/3)|x|^(3/2) <= this, else asymptotic
+
+
+def airy_maclaurin(x: S) -> S:
+    """Ai(x) = Ai(0) f(x) + Ai'(0) g(x), f = sum a_k, a_k = a_{k-1} x^3 / ((3k-1) 3k), a_0 = 1,
+    g = sum b_k, b_k = b_{k-1} x^3 / (3k (3k+1)), b_0 = x. Used for -8 < x <= 1, where the
+    alternating terms grow at most to e^zeta ~ 3e6 (1e-10 absolute error)."""
+    z = x * x * x
+    def cond(k, a, b, f, g):
+        return ~(absf(a) + absf(b) <= (absf(f) + absf(g)) * EPS) & (k < 200)
+    def body(k, a, b, f, g):
+        k3 = to_float(k + 1, _f64()) * 3.0
+        a1, b1 = a * z / ((k3 - 1.0) * k3), b * z / (k3 * (k3 + 1.0))
+        return [k + 1, a1, b1, f + a1, g + b1]
+    _, _, _, f, g = while_loop([S(const(_i64(), 0)), c64(1.0), x, c64(1.0), x], cond, body)
+    return AI0 * f - AIP0 * g
+
+
+def airy_negative(x: S) -> S:
+    """Ai(-z) ~ pi^(-1/2) z^(-1/4) (sin(phi) P - cos(phi) Q), phi = zeta + pi/4, with P, Q the
+    alternating even/odd sums of u_k zeta^-k, u_k = u_{k-1} (6k-5)(6k-3)(6k-1) / (216 k (2k-1)).
+    phi is rounded as eager's f32 kernel computes it (-2x sqrt(-x) / 3 + pi/4, each step in f32),
+    which is what its result follows for large |x|."""
+    z = -x
+    zeta = 2.0 * z * sqrt(z) / 3.0
+    p, q = split_alternating(
+        lambda k: (6.0 * k - 5.0) * (6.0 * k - 3.0) * (6.0 * k - 1.0) / (216.0 * k * (k + k - 1.0) * zeta),
+        zeta + zeta)
+    f32 = ir.F32Type.get()
+    r32 = lambda v: S(arith.extf(_f64(), arith.truncf(f32, v.v)))  # one f32 rounding
+    phi = r32(r32(r32(r32(-2.0 * x) * r32(sqrt(z))) / 3.0) + float(np.float32(pymath.pi / 4)))
+    return (sin(phi) * p - cos(phi) * q) / sqrt(sqrt(z)) / pymath.sqrt(pymath.pi)
+
+
+def airy_ai(x: S) -> S:
+    """Ai: the asymptotic expansion for x < -(1.5 AIRY_ZETA)^(2/3), the Maclaurin series up to 1,
+    beyond it Ai(x) = sqrt(x/3) K_{1/3}(zeta) / pi. +-inf give NaN (as eager), x > 103.892 gives 0
+    (eager's cut-off; Ai is below the f32 range there anyway)."""
+    x_neg = -((1.5 * AIRY_ZETA) ** (2.0 / 3.0))
+    xn = select(x < x_neg, x, c64(x_neg - 1.0))
+    xm = select((x >= x_neg) & (x <= 1.0), x, c64(0.0))
+    xp = select(x > 1.0, x, c64(2.0))
+    zeta = 2.0 * xp * sqrt(xp) / 3.0
+    positive = sqrt(xp / 3.0) * bessel_k_scaled(1.0 / 3.0, zeta) * exp(-zeta) / pymath.pi
+    value = select(x < x_neg, airy_negative(xn), select(x <= 1.0, airy_maclaurin(xm), positive))
+    value = select(x > 103.892, c64(0.0), value)
+    return select(absf(x).eq(pymath.inf) | isnan(x), c64(pymath.nan), value)
+
+
 EXPF_OVERFLOW = 88.72283911167299960  # ln(FLT_MAX): f32 exp overflows beyond it
 
 
@@ -493,6 +550,7 @@ BESSEL = {
     "bessel_y0": lambda x: bessel_jy(0, x, True),
     "bessel_y1": lambda x: bessel_jy(1, x, True),
     "spherical_bessel_j0": spherical_j0,
+    "airy_ai": airy_ai,
 }
 
 
