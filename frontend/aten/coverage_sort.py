@@ -261,11 +261,13 @@ def _search(ctx, node, boundaries, values, right: bool):
 
 @import_rule(aten.searchsorted.Tensor)
 def _searchsorted(ctx, node):
-    if node.kwargs.get("sorter") is not None or len(node.args) > 5:
-        raise Unsupported("searchsorted with a sorter")
-    side = node.kwargs.get("side")
+    side, sorter = _arg(node, 4, "side", None), _arg(node, 5, "sorter", None)
     right = bool(_arg(node, 3, "right", False)) or side == "right"
-    return _search(ctx, node, ctx.tensor(node.args[0]), ctx.tensor(node.args[1]), right)
+    boundaries = ctx.tensor(node.args[0])
+    if sorter is not None:  # the sequence in sorted order
+        boundaries = dy.GatherAlongOp(boundaries, ctx.tensor(sorter), _attr(len(ctx.shape_of(boundaries)) - 1),
+                                      out=ctx.type_like(boundaries)).out
+    return _search(ctx, node, boundaries, ctx.tensor(node.args[1]), right)
 
 
 @import_rule(aten.bucketize.Tensor)
