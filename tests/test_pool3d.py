@@ -41,6 +41,10 @@ FORWARD = {
     "grid_sample": (lambda x, g: F.grid_sample(x, g, align_corners=False), lambda: (r(2, 3, 5, 6), torch.rand(2, 4, 5, 2) * 2.4 - 1.2)),
     "bilinear": (lambda a, b, w, c: F.bilinear(a, b, w, c), lambda: (r(3, 4), r(3, 5), r(2, 4, 5), r(2))),
     "addbmm": (lambda m, a, b: torch.addbmm(m, a, b, beta=0.5, alpha=2.0), lambda: (r(4, 6), r(3, 4, 5), r(3, 5, 6))),
+    "upsample_bilinear_aa_down": (lambda x: F.interpolate(x, size=(4, 7), mode="bilinear", antialias=True),
+                                  lambda: (r(2, 3, 10, 20),)),
+    "upsample_bilinear_aa_up_corners": (lambda x: F.interpolate(x, size=(13, 30), mode="bilinear", antialias=True,
+                                                                align_corners=True), lambda: (r(2, 3, 10, 20),)),
     "max_pool2d_ceil_indices": (lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True),
                                 lambda: (r(2, 3, 9, 10),)),
 }

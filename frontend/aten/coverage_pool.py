@@ -338,3 +338,54 @@ def full_precision_decompositions() -> dict:
 @import_rule(aten.grid_sampler_2d)
 def _grid_sampler_2d(ctx, node):
     raise Unsupported("half-precision grid sampling: eager's kernel computes in the half type")
+
+
+# ----------------------------------------------------------------------------- antialiased resize
+# Bilinear resizing with antialiasing is separable: each resized dim is a product with a constant
+# [out, in] weight matrix of a triangle filter stretched by the downscale factor, normalized per
+# output. Eager resizes the width first, then the height, each a sum over the window in order;
+# a dense matrix adds only exact zeros besides, so two matmuls round as eager does.
+
+
+def _aa_weights(n_in: int, n_out: int, align_corners: bool, scale) -> np.ndarray:
+    """[n_out, n_in] float32 weights, computed in float32 as eager's kernel computes them."""
+    f = np.float32
+    if align_corners:
+        scale = f((n_in - 1) / (n_out - 1)) if n_out > 1 else f(0)
+    else:
+        scale = f(1.0 / scale) if scale else f(n_in / n_out)
+    support = scale if scale >= 1 else f(1.0)
+    invscale = f(1.0) / scale if scale >= 1 else f(1.0)
+    w = np.zeros((n_out, n_in), dtype=np.float32)
+    for i in range(n_out):
+        center = scale * f(i + 0.5)
+        lo = max(int(center - support + f(0.5)), 0)
+        size = min(int(center + support + f(0.5)), n_in) - lo
+        taps = np.array([max(f(0), f(1) - abs((f(j + lo) - center + f(0.5)) * invscale)) for j in range(size)], dtype=np.float32)
+        total = f(0)
+        for t in taps:
+            total = f(total + t)
+        w[i, lo:lo + size] = taps / total if total != 0 else taps
+    return w
+
+
+@import_rule(aten._upsample_bilinear2d_aa)
+def _upsample_bilinear2d_aa(ctx, node):
+    args = list(node.args) + [None] * 5
+    val = ctx.out_meta(node)
+    if val.dtype != torch.float32:
+        raise Unsupported("antialiased resize of a non-float32 tensor")
+    x = ctx.tensor(node.args[0])
+    shape, out_shape = ctx.shape_of(x), list(static_shape(val))
+    if 0 in shape or 0 in out_shape:
+        raise Unsupported("antialiased resize of an empty tensor")
+    (h, w), (oh, ow) = shape[-2:], out_shape[-2:]
+    planes = int(np.prod(shape[:-2]))
+    ww = _const(ctx, _aa_weights(w, ow, bool(args[2]), args[4]).T.copy(), torch.float32)  # [w, ow]
+    wh = _const(ctx, _aa_weights(h, oh, bool(args[2]), args[3]), torch.float32)  # [oh, h]
+    rows = ctx.reshape(x, [planes * h, w])
+    y = dy.MatmulOp(rows, ww, out=ctx.type_like(rows, shape=[planes * h, ow])).out  # width first
+    y = ctx.reshape(y, [planes, h, ow])
+    wh = ctx.broadcast(ctx.reshape(wh, [1, oh, h]), [planes, oh, h])
+    y = dy.MatmulOp(wh, y, out=ctx.type_like(y, shape=[planes, oh, ow])).out
+    return ctx.reshape(y, out_shape)
