@@ -1,15 +1,19 @@
 """Orthogonal polynomials and Bessel functions -> one linalg.generic each, whose scalar body runs
 a loop (scf.while) over a recurrence or a series.
 
-Polynomials follow PyTorch's scalar kernels step for step, in the operand's own type: the same
-special cases (n < 0, |x| == 1, the trigonometric forms for large n), then the three-term
-recurrence in the same operation order, so results agree with eager to the last bit.
+Polynomials follow PyTorch's scalar kernels step for step, in f32 (the import rule keeps f64
+eager): the same special cases (n < 0, |x| == 1, the trigonometric forms for large n), then the
+three-term recurrence in the same operation order, its fused multiply-add emulated in f64, so
+results agree with eager to the last bit.
 
 Bessel functions are computed in f64 from their mathematics and rounded to the operand's type
 (f32, bf16, f16 only; the import rule keeps f64 eager): a power series for small |x|, the
 Hankel/asymptotic expansion for large |x| (its smallest term is about e^(-2|x|), so beyond the
 switch point SWITCH it is below 1e-15), and for K0/K1 between 0 and SWITCH the trapezoid rule on
 K_nu(x) = int_0^inf exp(-x cosh t) cosh(nu t) dt, which converges geometrically in 1/h.
+Airy Ai combines the same pieces (Maclaurin series, K_1/3, an asymptotic expansion). Where eager's
+f32 kernel is dominated by rounding the phase of an oscillating expansion to f32 (J, Y, Ai for
+large |x|), that one rounding is repeated, so results follow eager rather than the mathematics.
 
 The loops live inside the generic's body; the CUDA pipeline is not taught them, so every rule is
 registered for the CPU target only (CUDA keeps these ops eager).
