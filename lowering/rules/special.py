@@ -139,6 +139,15 @@ def while_loop(carried: list, keep_going, step) -> list:
     return [F(r) for r in op.results]
 
 
+def if_else(cond, then_fn, else_fn, n: int) -> list:
+    """scf.if giving n f64 values: only the taken branch runs (its loops, too)."""
+    op = scf.IfOp(cond, [_f64()] * n, has_else=True)
+    for block, fn in ((op.then_block, then_fn), (op.else_block, else_fn)):
+        with ir.InsertionPoint(block):
+            scf.YieldOp([F.of(v).v for v in fn()])
+    return [F(r) for r in op.results]
+
+
 def poly(x: F, coeffs) -> F:
     """sum_k coeffs[k] x^k by Horner's rule."""
     acc = F.of(coeffs[-1])
@@ -328,6 +337,100 @@ def erfcx(x: F) -> F:
     return select(x < ERFCX_ASYMPTOTIC_FROM, direct, asymptotic)
 
 
+# ----------------------------------------------------------------------------- incomplete gamma
+
+TEMME_FROM = 1e5  # a above which the uniform asymptotic form replaces the series/fraction
+MAX_TERMS = 1e6   # a safety cap on the loops (they need about 10 sqrt(a) terms below TEMME_FROM)
+# ln(1+m) - m = -2t^2/(1-t) + 2 sum_k t^(2k+1)/(2k+1), t = m/(2+m): no cancellation for small m
+LOG1PMX_SERIES = [1.0 / (2 * k + 1) for k in range(1, 20)]
+
+
+def log1pmx(m: F) -> F:
+    """ln(1 + m) - m, accurate also where both terms nearly cancel (|m| small)."""
+    t = m / (2.0 + m)
+    t2 = t * t
+    series = -2.0 * t2 / (1.0 - t) + 2.0 * t * t2 * poly(t2, LOG1PMX_SERIES)
+    return select(fabs(m) < 0.5, series, log1p(m) - m)
+
+
+def _gamma_series(a: F, x: F, log_x: F):
+    """P = x^a e^-x / Gamma(a+1) sum_k x^k / ((a+1)...(a+k)), for x < a + 1."""
+    def keep_going(k, term, total):
+        return both(term > EPS * 0.25 * total, k < MAX_TERMS)
+
+    def step(k, term, total):
+        term = term * x / (a + k)
+        return k + 1.0, term, total + term
+
+    _, _, total = while_loop([1.0, 1.0, 1.0], keep_going, step)
+    p = exp(a * log_x - x - lgamma(a + 1.0)) * total
+    return p, 1.0 - p
+
+
+TINY = 1e-300
+
+
+def _gamma_fraction(a: F, x: F, log_x: F):
+    """Q = x^a e^-x / Gamma(a) / (x+1-a - 1(1-a) / (x+3-a - 2(2-a) / (x+5-a - ...))), for
+    x >= a + 1, evaluated forwards by the modified Lentz method."""
+    b0 = x + 1.0 - a
+
+    def keep_going(i, b, c, d, h, delta):
+        return both(fabs(delta - 1.0) > EPS, i < MAX_TERMS)
+
+    def step(i, b, c, d, h, delta):
+        an = -i * (i - a)
+        b = b + 2.0
+        d = an * d + b
+        d = 1.0 / select(fabs(d) < TINY, TINY, d)
+        c = b + an / c
+        c = select(fabs(c) < TINY, TINY, c)
+        delta = d * c
+        return i + 1.0, b, c, d, h * delta, delta
+
+    d0 = 1.0 / b0
+    h = while_loop([1.0, b0, 1.0 / TINY, d0, d0, 2.0], keep_going, step)[4]
+    q = exp(a * log_x - x - lgamma(a)) * h
+    return 1.0 - q, q
+
+
+def _gamma_temme(a: F, x: F):
+    """Large a: P = erfc(-eta sqrt(a/2))/2 - R, Q = erfc(eta sqrt(a/2))/2 + R with
+    R = e^(-a eta^2/2) / sqrt(2 pi a) (1/(lambda-1) - 1/eta), lambda = x/a and
+    eta^2/2 = lambda - 1 - ln lambda (the leading term of Temme's uniform expansion; the next
+    is smaller by about 1/(540 a))."""
+    m = (x - a) / a
+    half_eta2 = -log1pmx(m)
+    eta = F(math.copysign(sqrt(2.0 * half_eta2).v, m.v))
+    z = eta * sqrt(0.5 * a)
+    c0 = select(fabs(m) < 1e-6, -1.0 / 3.0 + m / 12.0, 1.0 / m - 1.0 / eta)
+    r = exp(-a * half_eta2) / sqrt(2.0 * PI * a) * c0
+    return 0.5 * erfc(-z) - r, 0.5 * erfc(z) + r
+
+
+def _igamma_pair(a: F, x: F):
+    """(P(a, x), Q(a, x)) with eager's special values: NaN for a < 0 or x < 0 or a = x = 0
+    or both infinite; P = 1 at a = 0 < x and at x = inf; P = 0 at x = 0 and at a = inf."""
+    special = either(a <= 0.0, x <= 0.0, isinf(a), isinf(x), isnan(a), isnan(x))
+    a1, x1 = select(special, 1.0, a), select(special, 1.0, x)  # the loops see harmless values
+    log_x = log(x1)
+    p, q = if_else(a1 > TEMME_FROM, lambda: _gamma_temme(a1, x1),
+                   lambda: if_else(x1 < a1 + 1.0, lambda: _gamma_series(a1, x1, log_x),
+                                   lambda: _gamma_fraction(a1, x1, log_x), 2), 2)
+    cases = [(either(a < 0.0, x < 0.0), (NAN, NAN)), (a.eq(0.0), (select(x > 0.0, 1.0, NAN), select(x > 0.0, 0.0, NAN))),
+             (x.eq(0.0), (0.0, 1.0)), (isinf(a), (select(isinf(x), NAN, 0.0), select(isinf(x), NAN, 1.0))),
+             (isinf(x), (1.0, 0.0)), (either(isnan(a), isnan(x)), (NAN, NAN))]
+    return (choose(p, *[(c, v[0]) for c, v in cases]), choose(q, *[(c, v[1]) for c, v in cases]))
+
+
+def igamma(a: F, x: F) -> F:
+    return _igamma_pair(a, x)[0]
+
+
+def igammac(a: F, x: F) -> F:
+    return _igamma_pair(a, x)[1]
+
+
 # ----------------------------------------------------------------------------- nextafter
 
 
@@ -338,7 +441,7 @@ def nextafter(a: ir.Value, b: ir.Value) -> ir.Value:
     it = ir.IntegerType.get_signless(ir.FloatType(t).width)
     cmp = lambda pred, x, y: arith.cmpf(getattr(arith.CmpFPredicate, pred), x, y)
     bits = arith.bitcast(it, a)
-    sign = arith.andi(arith.bitcast(it, b), const(it, 1 << (ir.FloatType(t).width - 1)))
+    sign = arith.andi(arith.bitcast(it, b), const(it, -(1 << (ir.FloatType(t).width - 1))))  # the sign bit
     tiny = arith.bitcast(t, arith.ori(sign, const(it, 1)))
     away = negate(arith.xori(cmp("OGT", b, a), cmp("OGT", a, const(t, 0.0))))
     stepped = arith.bitcast(t, arith.select(away, arith.addi(bits, const(it, 1)), arith.subi(bits, const(it, 1))))
@@ -355,7 +458,7 @@ def _lower_nextafter(op):
 # ----------------------------------------------------------------------------- registration
 
 UNARY = {"lgamma": lgamma, "digamma": digamma, "erfinv": erfinv, "ndtri": ndtri, "erfcx": erfcx}
-BINARY = {"zeta": zeta}
+BINARY = {"zeta": zeta, "igamma": igamma, "igammac": igammac}
 
 
 def _in_f64(fn):
