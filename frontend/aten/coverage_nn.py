@@ -71,6 +71,103 @@ def _conv_transpose(ctx, x, w, stride, padding, dilation, output_padding, groups
     return _conv(ctx, x, _transposed_weight(ctx, w, groups), [1] * len(k), pad, dilation, groups)
 
 
+MAX_COLUMN_GATHER = 1 << 24  # elements of the [out positions, K, N*C_out] gather of col2vol
+
+
+def _outer(tables, combine):
+    """Combine per-dim [o_i, k_i] tables into one over axes (o_1.., k_1..)."""
+    spatial = len(tables)
+    total = None
+    for i, t in enumerate(tables):
+        shape = [1] * (2 * spatial)
+        shape[i], shape[spatial + i] = t.shape
+        t = t.reshape(shape)
+        total = t if total is None else combine(total, t)
+    return total
+
+
+def _strides(sizes):
+    return [int(np.prod(sizes[i + 1:])) for i in range(len(sizes))]
+
+
+def _col2vol_table(ins, outs, kernel, stride, padding, dilation):
+    """Per output position (flat) and kernel offset (flat, ascending): the flat index into the
+    [K, input positions] columns that lands there, and whether one does, [out, K] each."""
+    pos, ok = [], []
+    for n, o, k, s, p, d in zip(ins, outs, kernel, stride, padding, dilation):
+        start = np.arange(o)[:, None] + p - (np.arange(k) * d)[None, :]  # input position * stride
+        ok.append((start >= 0) & (start % s == 0) & (start // s < n))
+        pos.append(np.where(ok[-1], start // s, 0))
+    n_out, n_k, n_in = int(np.prod(outs)), int(np.prod(kernel)), int(np.prod(ins))
+    index = _outer([q * st for q, st in zip(pos, _strides(ins))], np.add).reshape(n_out, n_k)
+    valid = _outer(ok, np.logical_and).reshape(n_out, n_k)
+    index = index + (np.arange(n_k) * n_in)[None, :]
+    return np.where(valid, index, 0), valid
+
+
+MAX_FMA_STEPS = 16  # input channels per group: one unrolled step each
+
+
+def _fma_matmul(ctx, a, b):
+    """[B, M, K] @ [B, K, N] as BLAS's kernels sum: a fused multiply-add per k, in order. Each step
+    adds the exact float64 product and rounds once to float32, as an fma does."""
+    batch, m, k = ctx.shape_of(a)
+    n = ctx.shape_of(b)[2]
+    shape = [batch, m, n]
+    acc = None
+    for i in range(k):
+        ai = ctx.broadcast(ctx.cast(_slice(ctx, a, [0, 0, i], [batch, m, 1]), torch.float64), shape)
+        bi = ctx.broadcast(ctx.cast(_slice(ctx, b, [0, i, 0], [batch, 1, n]), torch.float64), shape)
+        term = ctx.emit("mul", ai, bi, out=ctx.type_like(ai))
+        if acc is not None:
+            term = ctx.emit("add", ctx.cast(acc, torch.float64), term, out=ctx.type_like(term))
+        acc = ctx.cast(term, ctx.dtype_of(a))
+    return acc
+
+
+def _eager_conv_backend(x, w, ctx, stride, padding, dilation, output_padding, groups) -> str | None:
+    """The kernel eager's CPU convolution would pick for these shapes (it depends on shapes,
+    groups and the thread count), asked with uninitialized tensors of the same shapes."""
+    try:
+        backend = torch._C._select_conv_backend(
+            torch.empty(ctx.shape_of(x)), torch.empty(ctx.shape_of(w)), None, list(stride), list(padding),
+            list(dilation), True, list(output_padding), groups, None)
+    except (AttributeError, RuntimeError, TypeError):
+        return None
+    return str(backend).rsplit(".", 1)[-1]
+
+
+def _conv_transpose_col2vol(ctx, x, w, stride, padding, dilation, output_padding, groups):
+    """Transposed convolution as eager's slow kernel takes it: per group, columns = weight^T @ x
+    ([C_out/g * K, input positions], a BLAS matmul, fused multiply-adds), then each output element adds its columns
+    over the kernel offsets in ascending order (col2vol), here a gather and an ordered sum."""
+    n, cin, *ins = ctx.shape_of(x)
+    _, cout_g, *kernel = ctx.shape_of(w)
+    outs = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1
+            for i, s, p, d, k, op in zip(ins, stride, padding, dilation, kernel, output_padding)]
+    n_in, n_k, n_out, cin_g = int(np.prod(ins)), int(np.prod(kernel)), int(np.prod(outs)), cin // groups
+    planes = n * groups * cout_g
+    if _eager_conv_backend(x, w, ctx, stride, padding, dilation, output_padding, groups) != "SlowTranspose3d":
+        raise Unsupported("3-d transposed convolution that eager gives to oneDNN (its own summation order)")
+    if n_out * n_k * planes > MAX_COLUMN_GATHER or 0 in (n_in, n_out, planes, cin_g):
+        raise Unsupported("transposed convolution too large (or empty) for its column gather")
+    if cin_g > MAX_FMA_STEPS:
+        raise Unsupported(f"3-d transposed convolution over more than {MAX_FMA_STEPS} input channels per group")
+    wt = _permute(ctx, ctx.reshape(w, [groups, cin_g, cout_g * n_k]), [0, 2, 1])  # g, C_out/g*K, C_in/g
+    wt = ctx.reshape(ctx.broadcast(ctx.reshape(wt, [1, groups, cout_g * n_k, cin_g]), [n, groups, cout_g * n_k, cin_g]),
+                     [n * groups, cout_g * n_k, cin_g])
+    xs = ctx.reshape(x, [n * groups, cin_g, n_in])
+    cols = _fma_matmul(ctx, wt, xs)
+    rows = _permute(ctx, ctx.reshape(cols, [planes, n_k * n_in]), [1, 0])  # (K, in) rows, planes
+    table, valid = _col2vol_table(ins, outs, kernel, stride, padding, dilation)
+    wide = [n_out, n_k, planes]
+    g = dy.GatherOp(rows, _const(ctx, table, torch.int64), out=ctx.type_like(rows, shape=wide)).out
+    keep = ctx.broadcast(ctx.cast(_const(ctx, valid.reshape(n_out, n_k, 1).astype(np.int64), torch.int64), torch.bool), wide)
+    g = dy.SelectOp(keep, g, ctx.broadcast(ctx.scalar(0, ctx.dtype_of(g)), wide), out=ctx.type_like(g)).out
+    y = _permute(ctx, reduce(ctx, g, "sum", [1], False), [1, 0])
+    return ctx.reshape(y, [n, groups * cout_g, *outs])
+
+
 def _per_dim(values, spatial: int, unit):
     """A per-dim parameter for `spatial` dims; a 1-d conv's gets `unit` for the added height."""
     values = list(values) if isinstance(values, (list, tuple)) else [values]
@@ -95,10 +192,8 @@ def _convolution(ctx, node):
     if transposed:
         if val.dtype in HALF:
             raise Unsupported("half-precision transposed convolution: eager's kernel rounds its partial sums differently")
-        if spatial == 3:
-            raise Unsupported("3-d transposed convolution: eager sums per kernel offset first (col2vol), "
-                              "a different rounding than one convolution")
-        y = _conv_transpose(ctx, xv, wv, stride, padding, dilation, _per_dim(output_padding, spatial, 0), groups)
+        transpose = _conv_transpose_col2vol if spatial == 3 else _conv_transpose
+        y = transpose(ctx, xv, wv, stride, padding, dilation, _per_dim(output_padding, spatial, 0), groups)
     else:
         y = _conv(ctx, xv, wv, stride, padding, dilation, groups)
     y = ctx.reshape(y, static_shape(val))

@@ -21,7 +21,7 @@ from torch_mlir import ir
 from ...dialects import dynamo as dy
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
-from .coverage_nn import _const
+from .coverage_nn import _const, _outer, _strides
 from .elementwise import compute_dtype
 from .nn import _i64s
 from .reduction import reduce
@@ -68,22 +68,6 @@ class Geometry:
 
     def attrs(self):
         return [_i64s(v) for v in (self.kernel, self.stride, self.padding, self.dilation)]
-
-
-def _outer(tables, combine):
-    """Combine per-dim [o_i, k_i] tables into one over axes (o_1.., k_1..)."""
-    spatial = len(tables)
-    total = None
-    for i, t in enumerate(tables):
-        shape = [1] * (2 * spatial)
-        shape[i], shape[spatial + i] = t.shape
-        t = t.reshape(shape)
-        total = t if total is None else combine(total, t)
-    return total
-
-
-def _strides(sizes):
-    return [int(np.prod(sizes[i + 1:])) for i in range(len(sizes))]
 
 
 def _batched(ctx, x, spatial):
