@@ -15,7 +15,7 @@ UNARY_OPS = {
     "reciprocal": "1 / x", "sin": "sin x", "cos": "cos x", "tan": "tan x", "tanh": "tanh x",
     "atan": "atan x", "asin": "asin x", "acos": "acos x", "sinh": "sinh x", "cosh": "cosh x",
     "asinh": "asinh x", "acosh": "acosh x", "atanh": "atanh x",
-    "erf": "erf x", "erfinv": "erf^-1 x", "sigmoid": "1 / (1 + e^-x)", "relu": "max(x, 0)",
+    "erf": "erf x", "sigmoid": "1 / (1 + e^-x)", "relu": "max(x, 0)",
     "gelu": "x * Phi(x) (exact erf form)", "gelu_tanh": "gelu, tanh approximation",
     "floor": "floor x", "ceil": "ceil x", "round": "round half to even", "trunc": "round toward 0",
     "sign": "sign x", "not": "logical/bitwise not", "isnan": "x != x (result i1)",

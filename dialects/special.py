@@ -1,6 +1,6 @@
 """Special functions (gamma/zeta/error-function family): elementwise ops made from tables, with
-the verifiers and class maker of elementwise.py. `erfinv` is already in elementwise.py's table;
-its lowering lives with these (lowering/rules/special.py).
+the verifiers and class maker of elementwise.py. Their lowerings (lowering/rules/special.py)
+are CPU-only.
 
 Every op here maps float operands of one type to that type; the lowering computes in f64."""
 
@@ -12,6 +12,7 @@ from .elementwise import _binary_doc, _make_op, _unary_doc, _verify_binary, _ver
 SPECIAL_UNARY_OPS = {
     "lgamma": "ln |Gamma(x)|",
     "digamma": "psi(x) = d/dx ln Gamma(x)",
+    "erfinv": "erf^-1 x",
     "ndtri": "the inverse of the standard normal CDF",
     "erfcx": "e^(x^2) erfc(x), the scaled complementary error function",
 }

@@ -26,7 +26,7 @@ SPECIAL_BINARY = {aten.special_zeta: "zeta", aten.igamma: "igamma", aten.igammac
 
 
 def _op_class(name: str) -> type:
-    return dy.SPECIAL_UNARY_CLASSES.get(name) or dy.SPECIAL_BINARY_CLASSES.get(name) or dy.UNARY_CLASSES[name]
+    return dy.SPECIAL_UNARY_CLASSES.get(name) or dy.SPECIAL_BINARY_CLASSES[name]
 
 
 def _float_result(ctx, node) -> tuple[torch.Tensor, list]:
@@ -52,18 +52,24 @@ def _select(ctx, cond, a, b) -> ir.Value:
     return dy.SelectOp(cond, a, b, out=ctx.type_like(a)).out
 
 
+# The ops see float32 for the half types (rounded back by a cast, as eager's kernels do): a
+# bfloat16 body widened straight to f64 around scf loops once made LLVM call a compiler-rt
+# routine (__truncsfbf2) the JIT does not have.
+COMPUTE = torch.float32
+
+
 @import_rule(*SPECIAL_UNARY)
 def _special_unary(ctx, node):
     val, shape = _float_result(ctx, node)
-    x = ctx.operand(node.args[0], val.dtype, shape)
-    return _emit(ctx, SPECIAL_UNARY[node.target.overloadpacket], x)
+    x = ctx.operand(node.args[0], COMPUTE, shape)
+    return ctx.cast(_emit(ctx, SPECIAL_UNARY[node.target.overloadpacket], x), val.dtype)
 
 
 @import_rule(*SPECIAL_BINARY)
 def _special_binary(ctx, node):
     val, shape = _float_result(ctx, node)
-    a, b = (ctx.operand(arg, val.dtype, shape) for arg in node.args[:2])
-    return _emit(ctx, SPECIAL_BINARY[node.target.overloadpacket], a, b)
+    a, b = (ctx.operand(arg, COMPUTE, shape) for arg in node.args[:2])
+    return ctx.cast(_emit(ctx, SPECIAL_BINARY[node.target.overloadpacket], a, b), val.dtype)
 
 
 @import_rule(aten.polygamma)
@@ -74,9 +80,8 @@ def _polygamma(ctx, node):
     if not isinstance(n, int) or n < 0:
         raise Unsupported(f"polygamma order {n!r}")
     val, shape = _float_result(ctx, node)
-    # zeta * n! rounds twice: do it in float32 for the half types (one final rounding to them)
-    compute = torch.float32
-    x = ctx.operand(arg, compute, shape)
+    # zeta * n! rounds twice: in float32, then once more to a half type
+    x = ctx.operand(arg, COMPUTE, shape)
     if n == 0:
         return ctx.cast(_emit(ctx, "digamma", x), val.dtype)
     if n >= 3 and val.dtype != torch.float32:

@@ -482,6 +482,6 @@ def _lower_binary(op):
 
 
 for _name in UNARY:
-    register_lowering(dy.SPECIAL_UNARY_CLASSES.get(_name) or dy.UNARY_CLASSES[_name], _lower_unary, target="cpu")
+    register_lowering(dy.SPECIAL_UNARY_CLASSES[_name], _lower_unary, target="cpu")
 for _name in BINARY:
     register_lowering(dy.SPECIAL_BINARY_CLASSES[_name], _lower_binary, target="cpu")
