@@ -75,8 +75,9 @@ def _inverse(perm):
 # ATen ops whose decomposition lands on index_put and whose eager kernel accumulates bf16/f16
 # serially in the half type, as dynamo.index_put does (index_add and the embedding backward
 # sum in float32 on some shapes: those stay eager for half types).
-_HALF_SERIAL_SOURCES = {None, aten.index_put.default, aten._unsafe_index_put.default,
-                        aten._index_put_impl_.default, aten._unsafe_masked_index_put_accumulate.default}
+# (Names: the node's original_aten is not always the same OpOverload object as aten.<op>.)
+_HALF_SERIAL_SOURCES = {"None", "aten.index_put.default", "aten._unsafe_index_put.default",
+                        "aten._index_put_impl_.default", "aten._unsafe_masked_index_put_accumulate.default"}
 
 
 @import_rule(aten.index_put.default, aten._unsafe_index_put.default)
@@ -89,7 +90,7 @@ def _index_put(ctx, node):
     indices = list(a["indices"]) + [None] * (len(shape) - len(a["indices"]))
     values = ctx.cast(ctx.tensor(a["values"]), dtype)
     accumulate = bool(a["accumulate"])
-    if accumulate and dtype in HALF and node.meta.get("original_aten") not in _HALF_SERIAL_SOURCES:
+    if accumulate and dtype in HALF and str(node.meta.get("original_aten")) not in _HALF_SERIAL_SOURCES:
         raise Unsupported(f"half-precision accumulate from {node.meta.get('original_aten')}: "
                           "eager's kernel for it may sum in float32")
     masks = [i for i in indices if i is not None and i.meta["val"].dtype in (torch.bool, torch.uint8)]
@@ -358,3 +359,90 @@ def _as_strided_scatter(ctx, node):
     flat = ctx.reshape(dest, [total])
     out = dy.IndexPutOp(flat, src, [_const(ctx, flat_pos.reshape(-1))], _i64_attr(0), out=ctx.type_like(flat)).out
     return ctx.reshape(out, shape)
+
+
+# ----------------------------------------------------------------------------- segment_reduce
+
+# segment_reduce's reduce -> (dynamo.scatter's reduce, the start value when `initial` is not given)
+_SEGMENT = {"max": ("amax", -np.inf), "min": ("amin", np.inf), "sum": ("sum", 0), "prod": ("prod", 1),
+            "mean": ("sum", 0)}
+
+
+def _segment_ids(ctx, ends, start, n):
+    """The segment of each of the n positions: how many segment ends are <= it (segments are
+    [end_{j-1}, end_j) from `start`); positions outside every segment get id L (a spare row)."""
+    count = ctx.shape_of(ends)[0]
+    pos = _const(ctx, np.arange(n).reshape(n, 1))
+    grid = [n, count]
+    past = dy.CompareOp(ctx.broadcast(pos, grid), ctx.broadcast(ctx.reshape(ends, [1, count]), grid),
+                        ir.StringAttr.get("ge"), out=ctx.type_like(pos, torch.bool, grid)).out
+    ids = reduce_sum(ctx, ctx.cast(past, I64), 1)
+    if start is not None:
+        before = dy.CompareOp(ctx.reshape(pos, [n]), ctx.broadcast(ctx.reshape(start, []), [n]),
+                              ir.StringAttr.get("lt"), out=ctx.type_like(ids, torch.bool)).out
+        ids = dy.SelectOp(before, ctx.broadcast(ctx.scalar(count, I64), [n]), ids, out=ctx.type_like(ids)).out
+    return ids
+
+
+def reduce_sum(ctx, x, dim):
+    shape = ctx.shape_of(x)
+    return dy.ReduceOp(x, ir.StringAttr.get("sum"), ir.DenseI64ArrayAttr.get([dim]),
+                       out=ctx.type_like(x, shape=shape[:dim] + shape[dim + 1:])).out
+
+
+def _slice1(ctx, x, begin, size):
+    step = ir.DenseI64ArrayAttr.get([1])
+    return dy.SliceOp(x, ir.DenseI64ArrayAttr.get([begin]), step, out=ctx.type_like(x, shape=[size])).out
+
+
+def _segments(ctx, a):
+    """(ends, start, lengths) of the segments, i64 [L], [1] or None, [L]."""
+    if a["lengths"] is not None:
+        lengths = ctx.cast(ctx.tensor(a["lengths"]), I64)
+        if len(ctx.shape_of(lengths)) != 1:
+            raise Unsupported("segment_reduce with multi-dim lengths")
+        count = ctx.shape_of(lengths)[0]
+        tri = _const(ctx, np.tri(count, dtype=np.int64))  # ends = running sum of lengths
+        spread = ctx.broadcast(ctx.reshape(lengths, [1, count]), [count, count])
+        return reduce_sum(ctx, ctx.emit("mul", spread, tri, out=ctx.type_like(tri)), 1), None, lengths
+    if a["offsets"] is not None:
+        offsets = ctx.cast(ctx.tensor(a["offsets"]), I64)
+        if len(ctx.shape_of(offsets)) != 1:
+            raise Unsupported("segment_reduce with multi-dim offsets")
+        count = ctx.shape_of(offsets)[0] - 1
+        ends, begins = _slice1(ctx, offsets, 1, count), _slice1(ctx, offsets, 0, count)
+        return ends, _slice1(ctx, offsets, 0, 1), ctx.emit("sub", ends, begins, out=ctx.type_like(ends))
+    raise Unsupported("segment_reduce without lengths or offsets")
+
+
+@import_rule(aten.segment_reduce.default)
+def _segment_reduce(ctx, node):
+    """Segments along axis 0 given by 1-d lengths or offsets: a dynamo.scatter of the data into
+    one row per segment (plus a spare row for data outside every segment) that starts from
+    `initial`; mean then divides by the length (an empty one stays `initial`, or NaN)."""
+    a = _bound(node)
+    data = ctx.tensor(a["data"])
+    shape, dtype = ctx.shape_of(data), ctx.dtype_of(data)
+    if not shape or a["axis"] % len(shape) != 0 or not dtype.is_floating_point:
+        raise Unsupported("segment_reduce: only float data reduced along axis 0")
+    reduce = a["reduce"]
+    if dtype in HALF and reduce in ("sum", "prod", "mean"):
+        raise Unsupported("half-precision segment sums (eager's accumulation type)")
+    ends, start, lengths = _segments(ctx, a)
+    count = ctx.shape_of(ends)[0]
+    kind, default = _SEGMENT[reduce]
+    initial = a["initial"] if a["initial"] is not None else default
+    n, rest = shape[0], shape[1:]
+    ids = ctx.broadcast(ctx.reshape(_segment_ids(ctx, ends, start, n), [n] + [1] * len(rest)), shape)
+    dest = ctx.broadcast(ctx.scalar(initial, dtype), [count + 1] + rest)
+    out = _scatter_op(ctx, dest, ids, data, 0, kind, True)
+    out = dy.SliceOp(out, ir.DenseI64ArrayAttr.get([0] * len(shape)), ir.DenseI64ArrayAttr.get([1] * len(shape)),
+                     out=ctx.type_like(out, shape=[count] + rest)).out
+    if reduce != "mean":
+        return out
+    lengths = ctx.broadcast(ctx.reshape(ctx.cast(lengths, dtype), [count] + [1] * len(rest)), ctx.shape_of(out))
+    empty = dy.CompareOp(lengths, ctx.broadcast(ctx.scalar(0, dtype), ctx.shape_of(out)), ir.StringAttr.get("le"),
+                         out=ctx.type_like(lengths, torch.bool)).out
+    mean = ctx.emit("div", out, lengths, out=ctx.type_like(out))
+    fill = ctx.broadcast(ctx.scalar(float("nan"), dtype), ctx.shape_of(out)) if a["initial"] is None else out
+    return dy.SelectOp(empty, fill, mean, out=ctx.type_like(out)).out
