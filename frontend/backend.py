@@ -16,6 +16,7 @@ from ..codegen import config, driver
 from . import aten as _rules  # noqa: F401  (registers the import rules)
 from .compile import compile_graph, new_graph_name
 from .half_precision import half_overrides
+from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
 from .aten.coverage_pool import full_precision_decompositions
 from .stats import REGISTRY, GraphReport
 
@@ -43,6 +44,7 @@ _EXTRA_DECOMPOSITIONS = [
 def decompositions() -> dict:
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
+    table.update(linear_cross_entropy_decompositions())
     table.update(full_precision_decompositions())  # grid_sampler_2d (frontend/aten/coverage_pool.py)
     table.update(half_overrides(table))  # eager's roundings for bf16/f16
     return table
