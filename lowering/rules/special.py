@@ -182,21 +182,20 @@ STIRLING = [float(B[2 * k] / (2 * k * (2 * k - 1))) for k in range(1, 11)]
 DIGAMMA_SERIES = [float(B[2 * k] / (2 * k)) for k in range(1, 11)]
 
 
-def _shift_up(x: F, step):
-    """Apply the recurrence until z >= ASYMPTOTIC_FROM (x >= 0 needs at most 10 steps):
-    returns z and the accumulated step(acc, z) over the z's passed."""
-    z, acc = x, None
+def _shift_up(x: F, acc, step):
+    """Step z = x, x+1, ... up to ASYMPTOTIC_FROM (x >= 0 needs at most 10 steps, unrolled):
+    returns the final z and acc folded as step(acc, z) over the z's below the threshold."""
+    z = x
     for _ in range(int(ASYMPTOTIC_FROM)):
         small = z < ASYMPTOTIC_FROM
-        acc = step(acc, z, small)
+        acc = select(small, step(acc, z), acc)
         z = select(small, z + 1.0, z)
     return z, acc
 
 
-def _sin_pi(x: F) -> F:
-    """sin(pi x) with the exact reduction x - round(x) (sin(pi n) is 0, not a rounding error)."""
-    r = x - roundeven(x)
-    return sin(PI * r), r
+def _reduced(x: F) -> F:
+    """x - round(x), exact: sin(pi x) and tan(pi x) from it are exactly 0 at integers."""
+    return x - roundeven(x)
 
 
 # ----------------------------------------------------------------------------- gamma family
@@ -206,12 +205,11 @@ def lgamma(x: F) -> F:
     """ln|Gamma(x)|. +inf at 0, -0, negative integers and +-inf; NaN stays NaN."""
     neg = x < 0.0
     y = select(neg, 1.0 - x, x)
-    z, prod = _shift_up(y, lambda acc, z, small: select(small, z, 1.0) * (acc if acc else 1.0))
+    z, prod = _shift_up(y, F.of(1.0), lambda acc, z: acc * z)
     zi = 1.0 / z
     series = zi * poly(zi * zi, STIRLING)
     positive = (z - 0.5) * log(z) - z + HALF_LOG_2PI + series - log(fabs(prod))
-    s, _ = _sin_pi(x)
-    reflected = log(PI / fabs(s)) - positive
+    reflected = log(PI / fabs(sin(PI * _reduced(x)))) - positive
     return choose(select(neg, reflected, positive), (isinf(x), INF))
 
 
@@ -219,10 +217,10 @@ def digamma(x: F) -> F:
     """psi(x). -inf at +0, +inf at -0 (the sign of 1/x), NaN at negative integers and -inf."""
     neg = x < 0.0
     y = select(neg, 1.0 - x, x)
-    z, acc = _shift_up(y, lambda acc, z, small: (acc if acc else F.of(0.0)) - select(small, 1.0 / z, 0.0))
+    z, acc = _shift_up(y, F.of(0.0), lambda acc, z: acc - 1.0 / z)
     zi2 = 1.0 / (z * z)
     positive = log(z) - 0.5 / z - zi2 * poly(zi2, DIGAMMA_SERIES) + acc
-    _, r = _sin_pi(x)
+    r = _reduced(x)
     reflected = positive - PI / tan(PI * r)
     return choose(select(neg, reflected, positive), (both(neg, r.eq(0.0)), NAN))
 
