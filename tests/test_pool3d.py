@@ -105,3 +105,10 @@ def test_conv_transpose3d_sums_like_eager(kwargs):
     x, w, b = (torch.empty(s).uniform_(-9, 9) for s in [(1, 4, 4, 4, 4), (4, 3, 3, 3, 3), (3,)])
     fn = lambda x, w, b: F.conv_transpose3d(x, w, b, **kwargs)  # noqa: E731
     _run(fn, x, w, b, exact=True)
+
+
+@pytest.mark.parametrize("mode,padding_mode,align_corners", [(0, 0, False), (0, 2, True), (1, 1, False), (0, 2, False)])
+def test_grid_sampler_3d_is_exact(mode, padding_mode, align_corners):
+    torch.manual_seed(0)
+    x, g = torch.empty(2, 3, 5, 6, 7).uniform_(-9, 9), torch.empty(2, 4, 3, 5, 3).uniform_(-1.3, 1.3)
+    _run(lambda x, g: torch.grid_sampler_3d(x, g, mode, padding_mode, align_corners), x, g, exact=True)

@@ -316,11 +316,67 @@ def full_precision_decompositions() -> dict:
             return reference(x, *rest, **kwargs)
         return decompose
 
-    return {op: float_only(ref) for op, ref in get_decompositions([aten.grid_sampler_2d]).items()}
+    table = {op: float_only(ref) for op, ref in get_decompositions([aten.grid_sampler_2d]).items()}
+    table[aten.grid_sampler_3d.default] = float_only(_grid_sampler_3d)
+    return table
 
 
-@import_rule(aten.grid_sampler_2d)
-def _grid_sampler_2d(ctx, node):
+def _source_index(coord, size: int, padding_mode: int, align_corners: bool):
+    """A grid coordinate in [-1, 1] as a position along a dim of `size`, with eager's roundings;
+    border clamps it, reflection folds it back (about the end pixels' centers with
+    align_corners, else about their outer edges) and clamps."""
+    if align_corners:
+        x = ((coord + 1) / 2) * (size - 1)
+    else:
+        x = ((coord + 1) * size - 1) / 2
+    if padding_mode == 2:  # reflection
+        lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+        if hi > lo:
+            span = hi - lo
+            d = (x - lo).abs()
+            extra = torch.fmod(d, span)
+            odd = torch.fmod(torch.floor(d / span), 2) != 0
+            x = torch.where(odd, span - extra + lo, extra + lo)
+        else:
+            x = torch.zeros_like(x)
+    if padding_mode in (1, 2):
+        x = x.clamp(0, size - 1)
+    return x
+
+
+def _grid_sampler_3d(x, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
+    """Trilinear (mode 0) or nearest (mode 1) sampling of x [N, C, D, H, W] at grid [N, ..., 3]
+    (x, y, z order): gathers from the flattened volume, zero outside it; the 8 corners' products
+    are summed in eager's order (z, then y, then x outermost first)."""
+    if interpolation_mode not in (0, 1):
+        return NotImplemented
+    n, c, d, h, w = x.shape
+    out_shape = grid.shape[1:-1]
+    ix, iy, iz = (_source_index(grid[..., i], size, padding_mode, align_corners)
+                  for i, size in enumerate((w, h, d)))
+    flat = x.reshape(n, c, d * h * w)
+
+    def corner(zi, yi, xi):
+        inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h) & (zi >= 0) & (zi < d)
+        index = torch.where(inside, (zi * h + yi) * w + xi, 0).to(torch.int64).reshape(n, 1, -1)
+        values = torch.gather(flat, 2, index.expand(n, c, index.shape[-1])).reshape(n, c, *out_shape)
+        return torch.where(inside.unsqueeze(1), values, 0)
+
+    if interpolation_mode == 1:
+        return corner(torch.round(iz), torch.round(iy), torch.round(ix))
+    x0, y0, z0 = torch.floor(ix), torch.floor(iy), torch.floor(iz)
+    x1, y1, z1 = x0 + 1, y0 + 1, z0 + 1
+    out = None
+    for zc, wz in ((z0, z1 - iz), (z1, iz - z0)):
+        for yc, wy in ((y0, y1 - iy), (y1, iy - y0)):
+            for xc, wx in ((x0, x1 - ix), (x1, ix - x0)):
+                term = corner(zc, yc, xc) * (wx * wy * wz).unsqueeze(1)
+                out = term if out is None else out + term
+    return out
+
+
+@import_rule(aten.grid_sampler_2d, aten.grid_sampler_3d)
+def _grid_sampler(ctx, node):
     raise Unsupported("half-precision grid sampling: eager's kernel computes in the half type")
 
 
