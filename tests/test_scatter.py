@@ -184,3 +184,19 @@ def test_segment_reduce(reduce):
     for actual, expected in zip(_compiled(fn, data, lengths, offsets, rows), fn(data, lengths, offsets, rows)):
         _equal(actual, expected)
     assert_all_compiled()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_embedding_bag(dtype):
+    """sum with per-sample weights, mean with an empty bag and padding_idx, sum with the last
+    offset included (positions past it dropped), max, 2-d bags."""
+    weight, idx = r(10, 4).to(dtype), torch.tensor([1, 7, 7, 3, 0, 9, 2])
+    offsets, psw = torch.tensor([0, 2, 2, 5]), r(7).to(dtype)
+    fn = lambda w, i, o, p: (F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p),
+                             F.embedding_bag(i, w, o, mode="mean", padding_idx=3),
+                             F.embedding_bag(i, w, o[:3], mode="sum", include_last_offset=True),
+                             F.embedding_bag(i, w, o, mode="max"),
+                             F.embedding_bag(i[:6].reshape(2, 3), w, mode="mean"))
+    for actual, expected in zip(_compiled(fn, weight, idx, offsets, psw), fn(weight, idx, offsets, psw)):
+        torch.testing.assert_close(actual, expected)
+    assert_all_compiled()

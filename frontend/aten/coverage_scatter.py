@@ -444,3 +444,59 @@ def _segment_reduce(ctx, node):
     mean = ctx.emit("div", out, lengths, out=ctx.type_like(out))
     fill = ctx.broadcast(ctx.scalar(float("nan"), dtype), ctx.shape_of(out)) if a["initial"] is None else out
     return dy.SelectOp(empty, fill, mean, out=ctx.type_like(out)).out
+
+
+# ----------------------------------------------------------------------------- embedding_bag
+
+_BAG_MODES = {0: "sum", 1: "mean", 2: "max"}
+
+
+@import_rule(aten._embedding_bag_forward_only.default, aten._embedding_bag.default)
+def _embedding_bag(ctx, node):
+    """Bags of rows: gather the rows (times per_sample_weights), then a dynamo.scatter into one
+    row per bag (bag ids as in segment_reduce; padding_idx entries go to a spare row). mean
+    divides by the bag's size; empty bags are 0. Only the output itself is produced (offset2bag,
+    bag_size and max_indices are left to eager where a graph uses them)."""
+    a = _bound(node)
+    weight, indices, offsets = ctx.tensor(a["weight"]), ctx.tensor(a["indices"]), ctx.tensor(a["offsets"])
+    mode, out_dtype = _BAG_MODES[a["mode"]], ctx.dtype_of(weight)
+    dtype = F32 if out_dtype in HALF else out_dtype  # eager sums half bags in float32, rounding once
+    weight = ctx.cast(weight, dtype)
+    (rows_in, dim), (n,), (n_off,) = ctx.shape_of(weight), ctx.shape_of(indices), ctx.shape_of(offsets)
+    bags = n_off - 1 if a["include_last_offset"] else n_off
+    if not n or not bags or not rows_in:
+        raise Unsupported("embedding_bag with no indices, bags or rows")
+    if a["include_last_offset"] and mode != "sum":
+        # eager's max bag and mean divisor then run to the end of the indices, past the last offset
+        raise Unsupported(f"embedding_bag {mode} with include_last_offset")
+    idx = ctx.cast(indices, I64)
+    wrapped = ctx.emit("rem", idx, ctx.broadcast(ctx.scalar(rows_in, I64), [n]), out=ctx.type_like(idx))
+    rows = dy.GatherOp(weight, wrapped, out=ctx.type_like(weight, shape=[n, dim])).out
+    if a["per_sample_weights"] is not None:
+        psw = ctx.broadcast(ctx.reshape(ctx.cast(ctx.tensor(a["per_sample_weights"]), dtype), [n, 1]), [n, dim])
+        rows = ctx.emit("mul", rows, psw, out=ctx.type_like(rows))
+    offsets = ctx.cast(offsets, I64)
+    ends = _slice1(ctx, offsets, 1, n_off - 1) if n_off > 1 and (bags > 1 or a["include_last_offset"]) else None
+    if ends is not None and not a["include_last_offset"]:
+        ends = _slice1(ctx, ends, 0, bags - 1) if bags > 1 else None
+    ids = _segment_ids(ctx, ends, None, n) if ends is not None else ctx.full(0, [n], I64)
+    pad = a["padding_idx"]
+    if pad is not None and pad >= 0:
+        skip = dy.CompareOp(idx, ctx.broadcast(ctx.scalar(pad, I64), [n]), ir.StringAttr.get("eq"),
+                            out=ctx.type_like(idx, torch.bool)).out
+        ids = dy.SelectOp(skip, ctx.broadcast(ctx.scalar(bags, I64), [n]), ids, out=ctx.type_like(ids)).out
+    spread = ctx.broadcast(ctx.reshape(ids, [n, 1]), [n, dim])
+    start = ctx.broadcast(ctx.scalar(-np.inf if mode == "max" else 0, dtype), [bags + 1, dim])
+    out = _scatter_op(ctx, start, spread, rows, 0, "amax" if mode == "max" else "sum", True)
+    out = dy.SliceOp(out, ir.DenseI64ArrayAttr.get([0, 0]), ir.DenseI64ArrayAttr.get([1, 1]),
+                     out=ctx.type_like(out, shape=[bags, dim])).out
+    if mode != "sum":
+        ones = ctx.broadcast(ctx.scalar(1, dtype), [n])
+        size = _scatter_op(ctx, ctx.broadcast(ctx.scalar(0, dtype), [bags + 1]), ids, ones, 0, "sum", True)
+        size = ctx.broadcast(ctx.reshape(_slice1(ctx, size, 0, bags), [bags, 1]), [bags, dim])
+        empty = dy.CompareOp(size, ctx.broadcast(ctx.scalar(0, dtype), [bags, dim]), ir.StringAttr.get("eq"),
+                             out=ctx.type_like(size, torch.bool)).out
+        if mode == "mean":
+            out = ctx.emit("div", out, size, out=ctx.type_like(out))
+        out = dy.SelectOp(empty, ctx.broadcast(ctx.scalar(0, dtype), [bags, dim]), out, out=ctx.type_like(out)).out
+    return ctx.cast(out, out_dtype), None, None, None
