@@ -13,6 +13,8 @@ samples), where nn.py/training.py handle only the plain 2-d cases.
   scatter-add of eager becomes a gather and a sum, in eager's order (ascending output position).
 """
 
+import itertools
+
 import numpy as np
 import torch
 from torch._decomp import get_decompositions
@@ -306,18 +308,21 @@ def _max_pool3d_backward(ctx, node):
 
 
 def full_precision_decompositions() -> dict:
-    """torch's grid_sampler_2d reference (gathers and arithmetic we import), for float32/64 only:
-    eager's half kernel computes in the half type itself, so half inputs stay one eager op."""
+    """Grid sampling as gathers and arithmetic we import. 2-d: float32/64 go through torch's
+    reference (eager's vectorized float kernel rounds as it does), half inputs through our own
+    steps, which round as eager's scalar half kernel does (every step in the half type); 3-d
+    (one scalar kernel for all types): our own steps."""
+    references = get_decompositions([aten.grid_sampler_2d])
 
-    def float_only(reference):
-        def decompose(x, *rest, **kwargs):
-            if x.dtype in (torch.bfloat16, torch.float16):
-                return NotImplemented
-            return reference(x, *rest, **kwargs)
+    def sampler_2d(reference):
+        def decompose(x, grid, interpolation_mode, padding_mode, align_corners):
+            if x.dtype not in (torch.bfloat16, torch.float16):
+                return reference(x, grid, interpolation_mode, padding_mode, align_corners)
+            return _grid_sample(x, grid, interpolation_mode, padding_mode, align_corners)
         return decompose
 
-    table = {op: float_only(ref) for op, ref in get_decompositions([aten.grid_sampler_2d]).items()}
-    table[aten.grid_sampler_3d.default] = float_only(_grid_sampler_3d)
+    table = {op: sampler_2d(ref) for op, ref in references.items()}
+    table[aten.grid_sampler_3d.default] = _grid_sample
     return table
 
 
@@ -344,40 +349,49 @@ def _source_index(coord, size: int, padding_mode: int, align_corners: bool):
     return x
 
 
-def _grid_sampler_3d(x, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
-    """Trilinear (mode 0) or nearest (mode 1) sampling of x [N, C, D, H, W] at grid [N, ..., 3]
-    (x, y, z order): gathers from the flattened volume, zero outside it; the 8 corners' products
-    are summed in eager's order (z, then y, then x outermost first)."""
+def _grid_sample(x, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
+    """Bilinear/trilinear (mode 0) or nearest (mode 1) sampling of x [N, C, (D,) H, W] at grid
+    [N, ..., 2 or 3] (coordinates in x, y(, z) order): gathers from the flattened input, zero
+    outside it; the corners' products are summed in eager's order (slowest dim outermost)."""
     if interpolation_mode not in (0, 1):
-        return NotImplemented
-    n, c, d, h, w = x.shape
+        return NotImplemented  # bicubic: its import rule leaves it eager
+    n, c, *sizes = x.shape
     out_shape = grid.shape[1:-1]
-    ix, iy, iz = (_source_index(grid[..., i], size, padding_mode, align_corners)
-                  for i, size in enumerate((w, h, d)))
-    flat = x.reshape(n, c, d * h * w)
+    coords = [_source_index(grid[..., len(sizes) - 1 - i], size, padding_mode, align_corners)
+              for i, size in enumerate(sizes)]  # slowest dim first
+    flat = x.reshape(n, c, -1)
 
-    def corner(zi, yi, xi):
-        inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h) & (zi >= 0) & (zi < d)
-        index = torch.where(inside, (zi * h + yi) * w + xi, 0).to(torch.int64).reshape(n, 1, -1)
+    def corner(points):
+        inside = None
+        for p, size in zip(points, sizes):
+            ok = (p >= 0) & (p < size)
+            inside = ok if inside is None else inside & ok
+        index = None
+        for p, size in zip(points, sizes):
+            p = torch.where(inside, p, 0).to(torch.int64)  # integer math: a half can't hold the index
+            index = p if index is None else index * size + p
+        index = index.reshape(n, 1, -1)
         values = torch.gather(flat, 2, index.expand(n, c, index.shape[-1])).reshape(n, c, *out_shape)
         return torch.where(inside.unsqueeze(1), values, 0)
 
     if interpolation_mode == 1:
-        return corner(torch.round(iz), torch.round(iy), torch.round(ix))
-    x0, y0, z0 = torch.floor(ix), torch.floor(iy), torch.floor(iz)
-    x1, y1, z1 = x0 + 1, y0 + 1, z0 + 1
+        return corner([torch.round(p) for p in coords])
+    lows = [torch.floor(p) for p in coords]
+    # per dim: (corner, weight) for the low and high neighbour
+    sides = [((lo, lo + 1 - p), (lo + 1, p - lo)) for lo, p in zip(lows, coords)]
     out = None
-    for zc, wz in ((z0, z1 - iz), (z1, iz - z0)):
-        for yc, wy in ((y0, y1 - iy), (y1, iy - y0)):
-            for xc, wx in ((x0, x1 - ix), (x1, ix - x0)):
-                term = corner(zc, yc, xc) * (wx * wy * wz).unsqueeze(1)
-                out = term if out is None else out + term
+    for choice in itertools.product(*sides):
+        weight = None
+        for _, w in reversed(choice):  # eager multiplies the x weight first
+            weight = w if weight is None else weight * w
+        term = corner([pt for pt, _ in choice]) * weight.unsqueeze(1)
+        out = term if out is None else out + term
     return out
 
 
-@import_rule(aten.grid_sampler_2d, aten.grid_sampler_3d)
+@import_rule(aten.grid_sampler_2d)
 def _grid_sampler(ctx, node):
-    raise Unsupported("half-precision grid sampling: eager's kernel computes in the half type")
+    raise Unsupported("half-precision bicubic grid sampling")
 
 
 # ----------------------------------------------------------------------------- antialiased resize
