@@ -66,16 +66,14 @@ def test_conv3d_ir(tmp_path):
     assert "linalg.generic" in read_stage(str(tmp_path), "linalg")
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_avg_pool_bf16_and_f32(dtype):
+def test_avg_pool_bf16_is_exact():
     torch.manual_seed(0)
     _run(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), r(2, 3, 9, 10),
-         dtype=dtype, exact=dtype == torch.bfloat16)
+         dtype=torch.bfloat16, exact=True)
 
 
 BACKWARD = {  # overlapping, padded, dilated, ceil_mode windows: eager's scatter-add, replayed
     "2d_overlap_pad_ceil": (lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True), (2, 3, 9, 10)),
-    "2d_stride1": (lambda x: F.max_pool2d(x, 3, 1, 1), (2, 3, 8, 8)),
     "3d_dilated": (lambda x: F.max_pool3d(x, 3, 2, 1, dilation=(1, 2, 1)), (2, 3, 7, 8, 9)),
 }
 
