@@ -1,6 +1,6 @@
 """Scatters found missing by the OpInfo sweep: index_put (and with it index_add/copy/fill,
-max_unpool), put, scatter/scatter_add/scatter_reduce, index_reduce, masked_scatter, and the view
-scatters slice_scatter, diagonal_scatter, as_strided_scatter.
+max_unpool), put, scatter/scatter_add/scatter_reduce, index_reduce, masked_scatter, segment_reduce,
+embedding_bag (forward), and the view scatters slice_scatter, diagonal_scatter, as_strided_scatter.
 
 The data-dependent ones become `dynamo.index_put`, `dynamo.scatter` or `dynamo.masked_scatter`
 (serial loops, CPU only: see lowering/rules/scatter.py). The view scatters have static target
