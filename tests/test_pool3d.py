@@ -95,14 +95,17 @@ def test_max_pool_backward_is_exact(name, dtype):
     torch.testing.assert_close(got, want, rtol=0, atol=0)  # same order and roundings as eager
 
 
-@pytest.mark.parametrize("kwargs", [dict(stride=2, padding=2, output_padding=1),
-                                    dict(stride=(2, 1, 2), padding=1, output_padding=(1, 0, 1), dilation=(1, 2, 1))])
-def test_conv_transpose3d_sums_like_eager(kwargs):
-    """Eager's slow kernel: fused multiply-add columns, then col2vol in kernel order: bit-exact."""
+@pytest.mark.parametrize("kwargs,dtype", [
+    (dict(stride=2, padding=2, output_padding=1), torch.float32),
+    (dict(stride=(2, 1, 2), padding=1, output_padding=(1, 0, 1), dilation=(1, 2, 1)), torch.float32),
+    (dict(stride=2, padding=1, output_padding=1), torch.bfloat16)])
+def test_conv_transpose3d_sums_like_eager(kwargs, dtype):
+    """Eager's slow kernel: fused multiply-add columns, then col2vol in kernel order (bf16: both
+    rounded to bf16 along the way): bit-exact."""
     torch.manual_seed(0)
     x, w, b = (torch.empty(s).uniform_(-9, 9) for s in [(1, 4, 4, 4, 4), (4, 3, 3, 3, 3), (3,)])
     fn = lambda x, w, b: F.conv_transpose3d(x, w, b, **kwargs)  # noqa: E731
-    _run(fn, x, w, b, exact=True)
+    _run(fn, x, w, b, dtype=dtype, exact=True)
 
 
 @pytest.mark.parametrize("mode,padding_mode,align_corners", [(0, 2, False), (1, 1, True)])

@@ -137,9 +137,26 @@ def _eager_conv_backend(x, w, ctx, stride, padding, dilation, output_padding, gr
     return str(backend).rsplit(".", 1)[-1]
 
 
-def _conv_transpose_col2vol(ctx, x, w, stride, padding, dilation, output_padding, groups):
+def ordered_sum(ctx, x, dim: int, dtype):
+    """Sum x over `dim` in index order. For a half `dtype`, rounded to it after every addition,
+    as eager's kernels that accumulate into a half-typed result do."""
+    if dtype not in HALF:
+        return reduce(ctx, x, "sum", [dim], False)
+    shape = ctx.shape_of(x)
+    kept = shape[:dim] + shape[dim + 1:]
+    total = None
+    for i in range(shape[dim]):
+        start, size = [0] * len(shape), list(shape)
+        start[dim], size[dim] = i, 1
+        term = ctx.reshape(_slice(ctx, x, start, size), kept)
+        total = term if total is None else ctx.emit("add", total, term, out=ctx.type_like(term))
+        total = ctx.cast(ctx.cast(total, dtype), ctx.dtype_of(x))
+    return total
+
+
+def _conv_transpose_col2vol(ctx, x, w, stride, padding, dilation, output_padding, groups, dtype):
     """Transposed convolution as eager's slow kernel takes it: per group, columns = weight^T @ x
-    ([C_out/g * K, input positions], a BLAS matmul, fused multiply-adds), then each output element adds its columns
+    ([C_out/g * K, input positions], a BLAS matmul, fused multiply-adds; rounded for half types), then each output element adds its columns
     over the kernel offsets in ascending order (col2vol), here a gather and an ordered sum."""
     n, cin, *ins = ctx.shape_of(x)
     _, cout_g, *kernel = ctx.shape_of(w)
@@ -158,13 +175,15 @@ def _conv_transpose_col2vol(ctx, x, w, stride, padding, dilation, output_padding
                      [n * groups, cout_g * n_k, cin_g])
     xs = ctx.reshape(x, [n * groups, cin_g, n_in])
     cols = _fma_matmul(ctx, wt, xs)
+    if dtype in HALF:  # eager's columns are a half tensor
+        cols = ctx.cast(ctx.cast(cols, dtype), ctx.dtype_of(cols))
     rows = _permute(ctx, ctx.reshape(cols, [planes, n_k * n_in]), [1, 0])  # (K, in) rows, planes
     table, valid = _col2vol_table(ins, outs, kernel, stride, padding, dilation)
     wide = [n_out, n_k, planes]
     g = dy.GatherOp(rows, _const(ctx, table, torch.int64), out=ctx.type_like(rows, shape=wide)).out
     keep = ctx.broadcast(ctx.cast(_const(ctx, valid.reshape(n_out, n_k, 1).astype(np.int64), torch.int64), torch.bool), wide)
     g = dy.SelectOp(keep, g, ctx.broadcast(ctx.scalar(0, ctx.dtype_of(g)), wide), out=ctx.type_like(g)).out
-    y = _permute(ctx, reduce(ctx, g, "sum", [1], False), [1, 0])
+    y = _permute(ctx, ordered_sum(ctx, g, 1, dtype), [1, 0])
     return ctx.reshape(y, [n, groups * cout_g, *outs])
 
 
@@ -190,10 +209,13 @@ def _convolution(ctx, node):
     spatial = rank - 2
     stride, padding, dilation = (_per_dim(v, spatial, u) for v, u in ((stride, 1), (padding, 0), (dilation, 1)))
     if transposed:
-        if val.dtype in HALF:
+        output_padding = _per_dim(output_padding, spatial, 0)
+        if spatial == 3:
+            y = _conv_transpose_col2vol(ctx, xv, wv, stride, padding, dilation, output_padding, groups, val.dtype)
+        elif val.dtype in HALF:
             raise Unsupported("half-precision transposed convolution: eager's kernel rounds its partial sums differently")
-        transpose = _conv_transpose_col2vol if spatial == 3 else _conv_transpose
-        y = transpose(ctx, xv, wv, stride, padding, dilation, _per_dim(output_padding, spatial, 0), groups)
+        else:
+            y = _conv_transpose(ctx, xv, wv, stride, padding, dilation, output_padding, groups)
     else:
         y = _conv(ctx, xv, wv, stride, padding, dilation, groups)
     y = ctx.reshape(y, static_shape(val))

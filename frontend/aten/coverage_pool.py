@@ -23,12 +23,11 @@ from torch_mlir import ir
 from ...dialects import dynamo as dy
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
-from .coverage_nn import _const, _outer, _strides
+from .coverage_nn import _const, _outer, _strides, ordered_sum
 from .elementwise import compute_dtype
 from .nn import _i64s
 from .reduction import reduce
-from .training import (_attr_i64, _indices_read, _iota, _max_pool_backward, _max_pool_with_indices, _pad,
-                       _permute, _slice)
+from .training import _attr_i64, _indices_read, _iota, _max_pool_backward, _max_pool_with_indices, _pad, _permute
 
 aten = torch.ops.aten
 
@@ -273,22 +272,8 @@ def _general_max_pool_backward(ctx, node, spatial: int):
     valid = ctx.broadcast(ctx.cast(_const(ctx, ok.reshape(n_in, k, 1).astype(np.int64), torch.int64), torch.bool), wide)
     hit = ctx.emit("and", hit, valid, out=ctx.type_like(hit))
     routed = dy.SelectOp(hit, g, ctx.broadcast(ctx.scalar(0, compute), wide), out=ctx.type_like(g)).out
-    total = _permute(ctx, _sum_candidates(ctx, routed, val.dtype), [1, 0])
+    total = _permute(ctx, ordered_sum(ctx, routed, 1, val.dtype), [1, 0])  # eager's order and half roundings
     return ctx.cast(ctx.reshape(total, shape), val.dtype)
-
-
-def _sum_candidates(ctx, routed, dtype):
-    """Sum [in, K, planes] over K in order. Eager's half kernels add into the half-typed gradient,
-    rounding after every addition: that is replayed one slot at a time."""
-    if dtype not in (torch.bfloat16, torch.float16):
-        return reduce(ctx, routed, "sum", [1], False)
-    n_in, k, planes = ctx.shape_of(routed)
-    total = None
-    for i in range(k):
-        term = ctx.reshape(_slice(ctx, routed, [0, i, 0], [n_in, 1, planes]), [n_in, planes])
-        total = term if total is None else ctx.emit("add", total, term, out=ctx.type_like(term))
-        total = ctx.cast(ctx.cast(total, dtype), ctx.dtype_of(routed))
-    return total
 
 
 @import_rule(aten.max_pool2d_with_indices_backward)
