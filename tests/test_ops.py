@@ -162,3 +162,22 @@ def test_double_to_bfloat16_rounds_through_float_like_c10():
     x = torch.randn(1000, dtype=torch.float64) * 1e3
     fn = lambda x: (x * 3).to(torch.bfloat16)
     assert torch.equal(torch.compile(fn, backend="mlir", options={"strict": True})(x), fn(x))
+
+
+NONZERO_STATIC_CASES = [
+    (torch.tensor([[0, 1.0], [2, 0]]), 3, -1), (torch.tensor([[0, 1.0], [2, 0]]), 1, -1),
+    (torch.tensor([1, 0, 3]), 5, 0), (torch.zeros(4), 2, -1), (torch.tensor(2.0), 2, -1),
+]
+
+
+@pytest.mark.parametrize("x,size,fill", NONZERO_STATIC_CASES)
+def test_nonzero_static_matches_eager(x, size, fill):
+    fn = lambda x: torch.nonzero_static(x, size=size, fill_value=fill)
+    assert torch.equal(torch.compile(fn, backend="mlir", options={"strict": True})(x), fn(x))
+
+
+def test_nonzero_static_of_a_random_3d_tensor_is_compiled():
+    x = torch.randn(3, 4, 5).round()  # about a third zeros
+    fn = lambda x: torch.nonzero_static(x, size=40, fill_value=7)
+    assert torch.equal(torch.compile(fn, backend="mlir")(x), fn(x))
+    assert_all_compiled()

@@ -7,6 +7,7 @@ flattening them makes that one `dynamo.gather` of rows, with the row number
 flat = sum_k wrap(i_k) * stride_k (row-major over the indexed dims).
 """
 
+import numpy as np
 import torch
 from torch_mlir import ir
 
@@ -102,3 +103,56 @@ def _broadcast_in_dim(ctx, node):
     for i, d in enumerate(dims):
         placed[d] = ctx.shape_of(x)[i]
     return ctx.broadcast(ctx.reshape(x, placed), shape)
+
+
+@import_rule(aten.nonzero_static)
+def _nonzero_static(ctx, node):
+    """Coordinates of the first `size` nonzeros in row-major order, rows past the count filled.
+
+    The k-th nonzero sits at flat position p_k = #{i : c_i <= k}, where c is the running count
+    of nonzeros (an inclusive scan of the mask): a compare-and-count, quadratic in numel like
+    the scans, with no data-dependent shape. Its coordinates are p_k // stride_d % size_d."""
+    from .coverage_math import _iota, scan
+
+    val = ctx.out_meta(node)
+    size, rank = static_shape(val)
+    fill = node.kwargs.get("fill_value", node.args[2] if len(node.args) > 2 else -1)
+    x = ctx.tensor(node.args[0])
+    shape = ctx.shape_of(x)
+    n = 1
+    for s in shape:
+        n *= s
+    if size == 0 or rank == 0 or n == 0:
+        return ctx.full(fill, [size, rank], I64)
+    zero = ctx.broadcast(ctx.scalar(0, ctx.dtype_of(x)), shape)
+    mask = dy.CompareOp(x, zero, ir.StringAttr.get("ne"), out=ctx.type_like(x, torch.bool)).out
+    running = scan(ctx, ctx.cast(ctx.reshape(mask, [n]), I64), 0, "sum", 0.0)  # c_i
+    wide = [size, n]
+    k = _iota(ctx, wide, 0)
+    before = dy.CompareOp(ctx.broadcast(ctx.reshape(running, [1, n]), wide), k, ir.StringAttr.get("le"),
+                          out=ctx.type_like(k, torch.bool)).out
+    position = ctx.broadcast(_sum_rows(ctx, ctx.cast(before, I64)), [size, rank])  # p_k
+    strides = [1] * rank
+    for d in range(rank - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    coords = _binary(ctx, "rem", _binary(ctx, "floordiv", position, _row(ctx, strides, size)), _row(ctx, shape, size))
+    found = dy.CompareOp(position, ctx.full(n, [size, rank], I64), ir.StringAttr.get("lt"),
+                         out=ctx.type_like(position, torch.bool)).out
+    return dy.SelectOp(found, coords, ctx.full(fill, [size, rank], I64), out=ctx.type_like(coords)).out
+
+
+def _sum_rows(ctx, x):
+    rows = ctx.shape_of(x)[0]
+    attrs = (ir.StringAttr.get("sum"), ir.DenseI64ArrayAttr.get([1]))
+    return ctx.reshape(dy.ReduceOp(x, *attrs, out=ctx.type_like(x, shape=[rows])).out, [rows, 1])
+
+
+def _row(ctx, values, rows):
+    """The int64 constants `values` as a [rows, len(values)] tensor (every row equal)."""
+    t = ir.RankedTensorType.get([1, len(values)], ir.IntegerType.get_signless(64))
+    attr = ir.DenseElementsAttr.get(np.array([values], dtype=np.int64), type=t.element_type)
+    return ctx.broadcast(dy.ConstantOp(attr, out=t).out, [rows, len(values)])
+
+
+def _binary(ctx, name, a, b):
+    return ctx.emit(name, a, b, out=ctx.type_like(a))
