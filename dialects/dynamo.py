@@ -18,9 +18,11 @@ from .base import *  # noqa: F401,F403
 from .base import Dynamo
 from .bessel import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
+from .linalg_factor import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .scatter import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
+from .random import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .sort import *  # noqa: F401,F403
 from .structured import *  # noqa: F401,F403

@@ -21,6 +21,7 @@ from .importer import import_graph
 from .partition import partition
 from .region_sizes import is_host_size_node, route_sizes
 from .registry import Unsupported
+from .seeding import is_seed_node, seed_random_ops
 from .stats import REGISTRY, GraphReport, PartitionReport
 
 log = logging.getLogger("dynamo_mlir")
@@ -87,13 +88,14 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     report = GraphReport(name, kind, target.name)
     if options.dump_dir:
         driver.write_dump(options.dump_dir, name, "aten", "txt", gm.print_readable(print_output=False))
-    fused, oracle = partition(gm, target)
+    fused, oracle = partition(seed_random_ops(gm), target)
     for node in list(fused.graph.nodes):
         if node.op == "call_module" and node.target.startswith("fused_"):
             route_sizes(fused, node)
             report.partitions.append(_compile_region(fused, node, target, options, f"{name}_{node.target}"))
     for node in fused.graph.nodes:
-        if node.op == "call_function" and not _unpacks_region(node) and not is_host_size_node(node):
+        if node.op == "call_function" and not _unpacks_region(node) and not is_host_size_node(node) \
+                and not is_seed_node(node):
             verdict = oracle.verdicts.get(node.name)
             report.fallbacks.append((str(node.target), verdict.reason if verdict else "not considered"))
     for p in report.partitions:

@@ -11,3 +11,4 @@ from . import coverage_sort  # noqa: F401,E402
 from . import coverage_scatter  # noqa: F401,E402
 from . import coverage_special  # noqa: F401,E402
 from . import coverage_distance  # noqa: F401,E402
+from . import random  # noqa: F401,E402  (seeded random ops: frontend/seeding.py)
