@@ -12,3 +12,4 @@ from . import coverage_scatter  # noqa: F401,E402
 from . import coverage_special  # noqa: F401,E402
 from . import coverage_distance  # noqa: F401,E402
 from . import random  # noqa: F401,E402  (seeded random ops: frontend/seeding.py)
+from . import coverage_linalg  # noqa: F401,E402  (LU, Cholesky, triangular solves and what composes from them)

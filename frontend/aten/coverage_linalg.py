@@ -1,0 +1,392 @@
+"""Dense linear algebra on the factorization kernels (dialects/linalg_factor.py): LU with partial
+pivoting, Cholesky and triangular solves, and what composes from them with existing ops:
+P/L/U unpacking, LU solves, det/slogdet, inverse and general solves.
+
+Everything runs in float64 (float32 inputs are widened and the results rounded once), so the
+compiled result is at least as close to the exact one as LAPACK's float32 result; the pivots are
+LAPACK's (largest |value|, first on ties). Half types stay eager. Leading dims are broadcast,
+then flattened into one batch dim for the kernels.
+
+Not matched: for a singular matrix, inverse/solve results (eager's hold whatever LAPACK's
+triangular solves make of a zero pivot); for a matrix that is not positive definite, the
+Cholesky factor (eager returns LAPACK's partial factorization; `info` does match). The
+non-`_ex` forms check `info` through a with_effects(_linalg_check_errors) node, which stays
+eager (a compiled graph cannot raise), so linalg.cholesky/inv/solve/tensorinv/tensorsolve
+compile all but that check.
+"""
+
+import math
+
+import torch
+from torch_mlir import ir
+
+from ...dialects import dynamo as dy
+from ..importer import DYN
+from ..registry import Unsupported, import_rule
+from .coverage_math import _iota
+from .reduction import reduce
+
+aten = torch.ops.aten
+F64 = torch.float64
+
+
+def _attr(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
+
+
+def _arg(node, position: int, name: str, default):
+    if len(node.args) > position:
+        return node.args[position]
+    return node.kwargs.get(name, default)
+
+
+def _float(ctx, x) -> torch.dtype:
+    """x's dtype, which must be float32/float64 with a static shape."""
+    dtype = ctx.dtype_of(x)
+    if dtype not in (torch.float32, torch.float64):
+        raise Unsupported(f"{dtype}: the factorizations compile for float32/float64 only")
+    if any(s == DYN for s in ctx.shape_of(x)):
+        raise Unsupported("linear algebra with a dynamic dim")
+    return dtype
+
+
+# ----------------------------------------------------------------------------- shape helpers
+
+
+def _flat(ctx, x, batch=None):
+    """[..., r, c] (broadcast to `batch` leading dims first) as [B, r, c]."""
+    shape = ctx.shape_of(x)
+    batch = list(shape[:-2]) if batch is None else list(batch)
+    x = ctx.broadcast(x, batch + shape[-2:])
+    return ctx.reshape(x, [math.prod(batch)] + shape[-2:])
+
+
+def _back(ctx, v, batch, dtype=None):
+    """[B, ...] as batch + [...], cast to dtype."""
+    v = ctx.reshape(v, list(batch) + ctx.shape_of(v)[1:])
+    return ctx.cast(v, dtype) if dtype is not None else v
+
+
+def _t(ctx, x):
+    """Swap the last two dims of a rank-3 tensor."""
+    b, r, c = ctx.shape_of(x)
+    return dy.PermuteOp(x, perm=ir.DenseI64ArrayAttr.get([0, 2, 1]), out=ctx.type_like(x, shape=[b, c, r])).out
+
+
+def _slice(ctx, x, sizes):
+    rank = len(sizes)
+    return dy.SliceOp(x, ir.DenseI64ArrayAttr.get([0] * rank), ir.DenseI64ArrayAttr.get([1] * rank),
+                      out=ctx.type_like(x, shape=list(sizes))).out
+
+
+def _cmp(ctx, a, b, pred: str):
+    return dy.CompareOp(a, b, ir.StringAttr.get(pred), out=ctx.type_like(a, torch.bool)).out
+
+
+def _select(ctx, cond, a, b):
+    return dy.SelectOp(cond, a, b, out=ctx.type_like(a)).out
+
+
+def _positions(ctx, shape):
+    """(row, col) index tensors (i64) of a [B, r, c] shape."""
+    return _iota(ctx, list(shape), 1), _iota(ctx, list(shape), 2)
+
+
+def _where_index(ctx, x, pred: str, other):
+    """x where (col `pred` row) holds, else `other` (a number): triangles and diagonals."""
+    rows, cols = _positions(ctx, ctx.shape_of(x))
+    return _select(ctx, _cmp(ctx, cols, rows, pred), x, ctx.full(other, ctx.shape_of(x), ctx.dtype_of(x)))
+
+
+def _eye(ctx, b, n, dtype=F64):
+    rows, cols = _positions(ctx, [b, n, n])
+    return ctx.cast(_cmp(ctx, rows, cols, "eq"), dtype)
+
+
+# ----------------------------------------------------------------------------- kernels
+
+
+def lu_factor(ctx, a3):
+    """(LU, pivots i32, info i32) of [B, m, n] float64."""
+    b, m, n = ctx.shape_of(a3)
+    i32 = lambda shape: ctx.type_like(a3, torch.int32, shape=shape)
+    op = dy.LuFactorOp(a3, lu=ctx.type_like(a3), pivots=i32([b, min(m, n)]), info=i32([b]))
+    return op.lu, op.pivots, op.info
+
+
+def permutation(ctx, pivots, size):
+    """(perm, inverse) i64 [B, size] of pivots [B, k]."""
+    b = ctx.shape_of(pivots)[0]
+    t = ctx.type_like(pivots, torch.int64, shape=[b, size])
+    op = dy.LuPermutationOp(ctx.cast(pivots, torch.int32), _attr(size), perm=t, inverse=t)
+    return op.perm, op.inverse
+
+
+def _rows(ctx, x3, order):
+    """Row i of the result is row order[i] of x3 ([B, m, k], order [B, m])."""
+    b, m, k = ctx.shape_of(x3)
+    index = ctx.broadcast(ctx.reshape(order, [b, m, 1]), [b, m, k])
+    return dy.GatherAlongOp(x3, index, _attr(1), out=ctx.type_like(x3)).out
+
+
+def tri_solve(ctx, a3, b3, upper: bool, unit: bool):
+    return dy.TriangularSolveOp(a3, b3, _attr(upper), _attr(unit), out=ctx.type_like(b3)).out
+
+
+def lu_solve(ctx, lu3, pivots, b3, adjoint: bool):
+    """X with A X = B (A^T X = B when adjoint) for P^T A = L U given as (lu3, pivots)."""
+    perm, inverse = permutation(ctx, pivots, ctx.shape_of(lu3)[1])
+    if not adjoint:  # L U X = P^T B
+        y = tri_solve(ctx, lu3, _rows(ctx, b3, perm), upper=False, unit=True)
+        return tri_solve(ctx, lu3, y, upper=True, unit=False)
+    lut = _t(ctx, lu3)  # U^T L^T (P^T X) = B
+    y = tri_solve(ctx, lut, b3, upper=False, unit=False)
+    return _rows(ctx, tri_solve(ctx, lut, y, upper=True, unit=True), inverse)
+
+
+def _factor(ctx, a):
+    """(dtype, batch, LU, pivots, info) of a [..., m, n] tensor, the factors flat ([B, ...])."""
+    dtype = _float(ctx, a)
+    batch = ctx.shape_of(a)[:-2]
+    return (dtype, batch, *lu_factor(ctx, _flat(ctx, ctx.cast(a, F64))))
+
+
+# ----------------------------------------------------------------------------- LU and unpacking
+
+
+@import_rule(aten.linalg_lu_factor_ex.default)
+def _lu_factor_ex(ctx, node):
+    if not _arg(node, 1, "pivot", True):
+        raise Unsupported("LU without pivoting")
+    dtype, batch, lu, piv, info = _factor(ctx, ctx.tensor(node.args[0]))
+    return _back(ctx, lu, batch, dtype), _back(ctx, piv, batch), _back(ctx, info, batch)
+
+
+def _unpack(ctx, lu3, piv, batch, dtype):
+    """(P, L, U) with A = P L U."""
+    b, m, n = ctx.shape_of(lu3)
+    k = min(m, n)
+    perm, _ = permutation(ctx, piv, m)
+    rows, _ = _positions(ctx, [b, m, m])
+    p = ctx.cast(_cmp(ctx, rows, ctx.broadcast(ctx.reshape(perm, [b, 1, m]), [b, m, m]), "eq"), dtype)
+    lower = _where_index(ctx, _slice(ctx, lu3, [b, m, k]), "lt", 0.0)
+    lower = _where_index(ctx, lower, "ne", 1.0)
+    upper = _where_index(ctx, _slice(ctx, lu3, [b, k, n]), "ge", 0.0)
+    return tuple(_back(ctx, v, batch, dtype) for v in (p, lower, upper))
+
+
+@import_rule(aten.linalg_lu.default)
+def _linalg_lu(ctx, node):
+    if not _arg(node, 1, "pivot", True):
+        raise Unsupported("LU without pivoting")
+    dtype, batch, lu, piv, _ = _factor(ctx, ctx.tensor(node.args[0]))
+    return _unpack(ctx, lu, piv, batch, dtype)
+
+
+@import_rule(aten.lu_unpack.default)
+def _lu_unpack(ctx, node):
+    if not (_arg(node, 2, "unpack_data", True) and _arg(node, 3, "unpack_pivots", True)):
+        raise Unsupported("lu_unpack without data or pivots (empty outputs)")
+    lu, piv = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
+    dtype = _float(ctx, lu)
+    batch = ctx.shape_of(lu)[:-2]
+    if ctx.shape_of(piv)[:-1] != batch:
+        raise Unsupported("lu_unpack with broadcast pivots")
+    piv = ctx.reshape(piv, [math.prod(batch), ctx.shape_of(piv)[-1]])
+    return _unpack(ctx, _flat(ctx, ctx.cast(lu, F64)), piv, batch, dtype)
+
+
+@import_rule(aten.linalg_lu_solve.default)
+def _linalg_lu_solve(ctx, node):
+    lu, piv, rhs = (ctx.tensor(a) for a in node.args[:3])
+    left, adjoint = bool(node.kwargs.get("left", True)), bool(node.kwargs.get("adjoint", False))
+    dtype = _float(ctx, lu)
+    _float(ctx, rhs)
+    batch = list(torch.broadcast_shapes(tuple(ctx.shape_of(lu)[:-2]), tuple(ctx.shape_of(rhs)[:-2])))
+    lu3 = _flat(ctx, ctx.cast(lu, F64), batch)
+    piv2 = ctx.reshape(ctx.broadcast(piv, batch + ctx.shape_of(piv)[-1:]), [math.prod(batch), ctx.shape_of(piv)[-1]])
+    b3 = _flat(ctx, ctx.cast(rhs, F64), batch)
+    if left:
+        return _back(ctx, lu_solve(ctx, lu3, piv2, b3, adjoint), batch, dtype)
+    # X A = B  <=>  A^T X^T = B^T
+    return _back(ctx, _t(ctx, lu_solve(ctx, lu3, piv2, _t(ctx, b3), not adjoint)), batch, dtype)
+
+
+# ----------------------------------------------------------------------------- det, slogdet
+
+
+def _diagonal(ctx, lu3):
+    """[B, n] diagonal of a square [B, n, n] (a select then a sum of exact zeros)."""
+    return reduce(ctx, _where_index(ctx, lu3, "eq", 0.0), "sum", [2], False)
+
+
+def _pivot_sign(ctx, piv):
+    """+-1.0 [B]: the parity of the row swaps pivots [B, n] describe."""
+    b, n = ctx.shape_of(piv)
+    step = _iota(ctx, [b, n], 1)
+    moved = _cmp(ctx, ctx.cast(piv, torch.int64), ctx.emit("add", step, ctx.full(1, [b, n], torch.int64),
+                                                          out=ctx.type_like(step)), "ne")
+    flips = _select(ctx, moved, ctx.full(-1.0, [b, n], F64), ctx.full(1.0, [b, n], F64))
+    return reduce(ctx, flips, "prod", [1], False)
+
+
+def _square(ctx, node):
+    a = ctx.tensor(node.args[0])
+    if ctx.shape_of(a)[-1] != ctx.shape_of(a)[-2]:
+        raise Unsupported("not a square matrix")
+    return _factor(ctx, a)
+
+
+def _mul(ctx, a, b):
+    return ctx.emit("mul", a, b, out=ctx.type_like(a))
+
+
+@import_rule(aten._linalg_det.default)
+def _det(ctx, node):
+    dtype, batch, lu, piv, _ = _square(ctx, node)
+    det = _mul(ctx, reduce(ctx, _diagonal(ctx, lu), "prod", [1], False), _pivot_sign(ctx, piv))
+    return ctx.cast(ctx.reshape(det, batch), dtype), _back(ctx, lu, batch, dtype), _back(ctx, piv, batch)
+
+
+@import_rule(aten._linalg_slogdet.default)
+def _slogdet(ctx, node):
+    dtype, batch, lu, piv, _ = _square(ctx, node)
+    diag = _diagonal(ctx, lu)
+    unary = lambda name, x: ctx.emit(name, x, out=ctx.type_like(x))
+    sign = _mul(ctx, reduce(ctx, unary("sign", diag), "prod", [1], False), _pivot_sign(ctx, piv))
+    logabs = reduce(ctx, unary("log", unary("abs", diag)), "sum", [1], False)
+    return (ctx.cast(ctx.reshape(sign, batch), dtype), ctx.cast(ctx.reshape(logabs, batch), dtype),
+            _back(ctx, lu, batch, dtype), _back(ctx, piv, batch))
+
+
+# ----------------------------------------------------------------------------- inverse, solve
+
+
+@import_rule(aten.linalg_inv_ex.default)
+def _inv_ex(ctx, node):
+    dtype, batch, lu, piv, info = _square(ctx, node)
+    b, n, _ = ctx.shape_of(lu)
+    return _back(ctx, lu_solve(ctx, lu, piv, _eye(ctx, b, n), False), batch, dtype), _back(ctx, info, batch)
+
+
+@import_rule(aten._linalg_solve_ex.default)
+def _solve_ex(ctx, node):
+    a, rhs = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
+    left = bool(_arg(node, 2, "left", True))
+    dtype, a_batch, lu, piv, info = _square(ctx, node)
+    _float(ctx, rhs)
+    a_shape, b_shape = ctx.shape_of(a), ctx.shape_of(rhs)
+    vector = len(b_shape) == 1 or (len(b_shape) == len(a_shape) - 1 and b_shape == a_shape[:-1])
+    if vector and not left:
+        raise Unsupported("solve with a vector right-hand side and left=False")
+    rhs = ctx.cast(rhs, F64)
+    if vector:
+        rhs = ctx.reshape(rhs, b_shape + [1])
+    batch = list(torch.broadcast_shapes(tuple(a_batch), tuple(ctx.shape_of(rhs)[:-2])))
+    n = a_shape[-1]
+    lu_b = _flat(ctx, ctx.reshape(lu, list(a_batch) + [n, n]), batch)
+    piv_b = ctx.reshape(ctx.broadcast(ctx.reshape(piv, list(a_batch) + [n]), batch + [n]), [math.prod(batch), n])
+    b3 = _flat(ctx, rhs, batch)
+    x = lu_solve(ctx, lu_b, piv_b, b3, False) if left else _t(ctx, lu_solve(ctx, lu_b, piv_b, _t(ctx, b3), True))
+    x = _back(ctx, x, batch, dtype)
+    if vector:
+        x = ctx.reshape(x, ctx.shape_of(x)[:-1])
+    return x, _back(ctx, lu, a_batch, dtype), _back(ctx, piv, a_batch), _back(ctx, info, a_batch)
+
+
+# ----------------------------------------------------------------------------- triangular solves
+
+
+def _tri(ctx, a, rhs, upper: bool, left: bool, unit: bool):
+    """linalg.solve_triangular with broadcast batches, computed in float64."""
+    dtype = _float(ctx, a)
+    _float(ctx, rhs)
+    batch = list(torch.broadcast_shapes(tuple(ctx.shape_of(a)[:-2]), tuple(ctx.shape_of(rhs)[:-2])))
+    a3, b3 = _flat(ctx, ctx.cast(a, F64), batch), _flat(ctx, ctx.cast(rhs, F64), batch)
+    if left:
+        return _back(ctx, tri_solve(ctx, a3, b3, upper, unit), batch, dtype)
+    x = tri_solve(ctx, _t(ctx, a3), _t(ctx, b3), not upper, unit)  # A^T X^T = B^T
+    return _back(ctx, _t(ctx, x), batch, dtype)
+
+
+@import_rule(aten.linalg_solve_triangular.default)
+def _solve_triangular(ctx, node):
+    a, rhs = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
+    upper = bool(_arg(node, 2, "upper", None))
+    left, unit = bool(node.kwargs.get("left", True)), bool(node.kwargs.get("unitriangular", False))
+    return _tri(ctx, a, rhs, upper, left, unit)
+
+
+@import_rule(aten.triangular_solve.default)
+def _triangular_solve(ctx, node):
+    rhs, a = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
+    upper, transpose = bool(_arg(node, 2, "upper", True)), bool(_arg(node, 3, "transpose", False))
+    unit = bool(_arg(node, 4, "unitriangular", False))
+    if transpose:  # A^T X = B: the transposed matrix and the other triangle
+        a_shape = ctx.shape_of(a)
+        perm = list(range(len(a_shape) - 2)) + [len(a_shape) - 1, len(a_shape) - 2]
+        a_t = dy.PermuteOp(a, perm=ir.DenseI64ArrayAttr.get(perm),
+                           out=ctx.type_like(a, shape=[a_shape[p] for p in perm])).out
+        x = _tri(ctx, a_t, rhs, not upper, True, unit)
+    else:
+        x = _tri(ctx, a, rhs, upper, True, unit)
+    return x, ctx.cast(a, ctx.dtype_of(a))
+
+
+# ----------------------------------------------------------------------------- Cholesky
+
+
+def cholesky(ctx, a, upper: bool):
+    """(factor [B, n, n] float64, info [B] i32, batch, dtype): L, or U = L^T read from A's upper
+    triangle (A^T's lower one), as LAPACK's potrf reads only the triangle it is asked for."""
+    dtype = _float(ctx, a)
+    batch = ctx.shape_of(a)[:-2]
+    a3 = _flat(ctx, ctx.cast(a, F64))
+    if upper:
+        a3 = _t(ctx, a3)
+    op = dy.CholeskyOp(a3, l=ctx.type_like(a3), info=ctx.type_like(a3, torch.int32, shape=ctx.shape_of(a3)[:1]))
+    factor = _t(ctx, op.l) if upper else op.l
+    return factor, op.info, batch, dtype
+
+
+@import_rule(aten.linalg_cholesky_ex.default)
+def _cholesky_ex(ctx, node):
+    factor, info, batch, dtype = cholesky(ctx, ctx.tensor(node.args[0]), bool(_arg(node, 1, "upper", False)))
+    return _back(ctx, factor, batch, dtype), _back(ctx, info, batch)
+
+
+@import_rule(aten.cholesky.default)
+def _cholesky(ctx, node):
+    factor, _, batch, dtype = cholesky(ctx, ctx.tensor(node.args[0]), bool(_arg(node, 1, "upper", False)))
+    return _back(ctx, factor, batch, dtype)
+
+
+def _cholesky_solve(ctx, rhs3, factor3, upper: bool):
+    """X with A X = B for A = L L^T (factor lower) or U^T U (factor upper)."""
+    if upper:
+        y = tri_solve(ctx, _t(ctx, factor3), rhs3, upper=False, unit=False)
+        return tri_solve(ctx, factor3, y, upper=True, unit=False)
+    y = tri_solve(ctx, factor3, rhs3, upper=False, unit=False)
+    return tri_solve(ctx, _t(ctx, factor3), y, upper=True, unit=False)
+
+
+@import_rule(aten.cholesky_solve.default)
+def _cholesky_solve_rule(ctx, node):
+    rhs, factor = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
+    upper = bool(_arg(node, 2, "upper", False))
+    dtype = _float(ctx, factor)
+    _float(ctx, rhs)
+    batch = list(torch.broadcast_shapes(tuple(ctx.shape_of(factor)[:-2]), tuple(ctx.shape_of(rhs)[:-2])))
+    f3, b3 = _flat(ctx, ctx.cast(factor, F64), batch), _flat(ctx, ctx.cast(rhs, F64), batch)
+    return _back(ctx, _cholesky_solve(ctx, b3, f3, upper), batch, dtype)
+
+
+@import_rule(aten.cholesky_inverse.default)
+def _cholesky_inverse(ctx, node):
+    factor = ctx.tensor(node.args[0])
+    upper = bool(_arg(node, 1, "upper", False))
+    dtype = _float(ctx, factor)
+    batch = ctx.shape_of(factor)[:-2]
+    f3 = _flat(ctx, ctx.cast(factor, F64))
+    b, n, _ = ctx.shape_of(f3)
+    return _back(ctx, _cholesky_solve(ctx, _eye(ctx, b, n), f3, upper), batch, dtype)

@@ -1,0 +1,193 @@
+"""LU, Cholesky, triangular solves and LU permutations as serial scf.for loop nests (CPU only).
+
+Each op works on [batch, rows, cols] tensors: an outer loop walks the batch and the textbook
+right-looking algorithm runs inside it, reading with tensor.extract and writing with
+tensor.insert on loop-carried tensors, which one-shot bufferization turns into in-place memref
+code. A tensor the loops update starts as a fresh copy (bufferization.alloc_tensor(copy=...)),
+never the operand's own buffer, which may be the caller's. Conditional steps (a row swap, the
+first failing pivot) are written with arith.select, so every loop has a static trip structure.
+
+The import rules run these in float64 (also for float32 inputs, rounding once at the end), so
+the few-ulp differences of another summation order than LAPACK's stay within tolerance.
+Registered for the CPU target only: the loops run outside any linalg op.
+"""
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, bufferization, math, scf, tensor
+
+from ...dialects import dynamo as dy
+from ..registry import register_lowering
+from ..scalar import const
+from .common import PARALLEL, generic, identity, ranked
+
+INDEX = ir.IndexType.get
+I32 = lambda: ir.IntegerType.get_signless(32)
+I64 = lambda: ir.IntegerType.get_signless(64)
+
+
+def _for(lb, ub, inits, body):
+    """scf.for over [lb, ub) by 1 carrying `inits`; body(iv, *carried) -> new carried values."""
+    c = lambda v: const(INDEX(), v) if isinstance(v, int) else v
+    loop = scf.ForOp(c(lb), c(ub), c(1), list(inits))
+    with ir.InsertionPoint(loop.body):
+        scf.YieldOp(list(body(loop.induction_variable, *loop.inner_iter_args)))
+    return list(loop.results)
+
+
+def _copy(value: ir.Value) -> ir.Value:
+    return bufferization.alloc_tensor(value.type, [], copy=value)
+
+
+def _filled(shape, elem, value) -> ir.Value:
+    out = tensor.empty(shape, elem)
+    return generic([], [out], [identity(len(shape))], [PARALLEL] * len(shape), lambda _: [const(elem, value)])[0]
+
+
+def _static(*values):
+    for v in values:
+        if any(s == ir.ShapedType.get_dynamic_size() for s in ranked(v).shape):
+            raise NotImplementedError("linalg factorization with a dynamic dim")
+
+
+def _idx(v):
+    return const(INDEX(), v)
+
+
+def _first_failure(info, j, failed):
+    """info stays the first failing step (1-based): set it to j+1 only while it is still 0."""
+    fresh = arith.andi(failed, arith.cmpi(arith.CmpIPredicate.eq, info, const(I32(), 0)))
+    return arith.select(fresh, arith.addi(arith.index_cast(I32(), j), const(I32(), 1)), info)
+
+
+@register_lowering(dy.LuFactorOp, target="cpu")
+def _lower_lu_factor(op):
+    _static(op.x)
+    batch, m, n = ranked(op.x).shape
+    elem, k = ranked(op.x).element_type, min(m, n)
+    zero = const(elem, 0.0)
+    lu0, piv0, info0 = _copy(op.x), tensor.empty([batch, k], I32()), tensor.empty([batch], I32())
+
+    def matrix(b, lu, piv, infos):
+        at = lambda r, c: [b, r, c]
+
+        def step(j, lu, piv, info):
+            def search(i, best_row, best):  # first row of largest |value| (strictly larger wins)
+                v = math.absf(tensor.extract(lu, at(i, j)))
+                take = arith.cmpf(arith.CmpFPredicate.OGT, v, best)
+                return [arith.select(take, i, best_row), arith.select(take, v, best)]
+
+            p, _ = _for(j, m, [j, math.absf(tensor.extract(lu, at(j, j)))], search)
+            piv = tensor.insert(arith.index_cast(I32(), arith.addi(p, _idx(1))), piv, [b, j])
+
+            def swap(c, lu):
+                top, other = tensor.extract(lu, at(j, c)), tensor.extract(lu, at(p, c))
+                return [tensor.insert(top, tensor.insert(other, lu, at(j, c)), at(p, c))]
+
+            (lu,) = _for(0, n, [lu], swap)
+            pivot = tensor.extract(lu, at(j, j))
+            singular = arith.cmpf(arith.CmpFPredicate.OEQ, pivot, zero)
+            info = _first_failure(info, j, singular)
+            below = arith.addi(j, _idx(1))
+
+            def eliminate(i, lu):
+                a = tensor.extract(lu, at(i, j))
+                l = arith.select(singular, a, arith.divf(a, pivot))  # LAPACK skips a zero pivot
+                lu = tensor.insert(l, lu, at(i, j))
+
+                def update(c, lu):
+                    v = arith.subf(tensor.extract(lu, at(i, c)), arith.mulf(l, tensor.extract(lu, at(j, c))))
+                    return [tensor.insert(v, lu, at(i, c))]
+
+                return _for(below, n, [lu], update)
+
+            (lu,) = _for(below, m, [lu], eliminate)
+            return [lu, piv, info]
+
+        lu, piv, info = _for(0, k, [lu, piv, const(I32(), 0)], step)
+        return [lu, piv, tensor.insert(info, infos, [b])]
+
+    return _for(0, batch, [lu0, piv0, info0], matrix)
+
+
+@register_lowering(dy.CholeskyOp, target="cpu")
+def _lower_cholesky(op):
+    _static(op.x)
+    batch, n, _ = ranked(op.x).shape
+    elem = ranked(op.x).element_type
+    zero = const(elem, 0.0)
+
+    def matrix(b, l, infos):
+        def dot(l, i, j, start):
+            """start - sum_{p<j} L[i,p] L[j,p], in column order."""
+            return _for(0, j, [start], lambda p, s: [arith.subf(s, arith.mulf(
+                tensor.extract(l, [b, i, p]), tensor.extract(l, [b, j, p])))])[0]
+
+        def column(j, l, info):
+            d2 = dot(l, j, j, tensor.extract(op.x, [b, j, j]))
+            failed = arith.xori(arith.cmpf(arith.CmpFPredicate.OGT, d2, zero), const(ir.IntegerType.get_signless(1), 1))
+            info = _first_failure(info, j, failed)
+            d = math.sqrt(d2)
+            l = tensor.insert(d, l, [b, j, j])
+
+            def row(i, l):
+                return [tensor.insert(arith.divf(dot(l, i, j, tensor.extract(op.x, [b, i, j])), d), l, [b, i, j])]
+
+            (l,) = _for(arith.addi(j, _idx(1)), n, [l], row)
+            return [l, info]
+
+        l, info = _for(0, n, [l, const(I32(), 0)], column)
+        return [l, tensor.insert(info, infos, [b])]
+
+    return _for(0, batch, [_filled([batch, n, n], elem, 0.0), tensor.empty([batch], I32())], matrix)
+
+
+@register_lowering(dy.TriangularSolveOp, target="cpu")
+def _lower_triangular_solve(op):
+    _static(op.a, op.b)
+    batch, n, k = ranked(op.b).shape
+    upper = bool(ir.IntegerAttr(op.upper).value)
+    unit = bool(ir.IntegerAttr(op.unitriangular).value)
+
+    def matrix(b, x):
+        def column(c, x):
+            def solve_row(r, x):
+                i = arith.subi(_idx(n - 1), r) if upper else r
+                lo, hi = (arith.addi(i, _idx(1)), _idx(n)) if upper else (_idx(0), i)
+                s = _for(lo, hi, [tensor.extract(x, [b, i, c])], lambda p, s: [arith.subf(s, arith.mulf(
+                    tensor.extract(op.a, [b, i, p]), tensor.extract(x, [b, p, c])))])[0]
+                if not unit:
+                    s = arith.divf(s, tensor.extract(op.a, [b, i, i]))
+                return [tensor.insert(s, x, [b, i, c])]
+
+            return _for(0, n, [x], solve_row)
+
+        return _for(0, k, [x], column)
+
+    return _for(0, batch, [_copy(op.b)], matrix)[0]
+
+
+@register_lowering(dy.LuPermutationOp, target="cpu")
+def _lower_lu_permutation(op):
+    _static(op.pivots)
+    batch, k = ranked(op.pivots).shape
+    size = ir.IntegerAttr(op.size).value
+
+    def matrix(b, perm, inverse):
+        perm = _for(0, size, [perm], lambda i, perm: [tensor.insert(arith.index_cast(I64(), i), perm, [b, i])])[0]
+
+        def swap(j, perm):
+            p = arith.subi(arith.index_cast(INDEX(), tensor.extract(op.pivots, [b, j])), _idx(1))
+            top, other = tensor.extract(perm, [b, j]), tensor.extract(perm, [b, p])
+            return [tensor.insert(top, tensor.insert(other, perm, [b, j]), [b, p])]
+
+        (perm,) = _for(0, k, [perm], swap)
+
+        def invert(i, inverse):
+            source = arith.index_cast(INDEX(), tensor.extract(perm, [b, i]))
+            return [tensor.insert(arith.index_cast(I64(), i), inverse, [b, source])]
+
+        (inverse,) = _for(0, size, [inverse], invert)
+        return [perm, inverse]
+
+    empty = lambda: tensor.empty([batch, size], I64())
+    return _for(0, batch, [empty(), empty()], matrix)
