@@ -161,3 +161,28 @@ def test_seeded_wrapper_is_stable_and_eager():
     assert wrapper is seeded(aten.bernoulli.p) and str(wrapper) == str(aten.bernoulli.p)
     out = wrapper(torch.tensor(5), 0, torch.ones(1000), 0.5)
     assert set(out.unique().tolist()) == {0.0, 1.0}
+
+
+def test_random_bits_reach_ptx():
+    """The lowering is one linalg.generic of i64 arith and linalg.index: the cuda target takes it
+    (no GPU needed), so random ops are not kept eager there."""
+    from torch_mlir import ir
+
+    from dynamo_mlir.codegen import resolve, run_stages
+    from dynamo_mlir.codegen.target import get_target
+    from dynamo_mlir.dialects import new_context
+
+    bits, uniform = "tensor<64x128xi64>", "tensor<64x128xf32>"
+    text = f'''
+func.func @r(%seed: tensor<i64>, %shift: {bits}, %scale: {uniform}) -> {uniform} {{
+  %b = "dynamo.random_bits"(%seed) {{stream = 3 : i64}} : (tensor<i64>) -> {bits}
+  %t = "dynamo.shr"(%b, %shift) : ({bits}, {bits}) -> {bits}
+  %f = "dynamo.cast"(%t) : ({bits}) -> {uniform}
+  %u = "dynamo.mul"(%f, %scale) : ({uniform}, {uniform}) -> {uniform}
+  return %u : {uniform}
+}}'''
+    with new_context(), ir.Location.unknown():
+        run = run_stages(ir.Module.parse(text), get_target("cuda"), resolve({"cuda_arch": "sm_90"}))
+    ptx = run.artifact.device
+    assert ptx.count(".visible .entry") == 1
+    assert "mul.lo.s64" in ptx and "shr.u64" in ptx  # the SplitMix64 multiplies and shifts
