@@ -43,6 +43,8 @@ CASES = {
     "geometric": (lambda x: x.geometric_(0.3), 1 / 0.3, 0.7 / 0.09, 1, 100, True),
     "log_normal": (lambda x: torch.log(x.log_normal_(1.0, 0.5)), 1.0, 0.25, -3, 5, False),
     "dropout": (lambda x: F.dropout(x, 0.3, training=True), 1.0, 1 / 0.7 - 1, 0, 1.43, False),
+    "dropout2d": (lambda x: F.dropout2d(x.view(*SHAPE, 1, 1), 0.3, training=True).view(SHAPE), 1.0, 1 / 0.7 - 1,
+                  0, 1.43, False),
     "rrelu": (lambda x: F.rrelu(-x, 1 / 8, 1 / 3, training=True), -(1 / 8 + 1 / 3) / 2, (1 / 3 - 1 / 8) ** 2 / 12,
               -1 / 3, -1 / 8, False),
 }
