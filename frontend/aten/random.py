@@ -94,7 +94,7 @@ def _bind(node) -> dict:
 def _uniform_range(s: Sampler, low, high):
     """[low, high): the output type's bits, so that a low of 0 and high of 1 never reach 1."""
     u = s.uniform(bits=min(MANTISSA_BITS.get(s.dtype, 24), MANTISSA_BITS[s.acc]))
-    return s.affine(u, high - low if not isinstance(high, torch.fx.Node) else high, low)
+    return s.affine(u, high - low, low)
 
 
 def _randint(s: Sampler, low, high):
@@ -153,12 +153,16 @@ DISTRIBUTIONS = {
 }
 
 
+# Ops whose values are integers (or 0/1): any result type holds them.
+INTEGER_VALUED = {aten.randint, aten.randint_like, aten.bernoulli}
+
+
 @random_rule(*DISTRIBUTIONS)
 def _sample(ctx, node):
-    s = Sampler(ctx, node, ctx.out_meta(node).dtype)
-    if ctx.out_meta(node).dtype not in MANTISSA_BITS and node.target.op.overloadpacket not in (
-            aten.randint, aten.randint_like, aten.bernoulli):
-        raise Unsupported(f"{node.target} into {ctx.out_meta(node).dtype}")
+    dtype = ctx.out_meta(node).dtype
+    if dtype not in MANTISSA_BITS and node.target.op.overloadpacket not in INTEGER_VALUED:
+        raise Unsupported(f"{node.target} into {dtype}")
+    s = Sampler(ctx, node, dtype)
     return s.result(DISTRIBUTIONS[node.target.op](s, _bind(node)))
 
 
