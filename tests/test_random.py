@@ -188,3 +188,14 @@ func.func @r(%seed: tensor<i64>, %shift: {bits}, %scale: {uniform}) -> {uniform}
     ptx = run.artifact.device
     assert ptx.count(".visible .entry") == 1
     assert "mul.lo.s64" in ptx and "shr.u64" in ptx  # the SplitMix64 multiplies and shifts
+
+
+def test_rrelu_backward_uses_the_forward_noise():
+    x = torch.randn(64, 64).requires_grad_(True)
+    out = torch.compile(lambda x: F.rrelu(x, 0.1, 0.3, training=True), backend="mlir")(x)
+    out.sum().backward()
+    assert_all_compiled()
+    slope = torch.where(x > 0, torch.ones_like(x), out / x).detach()
+    torch.testing.assert_close(x.grad, slope)
+    negative = slope[x < 0]
+    assert 0.1 <= negative.min().item() and negative.max().item() < 0.3 + 1e-6

@@ -14,7 +14,7 @@ from torch_mlir import ir
 
 from ...dialects import dynamo as dy
 from ..importer import static_shape
-from ..registry import Unsupported
+from ..registry import Unsupported, import_rule
 from ..seeding import random_rule
 
 aten = torch.ops.aten
@@ -178,3 +178,14 @@ def _rrelu_train(ctx, node):
     negative = s.compare(x, s.const(0.0), "le")
     noise = dy.SelectOp(negative, r, s.const(1.0), out=r.type).out
     return s.result(s.op("mul", x, noise)), ctx.cast(noise, ctx.out_meta(node, 1).dtype)
+
+
+@import_rule(aten.rrelu_with_noise_backward.default)
+def _rrelu_backward(ctx, node):
+    """Training rrelu's gradient: grad times the noise the forward drew (no randomness here)."""
+    grad, _, noise, lower, upper, training = node.args[:6]
+    if not training or upper - lower <= 1e-6:
+        raise Unsupported("rrelu backward in eval mode (a leaky relu's)")
+    out = ctx.out_type(node)
+    dtype = ctx.out_meta(node).dtype
+    return ctx.emit("mul", ctx.cast(ctx.tensor(grad), dtype), ctx.cast(ctx.tensor(noise), dtype), out=out)
