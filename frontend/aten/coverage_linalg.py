@@ -330,7 +330,7 @@ def _triangular_solve(ctx, node):
         x = _tri(ctx, a_t, rhs, not upper, True, unit)
     else:
         x = _tri(ctx, a, rhs, upper, True, unit)
-    return x, ctx.cast(a, ctx.dtype_of(a))
+    return x, a  # cloned_coefficient: A itself
 
 
 # ----------------------------------------------------------------------------- Cholesky

@@ -124,7 +124,7 @@ def _lower_cholesky(op):
 
         def column(j, l, info):
             d2 = dot(l, j, j, tensor.extract(op.x, [b, j, j]))
-            failed = arith.xori(arith.cmpf(arith.CmpFPredicate.OGT, d2, zero), const(ir.IntegerType.get_signless(1), 1))
+            failed = arith.cmpf(arith.CmpFPredicate.ULE, d2, zero)  # <= 0 or NaN: not positive definite
             info = _first_failure(info, j, failed)
             d = math.sqrt(d2)
             l = tensor.insert(d, l, [b, j, j])
