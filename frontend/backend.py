@@ -36,7 +36,7 @@ _EXTRA_DECOMPOSITIONS = [
     aten._scaled_dot_product_flash_attention_for_cpu, aten.native_layer_norm_backward,
     # Found by the OpInfo sweep: their references land on ops we import.
     aten.addmv, aten.dist, aten.ldexp,
-    aten._batch_norm_with_update_functional, aten._batch_norm_with_update, aten.frexp,
+    aten.frexp,
 ]
 
 
