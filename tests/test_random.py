@@ -199,3 +199,17 @@ def test_rrelu_backward_uses_the_forward_noise():
     torch.testing.assert_close(x.grad, slope)
     negative = slope[x < 0]
     assert 0.1 <= negative.min().item() and negative.max().item() < 0.3 + 1e-6
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rrelu_eval_matches_eager(dtype):
+    """Eval mode is deterministic (a leaky relu): forward and gradient equal eager's."""
+    x = torch.randn(32, 16).to(dtype).requires_grad_(True)
+    grad = torch.randn(32, 16).to(dtype)
+    out = torch.compile(lambda x: F.rrelu(x, 0.1, 0.3, training=False), backend="mlir")(x)
+    out.backward(grad)
+    assert_all_compiled()
+    compiled_grad, x.grad = x.grad, None
+    expected = F.rrelu(x, 0.1, 0.3, training=False)
+    expected.backward(grad)
+    assert torch.equal(out, expected) and torch.equal(compiled_grad, x.grad)

@@ -167,25 +167,34 @@ def _sample(ctx, node):
 
 
 @random_rule(aten.rrelu_with_noise_functional.default)
-def _rrelu_train(ctx, node):
-    """Training rrelu: x * r for x <= 0 with r ~ U[lower, upper) (the noise), else x (noise 1)."""
+def _rrelu(ctx, node):
+    """Training rrelu: x * r for x <= 0 with r ~ U[lower, upper) (the noise), else x (noise 1).
+    In eval mode it is a leaky relu of slope (lower + upper) / 2, and the noise is unchanged."""
     a = _bind(node)
-    if not a["training"]:
-        raise Unsupported("rrelu in eval mode is not random")
     s = Sampler(ctx, node, ctx.out_meta(node, 0).dtype)
     x = s.value(a["self"])
-    r = _uniform_range(s, a["lower"], a["upper"])
     negative = s.compare(x, s.const(0.0), "le")
+    if not a["training"]:
+        slope = s.const((a["lower"] + a["upper"]) / 2)
+        return s.result(dy.SelectOp(negative, s.op("mul", x, slope), x, out=x.type).out), ctx.tensor(a["noise"])
+    r = _uniform_range(s, a["lower"], a["upper"])
     noise = dy.SelectOp(negative, r, s.const(1.0), out=r.type).out
     return s.result(s.op("mul", x, noise)), ctx.cast(noise, ctx.out_meta(node, 1).dtype)
 
 
 @import_rule(aten.rrelu_with_noise_backward.default)
 def _rrelu_backward(ctx, node):
-    """Training rrelu's gradient: grad times the noise the forward drew (no randomness here)."""
-    grad, _, noise, lower, upper, training = node.args[:6]
-    if not training or upper - lower <= 1e-6:
-        raise Unsupported("rrelu backward in eval mode (a leaky relu's)")
-    out = ctx.out_type(node)
+    """rrelu's gradient: in training grad times the noise the forward drew (no randomness
+    here); in eval mode a leaky relu's, grad for x > 0 else grad * (lower + upper) / 2."""
+    grad, x, noise, lower, upper, training = node.args[:6]
     dtype = ctx.out_meta(node).dtype
-    return ctx.emit("mul", ctx.cast(ctx.tensor(grad), dtype), ctx.cast(ctx.tensor(noise), dtype), out=out)
+    grad = ctx.cast(ctx.tensor(grad), dtype)
+    if training and upper - lower > 1e-6:
+        return ctx.emit("mul", grad, ctx.cast(ctx.tensor(noise), dtype), out=grad.type)
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+    wide = ctx.cast(grad, acc)
+    scaled = ctx.cast(ctx.emit("mul", wide, ctx.full((lower + upper) / 2, ctx.shape_of(wide), acc), out=wide.type), dtype)
+    x = ctx.tensor(x)
+    positive = dy.CompareOp(x, ctx.full(0, ctx.shape_of(x), ctx.dtype_of(x)), ir.StringAttr.get("gt"),
+                            out=ctx.type_like(x, torch.bool)).out
+    return dy.SelectOp(positive, grad, scaled, out=grad.type).out
