@@ -1,6 +1,6 @@
 """Run one OpInfo entry's samples through torch.compile(backend="mlir") and eager; classify.
 
-Used inside the coverage worker processes (benchmarks/coverage.py). A sample is:
+Used inside the coverage worker processes (benchmarks/op_coverage.py). A sample is:
   compiled  ran with every node compiled by us, outputs (and grads with --train) match eager;
   fallback  matched eager but some node (or a graph break) ran eagerly;
   mismatch  outputs differ from eager beyond the OpInfo's tolerance;

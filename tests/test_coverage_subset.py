@@ -1,4 +1,4 @@
-"""A fixed, fast slice of the OpInfo coverage sweep (benchmarks/coverage.py), so op coverage
+"""A fixed, fast slice of the OpInfo coverage sweep (benchmarks/op_coverage.py), so op coverage
 cannot regress silently: no op may mismatch or error, and the compiled count may not drop below
 the floor recorded when the subset was chosen (raise it when coverage grows)."""
 
@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("expecttest")  # op_db needs it
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
-import coverage  # noqa: E402
+import op_coverage  # noqa: E402  (not "coverage": that name is the coverage.py package)
 
 # Representative: elementwise, compare, reductions, shapes, movement, nn, creation, scans, norms.
 SUBSET = [
@@ -29,11 +29,11 @@ SAMPLES = 3
 
 def test_subset_has_no_mismatch_or_error():
     pattern = "^(" + "|".join(n.replace(".", r"\.") for n in SUBSET) + ")$"
-    names = coverage.op_names(pattern)
+    names = op_coverage.op_names(pattern)
     assert len(names) >= len(SUBSET) - 1, names
     cfg = dict(dtype="float32", device="cpu", train=False, samples=SAMPLES)
-    rows = coverage.run_pool(names, cfg, jobs=2, timeout=120)
+    rows = op_coverage.run_pool(names, cfg, jobs=2, timeout=120)
     bad = [(r["name"], r["verdict"], r["reason"]) for r in rows if r["verdict"] in ("mismatch", "error")]
     assert not bad, bad
     compiled = sum(r["verdict"] == "compiled" for r in rows)
-    assert compiled >= COMPILED_FLOOR, coverage.table(rows)
+    assert compiled >= COMPILED_FLOOR, op_coverage.table(rows)

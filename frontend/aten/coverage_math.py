@@ -1,4 +1,4 @@
-"""Math ops found missing by the OpInfo coverage sweep (benchmarks/coverage.py), each built from
+"""Math ops found missing by the OpInfo coverage sweep (benchmarks/op_coverage.py), each built from
 existing dynamo ops: round(decimals), log10, vector norms, cumulative scans, erfc, ..."""
 
 import math

@@ -1,7 +1,7 @@
 """Op coverage of backend="mlir" against PyTorch's OpInfo database.
 
-    python benchmarks/coverage.py --dtype float32 --jobs 2 --out docs/coverage.md
-    python benchmarks/coverage.py --ops '^(add|mul)$' --train
+    python benchmarks/op_coverage.py --dtype float32 --jobs 2 --out docs/coverage.md
+    python benchmarks/op_coverage.py --ops '^(add|mul)$' --train
 
 Every OpInfo entry (op_db) runs its first --samples samples through torch.compile(backend="mlir")
 and eager in a worker process; see coverage_sample.py for how samples and ops are classified.
@@ -218,7 +218,7 @@ def markdown(rows: list[dict], label: str, command: str, seconds: float) -> str:
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python benchmarks/coverage.py", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python benchmarks/op_coverage.py", description=__doc__.splitlines()[0])
     p.add_argument("--ops", help="regex over OpInfo names (name or name.variant)")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--device", default="cpu")
@@ -246,7 +246,7 @@ def main(argv=None) -> int:
     rows = run_pool(names, cfg, args.jobs, args.timeout, progress)
     seconds = time.perf_counter() - t0
     if args.out:
-        command = "python benchmarks/coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        command = "python benchmarks/op_coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
         with open(args.out, "w") as f:
             f.write(markdown(rows, label, command, seconds))
     log.info("%s", summary(rows, label))
