@@ -69,11 +69,20 @@ def _expected_input(node: fx.Node):
     return val.dtype, (torch.Size(val.shape) if static else None)
 
 
-def choose_target(example_inputs, options: Options) -> Target:
+def _graph_devices(gm: fx.GraphModule, example_inputs) -> set[str]:
+    """Device types of the inputs and of every tensor the graph makes: a graph without inputs
+    (torch.ones(..., device="cuda")) says where it runs only through its nodes' values."""
+    values = list(example_inputs)
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        values.extend(val if isinstance(val, (tuple, list)) else [val])
+    return {v.device.type for v in values if isinstance(v, torch.Tensor)}
+
+
+def choose_target(gm: fx.GraphModule, example_inputs, options: Options) -> Target:
     if options.target:
         return get_target(options.target)
-    devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
-    return target_for_device("cuda" if "cuda" in devices else "cpu")
+    return target_for_device("cuda" if "cuda" in _graph_devices(gm, example_inputs) else "cpu")
 
 
 def new_graph_name(kind: str) -> str:
@@ -83,7 +92,7 @@ def new_graph_name(kind: str) -> str:
 def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Options,
                   graph_name: str | None = None) -> fx.GraphModule:
     t0 = time.perf_counter()
-    target = choose_target(example_inputs, options)
+    target = choose_target(gm, example_inputs, options)
     name = graph_name or new_graph_name(kind)
     report = GraphReport(name, kind, target.name)
     if options.dump_dir:

@@ -61,7 +61,7 @@ def _check_dynamic(node: fx.Node, vals) -> None:
             raise Unsupported("dynamic (symbolic) sizes are not supported by this op's rule yet")
 
 
-def _check_types(node: fx.Node) -> None:
+def _check_types(node: fx.Node, device_type: str) -> None:
     vals = [node.meta.get("val")] if not isinstance(node.meta.get("val"), (tuple, list)) else list(node.meta["val"])
     vals += [a.meta.get("val") for a in node.all_input_nodes]
     for v in vals:
@@ -70,6 +70,8 @@ def _check_types(node: fx.Node) -> None:
         if isinstance(v, torch.Tensor):
             if v.dtype not in dtypes.SUPPORTED_DTYPES:
                 raise Unsupported(f"dtype {v.dtype}")
+            if v.device.type != device_type:  # kernels read only their own device's memory
+                raise Unsupported(f"a {v.device.type} tensor in a graph compiled for {device_type}")
         elif v is not None and not isinstance(v, (int, float, bool, tuple, list)):
             raise Unsupported(f"non-tensor value of type {type(v).__name__}")
     _check_dynamic(node, vals)
@@ -100,7 +102,7 @@ class SupportOracle(OperatorSupportBase):
             ok = self.is_node_supported(None, producer)
             return Verdict(ok, "" if ok else f"its producer {producer.target} is not supported")
         try:
-            _check_types(node)
+            _check_types(node, self.target.device_type)
             produced = self._dry_run(node)
         except Unsupported as e:
             return Verdict(False, str(e))

@@ -172,3 +172,24 @@ def test_row_fusion_reads_bool_masks_lane_by_lane(tmp_path):
     text = gpu.read_text()
     assert text.count("gpu.all_reduce") > 4  # row groups were built
     assert not re.search(r"vector<\d+xi1>", text)
+
+
+def test_graph_without_inputs_that_makes_cuda_tensors_targets_cuda():
+    """torch.ones(3, device="cuda") has no input to say where it runs: the target comes from the
+    graph's values. It once went to the cpu target, which returned a CPU tensor (and a compiled
+    randn read its CUDA seed from the host: a crash)."""
+    import torch
+    import torch.fx as fx
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from dynamo_mlir.codegen.config import resolve
+    from dynamo_mlir.frontend.compile import choose_target
+
+    graph = fx.Graph()
+    ones = graph.call_function(torch.ops.aten.ones.default, ([3],), {"device": torch.device("cuda")})
+    graph.output(ones)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        ones.meta["val"] = torch.empty(3, device="cuda")
+    gm = fx.GraphModule(torch.nn.Module(), graph)
+    assert choose_target(gm, [], resolve({})).name == "cuda"
+    assert choose_target(gm, [], resolve({"target": "cpu"})).name == "cpu"
