@@ -97,7 +97,10 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     report = GraphReport(name, kind, target.name)
     if options.dump_dir:
         driver.write_dump(options.dump_dir, name, "aten", "txt", gm.print_readable(print_output=False))
-    fused, oracle = partition(seed_random_ops(gm), target)
+    # A graph on one device compiles for the chosen target (an explicit target="cuda" on CPU
+    # tensors still dumps PTX); in a graph mixing devices, nodes off the target's device stay eager.
+    mixed = len(_graph_devices(gm, example_inputs)) > 1
+    fused, oracle = partition(seed_random_ops(gm), target, target.device_type if mixed else None)
     for node in list(fused.graph.nodes):
         if node.op == "call_module" and node.target.startswith("fused_"):
             route_sizes(fused, node)

@@ -61,7 +61,7 @@ def _check_dynamic(node: fx.Node, vals) -> None:
             raise Unsupported("dynamic (symbolic) sizes are not supported by this op's rule yet")
 
 
-def _check_types(node: fx.Node, device_type: str) -> None:
+def _check_types(node: fx.Node, device_type: str | None) -> None:
     vals = [node.meta.get("val")] if not isinstance(node.meta.get("val"), (tuple, list)) else list(node.meta["val"])
     vals += [a.meta.get("val") for a in node.all_input_nodes]
     for v in vals:
@@ -70,7 +70,7 @@ def _check_types(node: fx.Node, device_type: str) -> None:
         if isinstance(v, torch.Tensor):
             if v.dtype not in dtypes.SUPPORTED_DTYPES:
                 raise Unsupported(f"dtype {v.dtype}")
-            if v.device.type != device_type:  # kernels read only their own device's memory
+            if device_type and v.device.type != device_type:  # kernels read their own device's memory
                 raise Unsupported(f"a {v.device.type} tensor in a graph compiled for {device_type}")
         elif v is not None and not isinstance(v, (int, float, bool, tuple, list)):
             raise Unsupported(f"non-tensor value of type {type(v).__name__}")
@@ -83,9 +83,10 @@ def _check_types(node: fx.Node, device_type: str) -> None:
 class SupportOracle(OperatorSupportBase):
     """Answers `is_node_supported` by dry-running the import rule; remembers every verdict."""
 
-    def __init__(self, target):
+    def __init__(self, target, device_type: str | None = None):
         super().__init__()
         self.target = target
+        self.device_type = device_type  # when set, tensors elsewhere keep their node eager
         self.verdicts: dict[str, Verdict] = {}  # by node name: fusing re-creates nodes
         self._context = new_context()
 
@@ -102,7 +103,7 @@ class SupportOracle(OperatorSupportBase):
             ok = self.is_node_supported(None, producer)
             return Verdict(ok, "" if ok else f"its producer {producer.target} is not supported")
         try:
-            _check_types(node, self.target.device_type)
+            _check_types(node, self.device_type)
             produced = self._dry_run(node)
         except Unsupported as e:
             return Verdict(False, str(e))
@@ -161,9 +162,10 @@ class SupportOracle(OperatorSupportBase):
             raise Unsupported("; ".join(problems))
 
 
-def partition(gm: fx.GraphModule, target) -> tuple[fx.GraphModule, SupportOracle]:
-    """Fuse supported nodes into `fused_N` submodules of gm (in place); the rest stays eager."""
-    oracle = SupportOracle(target)
+def partition(gm: fx.GraphModule, target, device_type: str | None = None) -> tuple[fx.GraphModule, SupportOracle]:
+    """Fuse supported nodes into `fused_N` submodules of gm (in place); the rest stays eager.
+    With `device_type`, a node touching a tensor on another device stays eager too."""
+    oracle = SupportOracle(target, device_type)
     partitioner = CapabilityBasedPartitioner(gm, oracle, allows_single_node_partition=True)
     fused = partitioner.partition_and_fuse()
     return fused, oracle
