@@ -165,13 +165,29 @@ def test_seeded_wrapper_is_stable_and_eager():
     assert set(out.unique().tolist()) == {0.0, 1.0}
 
 
-def test_random_ops_stay_eager_on_cuda():
-    """dynamo.random_bits has a CPU lowering only (a compiled randn crashed on an H200), so the
-    CUDA partitioner keeps random ops eager instead of compiling them."""
-    from dynamo_mlir.lowering import registry
+def test_random_bits_reach_ptx():
+    """The lowering is one linalg.generic of i64 arith and linalg.index: the cuda target takes it
+    (no GPU needed), so random ops are not kept eager there."""
+    from torch_mlir import ir
 
-    assert "dynamo.random_bits" in registry.lowered_ops("cpu")
-    assert "dynamo.random_bits" not in registry.lowered_ops("cuda")
+    from dynamo_mlir.codegen import resolve, run_stages
+    from dynamo_mlir.codegen.target import get_target
+    from dynamo_mlir.dialects import new_context
+
+    bits, uniform = "tensor<64x128xi64>", "tensor<64x128xf32>"
+    text = f'''
+func.func @r(%seed: tensor<i64>, %shift: {bits}, %scale: {uniform}) -> {uniform} {{
+  %b = "dynamo.random_bits"(%seed) {{stream = 3 : i64}} : (tensor<i64>) -> {bits}
+  %t = "dynamo.shr"(%b, %shift) : ({bits}, {bits}) -> {bits}
+  %f = "dynamo.cast"(%t) : ({bits}) -> {uniform}
+  %u = "dynamo.mul"(%f, %scale) : ({uniform}, {uniform}) -> {uniform}
+  return %u : {uniform}
+}}'''
+    with new_context(), ir.Location.unknown():
+        run = run_stages(ir.Module.parse(text), get_target("cuda"), resolve({"cuda_arch": "sm_90"}))
+    ptx = run.artifact.device
+    assert ptx.count(".visible .entry") == 1
+    assert "mul.lo.s64" in ptx and "shr.u64" in ptx  # the SplitMix64 multiplies and shifts
 
 
 def test_rrelu_backward_uses_the_forward_noise():

@@ -35,9 +35,7 @@ def _mix(z: ir.Value) -> ir.Value:
     return z
 
 
-# CPU only for now: on an H200, a compiled randn region crashed with an illegal memory access
-# (rand_like and bernoulli ran); until that is understood, CUDA keeps random ops eager.
-@register_lowering(dy.RandomBitsOp, target="cpu")
+@register_lowering(dy.RandomBitsOp)
 def _lower_random_bits(op):
     out = ranked(op.out)
     i64 = out.element_type
