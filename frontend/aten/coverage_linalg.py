@@ -23,6 +23,7 @@ from torch_mlir import ir
 from ...dialects import dynamo as dy
 from ..importer import DYN
 from ..registry import Unsupported, import_rule
+from .args import i64_attr as _attr, node_arg as _arg
 from .coverage_math import _iota
 from .reduction import reduce
 
@@ -30,14 +31,6 @@ aten = torch.ops.aten
 F64 = torch.float64
 
 
-def _attr(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
-
-
-def _arg(node, position: int, name: str, default):
-    if len(node.args) > position:
-        return node.args[position]
-    return node.kwargs.get(name, default)
 
 
 def _float(ctx, x) -> torch.dtype:

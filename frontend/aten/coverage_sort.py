@@ -17,8 +17,8 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
-from ..importer import static_shape
 from ..registry import Unsupported, import_rule
+from .args import i64_attr as _attr, node_arg as _arg
 from .coverage_math import _iota, scan
 from .elementwise import compute_dtype
 from .reduction import reduce
@@ -28,14 +28,6 @@ I64 = ir.IntegerType.get_signless
 STD_SORT_STABLE_UP_TO = 16  # std::sort is a plain insertion sort up to this many elements
 
 
-def _attr(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
-
-
-def _arg(node, position: int, name: str, default):
-    if len(node.args) > position:
-        return node.args[position]
-    return node.kwargs.get(name, default)
 
 
 def _uses_output(node, index: int) -> bool:
