@@ -7,10 +7,8 @@ family is unary. Their scalar bodies (loops over recurrences and series) are in
 lowering/rules/bessel.py.
 """
 
-from torch_mlir import ir
-from torch_mlir.dialects.ext import Operand, Result
 
-from .elementwise import _binary_doc, _make_op, _unary_doc, _verify_binary, _verify_unary
+from .elementwise import make_binary_ops, make_unary_ops
 
 # name -> what it computes (n = trunc(degree operand); y = 2x - 1 for the shifted ones).
 POLYNOMIAL_OPS = {
@@ -32,15 +30,6 @@ BESSEL_OPS = {
     "spherical_bessel_j0": "sin(x) / x", "airy_ai": "Airy Ai(x)",
 }
 
-POLYNOMIAL_CLASSES = {
-    name: _make_op(name, {"lhs": Operand[ir.RankedTensorType], "rhs": Operand[ir.RankedTensorType],
-                          "out": Result[ir.RankedTensorType]},
-                   _binary_doc(name, what), _verify_binary)
-    for name, what in POLYNOMIAL_OPS.items()
-}
-BESSEL_CLASSES = {
-    name: _make_op(name, {"x": Operand[ir.RankedTensorType], "out": Result[ir.RankedTensorType]},
-                   _unary_doc(name, what), _verify_unary)
-    for name, what in BESSEL_OPS.items()
-}
+POLYNOMIAL_CLASSES = make_binary_ops(POLYNOMIAL_OPS, __name__)
+BESSEL_CLASSES = make_unary_ops(BESSEL_OPS, __name__)
 globals().update({cls.__name__: cls for cls in (*POLYNOMIAL_CLASSES.values(), *BESSEL_CLASSES.values())})

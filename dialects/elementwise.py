@@ -76,17 +76,28 @@ def _binary_doc(name: str, what: str) -> str:
             f'      %c = "dynamo.{name}"(%a, %b) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n')
 
 
-UNARY_CLASSES = {
-    name: _make_op(name, {"x": Operand[ir.RankedTensorType], "out": Result[ir.RankedTensorType]},
-                   _unary_doc(name, what), _verify_unary)
-    for name, what in UNARY_OPS.items()
-}
-BINARY_CLASSES = {
-    name: _make_op(name, {"lhs": Operand[ir.RankedTensorType], "rhs": Operand[ir.RankedTensorType],
-                          "out": Result[ir.RankedTensorType]},
-                   _binary_doc(name, what), _verify_binary)
-    for name, what in BINARY_OPS.items()
-}
+def make_unary_ops(table: dict, module: str = __name__) -> dict:
+    """{name: op class} for a table of unary elementwise ops (name -> what it computes)."""
+    operands = {"x": Operand[ir.RankedTensorType], "out": Result[ir.RankedTensorType]}
+    return {name: _in_module(_make_op(name, dict(operands), _unary_doc(name, what), _verify_unary), module)
+            for name, what in table.items()}
+
+
+def make_binary_ops(table: dict, module: str = __name__) -> dict:
+    """{name: op class} for a table of binary elementwise ops (name -> what it computes)."""
+    operands = {"lhs": Operand[ir.RankedTensorType], "rhs": Operand[ir.RankedTensorType],
+                "out": Result[ir.RankedTensorType]}
+    return {name: _in_module(_make_op(name, dict(operands), _binary_doc(name, what), _verify_binary), module)
+            for name, what in table.items()}
+
+
+def _in_module(cls: type, module: str) -> type:
+    cls.__module__ = module
+    return cls
+
+
+UNARY_CLASSES = make_unary_ops(UNARY_OPS)
+BINARY_CLASSES = make_binary_ops(BINARY_OPS)
 globals().update({cls.__name__: cls for cls in (*UNARY_CLASSES.values(), *BINARY_CLASSES.values())})
 
 

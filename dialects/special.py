@@ -4,10 +4,8 @@ are CPU-only.
 
 Every op here maps float operands of one type to that type; the lowering computes in f64."""
 
-from torch_mlir import ir
-from torch_mlir.dialects.ext import Operand, Result
 
-from .elementwise import _binary_doc, _make_op, _unary_doc, _verify_binary, _verify_unary
+from .elementwise import make_binary_ops, make_unary_ops
 
 SPECIAL_UNARY_OPS = {
     "lgamma": "ln |Gamma(x)|",
@@ -23,18 +21,7 @@ SPECIAL_BINARY_OPS = {
     "nextafter": "the next representable value after a in the direction of b",
 }
 
-SPECIAL_UNARY_CLASSES = {
-    name: _make_op(name, {"x": Operand[ir.RankedTensorType], "out": Result[ir.RankedTensorType]},
-                   _unary_doc(name, what), _verify_unary)
-    for name, what in SPECIAL_UNARY_OPS.items()
-}
-SPECIAL_BINARY_CLASSES = {
-    name: _make_op(name, {"lhs": Operand[ir.RankedTensorType], "rhs": Operand[ir.RankedTensorType],
-                          "out": Result[ir.RankedTensorType]},
-                   _binary_doc(name, what), _verify_binary)
-    for name, what in SPECIAL_BINARY_OPS.items()
-}
-for _cls in (*SPECIAL_UNARY_CLASSES.values(), *SPECIAL_BINARY_CLASSES.values()):
-    _cls.__module__ = __name__
+SPECIAL_UNARY_CLASSES = make_unary_ops(SPECIAL_UNARY_OPS, __name__)
+SPECIAL_BINARY_CLASSES = make_binary_ops(SPECIAL_BINARY_OPS, __name__)
 globals().update({cls.__name__: cls for cls in (*SPECIAL_UNARY_CLASSES.values(),
                                                 *SPECIAL_BINARY_CLASSES.values())})
