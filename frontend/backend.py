@@ -52,6 +52,10 @@ def decompositions() -> dict:
 
 def _math_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                     enable_gqa=False):
+    # torch's SDPA turns a boolean mask (True = attend) into an additive one before it picks a
+    # kernel; the math kernel called directly would add the booleans as 0/1 instead.
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(attn_mask.logical_not(), float("-inf"))
     return aten._scaled_dot_product_attention_math(
         query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)[0]
 
