@@ -1,5 +1,6 @@
 """cuda target, no GPU needed: every test model goes through the whole stage table to PTX."""
 
+import os
 import re
 
 import pytest
@@ -193,3 +194,101 @@ def test_graph_without_inputs_that_makes_cuda_tensors_targets_cuda():
     gm = fx.GraphModule(torch.nn.Module(), graph)
     assert choose_target(gm, [], resolve({})).name == "cuda"
     assert choose_target(gm, [], resolve({"target": "cpu"})).name == "cpu"
+
+
+def test_op_without_nvvm_lowering_is_refused_before_the_translator():
+    """MLIR's LLVM IR translator segfaults on an op it has no registration for: refuse it first."""
+    from dynamo_mlir.codegen.cuda import ptx
+
+    text = """module attributes {llvm.target_triple = "nvptx64-nvidia-cuda"} {
+      llvm.func @k(%x: f32) -> f32 {
+        %0 = math.erfc %x : f32
+        llvm.return %0 : f32
+      }
+    }"""
+    with new_context():
+        module = ir.Module.parse(text)
+        with pytest.raises(ptx.Untranslatable, match="math.erfc"):
+            ptx.llvm_ir(module)
+
+
+def test_libcall_nvptx_cannot_make_is_refused_before_codegen():
+    """LLVM's NVPTX backend aborts the process on a libcall it cannot select: refuse it first."""
+    from dynamo_mlir.codegen.cuda import ptx
+
+    ll = """target triple = "nvptx64-nvidia-cuda"
+    declare float @sinhf(float)
+    define void @k(ptr %p) {
+      %x = load float, ptr %p
+      %y = call float @sinhf(float %x)
+      store float %y, ptr %p
+      ret void
+    }"""
+    with pytest.raises(ptx.Untranslatable, match="sinhf"):
+        ptx.emit_ptx(ll)
+
+
+@pytest.mark.parametrize("name", ["trunc", "div_trunc", "fmod_grad", "reflect_pad"])
+def test_ops_that_crashed_the_translator_reach_valid_ptx(name, tmp_path):
+    """trunc (and what decomposes to it) and integer abs (reflect padding's indices) were left as
+    math ops that the translator crashed on; now they compile for cuda, and ptxas accepts the PTX
+    where it is installed."""
+    import shutil
+    import subprocess
+
+    import torch
+    import torch.nn.functional as F
+
+    import dynamo_mlir
+
+    fns = {
+        "trunc": (torch.trunc, [torch.randn(64)]),
+        "div_trunc": (lambda a, b: torch.div(a, b, rounding_mode="trunc"), [torch.randn(64), torch.randn(64)]),
+        "fmod_grad": (lambda a, b: torch.autograd.grad(torch.fmod(a, b).sum(), (a, b)),
+                      [torch.randn(64, requires_grad=True), torch.randn(64, requires_grad=True)]),
+        "reflect_pad": (lambda x: F.pad(x, (2, 3), mode="reflect"), [torch.randn(2, 3, 16)]),
+    }
+    fn, inputs = fns[name]
+    compiled = torch.compile(fn, backend="mlir", options={"target": "cuda", "cuda_arch": "sm_90",
+                                                            "dump_dir": str(tmp_path), "strict": True})
+    with pytest.raises(Exception, match="not a CUDA device"):  # the PTX was built; CPU tensors can't run it
+        compiled(*inputs)
+    s = dynamo_mlir.stats()
+    assert s["partitions_failed"] == 0 and s["ops_compiled"] >= 1, dynamo_mlir.explain()
+    ptxas = shutil.which("ptxas")
+    for path in tmp_path.glob("*.ptx.ptx"):
+        assert ".entry" in path.read_text()
+        if ptxas:
+            result = subprocess.run([ptxas, "-arch=sm_90", str(path), "-o", os.devnull], capture_output=True, text=True)
+            assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_constants_upload_in_their_own_dtype(dtype):
+    """torch.ones/full/linspace in bf16 on cuda read as zeros: their memref.global was uploaded as
+    float32 and the kernel read its bytes as bf16. Splat and non-splat constants, every float type."""
+    import torch
+
+    import dynamo_mlir.codegen.cuda.runtime as runtime
+
+    dt = getattr(torch, dtype)
+    expected = [torch.ones(7, dtype=dt), torch.linspace(-3, 5, 7, dtype=dt)]
+    compiled = torch.compile(lambda: [torch.ones(7, dtype=dt), torch.linspace(-3, 5, 7, dtype=dt)],
+                             backend="mlir", options={"target": "cuda", "cuda_arch": "sm_90", "strict": True})
+    seen, saved = [], runtime.CudaFunction.__init__
+
+    def spy(self, program, signature, options):
+        seen.append(program.hosts[signature.name])
+        saved(self, program, signature, options)
+
+    runtime.CudaFunction.__init__ = spy
+    try:
+        with pytest.raises(Exception):  # no GPU here: the call itself cannot run
+            compiled()
+    finally:
+        runtime.CudaFunction.__init__ = saved
+    (host,) = seen
+    uploaded = sorted((runtime._upload(c, "cpu") for c in host.constants.values()), key=lambda t: t.sum().item())
+    assert [t.dtype for t in uploaded] == [dt] * len(uploaded) and uploaded, str(host)
+    for got in uploaded:
+        assert any(torch.equal(got.reshape(-1), e) for e in expected), (got, expected)

@@ -73,7 +73,9 @@ def make_nvvm(module: ir.Module, options) -> ptx.CudaProgram:
     passes = [
         "gpu.module(convert-scf-to-cf, "
         f"convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1 index-bitwidth={bits}}}, "
-        "canonicalize, cse, reconcile-unrealized-casts)",
+        # Math ops convert-gpu-to-nvvm maps to no libdevice function (trunc, absi, ...) become
+        # LLVM intrinsics that NVPTX selects; left as math ops they cannot be translated.
+        "convert-math-to-llvm, canonicalize, cse, reconcile-unrealized-casts)",
     ]
     for host in hosts.values():
         host.index_bits = bits
@@ -82,8 +84,14 @@ def make_nvvm(module: ir.Module, options) -> ptx.CudaProgram:
 
 
 def make_ll(program: ptx.CudaProgram, options) -> ptx.CudaProgram:
-    return program.with_device(ptx.llvm_ir(program.device), "ll")
+    try:
+        return program.with_device(ptx.llvm_ir(program.device), "ll")
+    except ptx.Untranslatable as e:
+        raise CompileError("ll", str(e)) from None
 
 
 def make_ptx(program: ptx.CudaProgram, options) -> ptx.CudaProgram:
-    return program.with_device(ptx.emit_ptx(program.device, ptx.arch_for(options)), "ptx")
+    try:
+        return program.with_device(ptx.emit_ptx(program.device, ptx.arch_for(options)), "ptx")
+    except ptx.Untranslatable as e:
+        raise CompileError("ptx", str(e)) from None

@@ -77,10 +77,63 @@ def device_module(module: ir.Module) -> ir.Module:
     return dev
 
 
+class Untranslatable(RuntimeError):
+    """Device code that would crash the process if it went on (MLIR's translator and LLVM's
+    instruction selector abort instead of raising): the region must run eagerly instead."""
+
+
+# Dialects MLIR's LLVM IR translator knows. Anything else left in a kernel (a math op that
+# convert-gpu-to-nvvm has no libdevice mapping for, say) makes the translator segfault.
+TRANSLATABLE_DIALECTS = frozenset({"builtin", "llvm", "nvvm"})
+
+
+def check_translatable(device: ir.Module) -> None:
+    """Raise Untranslatable naming the first op (and the ATen node it came from) that the
+    LLVM IR translator has no registration for."""
+    bad = []
+
+    def visit(op):
+        if op.name.split(".")[0] not in TRANSLATABLE_DIALECTS:
+            bad.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    device.operation.walk(visit)
+    if bad:
+        op = bad[0]
+        raise Untranslatable(f"'{op.name}' at {op.location} has no NVVM/LLVM lowering, so no kernel "
+                             "can be built for it")
+
+
 def llvm_ir(device: ir.Module) -> str:
     from torch_mlir.dialects.llvm import translate_module_to_llvmir
 
+    check_translatable(device)
     return to_llvmlite_text(str(translate_module_to_llvmir(device.operation)))
+
+
+# LLVM intrinsics the NVPTX backend selects to instructions. Any other declaration left after
+# libdevice is linked would be a libcall that NVPTX cannot make: LLVM aborts the process
+# ("Cannot select") or emits PTX that calls an undefined function.
+NVPTX_INTRINSICS = ("llvm.nvvm.", "llvm.fabs.", "llvm.fma.", "llvm.fmuladd.", "llvm.minnum.",
+                    "llvm.maxnum.", "llvm.minimum.", "llvm.maximum.", "llvm.copysign.", "llvm.trunc.",
+                    "llvm.floor.", "llvm.ceil.", "llvm.rint.", "llvm.nearbyint.", "llvm.roundeven.",
+                    "llvm.sqrt.", "llvm.abs.", "llvm.smin.", "llvm.smax.", "llvm.umin.", "llvm.umax.",
+                    "llvm.ctlz.", "llvm.cttz.", "llvm.ctpop.", "llvm.bitreverse.", "llvm.bswap.",
+                    "llvm.fshl.", "llvm.fshr.", "llvm.memcpy.", "llvm.memset.", "llvm.memmove.",
+                    "llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope.decl",
+                    "llvm.sadd.with.overflow.", "llvm.uadd.with.overflow.", "llvm.smul.with.overflow.",
+                    "llvm.umul.with.overflow.", "llvm.ssub.with.overflow.", "llvm.usub.with.overflow.",
+                    "__nvvm_reflect")  # libdevice's feature query, folded by the NVVMReflect pass
+
+
+def check_selectable(mod) -> None:
+    """Every function the kernels still declare must be an intrinsic NVPTX selects."""
+    unknown = sorted(f.name for f in mod.functions
+                     if f.is_declaration and not f.name.startswith(NVPTX_INTRINSICS))
+    if unknown:
+        raise Untranslatable(f"the kernels call {unknown}, which neither libdevice nor the NVPTX "
+                             "backend provides")
 
 
 @functools.lru_cache(maxsize=None)
@@ -173,6 +226,8 @@ def emit_ptx(ll: str, arch: str = DEFAULT_ARCH) -> str:
     dce = llvm.create_new_module_pass_manager()
     dce.add_global_dead_code_eliminate_pass()
     dce.run(mod, builder)
+    check_selectable(mod)
     builder.getModulePassManager().run(mod, builder)
+    check_selectable(mod)  # O3 can turn plain code into intrinsic calls too
     mod.verify()
     return machine.emit_assembly(mod)

@@ -108,6 +108,12 @@ def _alloc_step(step: Alloc, device):
     return run
 
 
+def _upload(constant, device) -> torch.Tensor:
+    """A constant on the device in its own dtype (bf16 values arrive as exact float32)."""
+    values = torch.from_numpy(constant.values.copy())
+    return values.to(device=device, dtype=getattr(torch, constant.dtype))
+
+
 class CudaFunction:
     """A callable over CUDA tensors; returns freshly allocated outputs."""
 
@@ -124,7 +130,7 @@ class CudaFunction:
         if index not in self._per_device:
             module = LoadedModule(self.ptx, self.kernels, index) if self.kernels else None
             steps = [self._step(s, module, device) for s in self.host.steps]
-            constants = [(slot, torch.from_numpy(array.copy()).to(device)) for slot, array in self.host.constants.items()]
+            constants = [(slot, _upload(c, device)) for slot, c in self.host.constants.items()]
             self._per_device[index] = (module, steps, constants)
         return self._per_device[index]
 

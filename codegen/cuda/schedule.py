@@ -73,7 +73,7 @@ class HostSchedule:
     n_args: int
     arg_types: list[tuple[tuple[int, ...], str]]
     steps: list = field(default_factory=list)
-    constants: dict = field(default_factory=dict)  # slot -> numpy array
+    constants: dict = field(default_factory=dict)  # slot -> Constant
     n_slots: int = 0
     kernels: list[str] = field(default_factory=list)
     max_elements: int = 0
@@ -82,7 +82,7 @@ class HostSchedule:
     def __str__(self):
         args = ", ".join(f"%{i}: {'x'.join(map(str, s))}x{d}" for i, (s, d) in enumerate(self.arg_types))
         lines = [f"host {self.name}({args})"]
-        lines += [f"  %{s} = constant {a.shape} {a.dtype}" for s, a in self.constants.items()]
+        lines += [f"  %{s} = {c}" for s, c in self.constants.items()]
         lines += [f"  {step}" for step in self.steps]
         return "\n".join(lines)
 
@@ -201,21 +201,56 @@ HANDLERS = {
 }
 
 
-def global_array(module: ir.Module, name: str, t: ir.MemRefType) -> np.ndarray:
+@dataclass(frozen=True)
+class Constant:
+    """A memref.global's value: `values` in a numpy type that holds it exactly (bfloat16, which
+    numpy lacks, as float32), uploaded as `dtype` (a torch dtype name)."""
+
+    values: np.ndarray
+    dtype: str
+
+    def __str__(self):
+        return f"constant {self.values.shape} {self.dtype}"
+
+
+def global_array(module: ir.Module, name: str, t: ir.MemRefType) -> Constant:
     for op in module.body.operations:
         if op_name(op) == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value == name:
             attr = ir.DenseElementsAttr(op.attributes["initial_value"])
-            if attr.is_splat:
-                value = attr.get_splat_value()
-                scalar = value.value if hasattr(value, "value") else value
-                return np.full(tuple(t.shape), scalar, dtype=_np_dtype(t.element_type))
-            return np.array(attr).reshape(tuple(t.shape))
+            return Constant(_dense_values(attr, t), dtype_name(t.element_type))
     raise Unsupported(f"memref.global @{name} not found")
+
+
+def _dense_values(attr: ir.DenseElementsAttr, t: ir.MemRefType) -> np.ndarray:
+    shape = tuple(t.shape)
+    if attr.is_splat:
+        value = attr.get_splat_value()
+        scalar = value.value if hasattr(value, "value") else value
+        return np.full(shape, scalar, dtype=_np_dtype(t.element_type))
+    if str(t.element_type) == "bf16":  # the bindings' buffer protocol has no bf16
+        return _bf16_from_text(str(attr)).reshape(shape)
+    return np.array(attr).reshape(shape)
 
 
 def _np_dtype(t: ir.Type):
     name = dtype_name(t)
     return {"bfloat16": np.float32, "bool": np.bool_}.get(name, getattr(np, name, np.float32))
+
+
+def _bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _bf16_from_text(text: str) -> np.ndarray:
+    """The values of a printed bf16 DenseElementsAttr: `dense<"0x...">` (raw little-endian
+    bits) or `dense<[1.5, 0xFF80, ...]>` (decimal values, special values as bit patterns)."""
+    literal = text[:text.rindex(" : ")].strip()  # dense<...>, without the type
+    body = literal[literal.index("<") + 1:-1].strip()
+    if body.startswith('"0x'):
+        return _bf16_bits_to_f32(np.frombuffer(bytes.fromhex(body[3:-1]), dtype="<u2"))
+    tokens = [tok.strip() for tok in body.replace("[", " ").replace("]", " ").split(",")]
+    return np.array([_bf16_bits_to_f32(np.array([int(tok, 16)], dtype=np.uint16))[0]
+                     if tok.lower().startswith("0x") else float(tok) for tok in tokens], dtype=np.float32)
 
 
 def extract(module: ir.Module) -> dict[str, HostSchedule]:
