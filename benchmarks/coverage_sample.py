@@ -180,6 +180,33 @@ def _fallback_reason(graph_breaks: int) -> str | None:
     return None
 
 
+HALF_TYPES = (torch.float16, torch.bfloat16)
+
+
+def _mismatch(expected, actual, tol, metadata_only: bool, train: bool) -> str | None:
+    why = _compare(expected[0], actual[0], tol, metadata_only)
+    if why is None and train:
+        why = _compare(expected[1], actual[1], tol, metadata_only)
+        why = why and f"grad {why}"
+    return why
+
+
+def _float32_reference(fn, tensors, train: bool, dtype):
+    """fn on the inputs upcast to float32, its results rounded once to `dtype` (None if eager
+    rejects the upcast call)."""
+    def up(x):
+        if isinstance(x, torch.Tensor) and x.dtype == dtype:
+            return x.detach().float().requires_grad_(x.requires_grad)
+        return x
+
+    down = lambda x: x.to(dtype) if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x
+    try:
+        out, grads = _run(fn, [up(t) for t in _clone(tensors)], train, seed=0)
+    except Exception:
+        return None
+    return pytree.tree_map(down, out), pytree.tree_map(down, grads)
+
+
 def run_sample(op, sample, dtype, device, train: bool) -> SampleResult | None:
     fn, tensors = _as_call(op, sample)
     try:
@@ -197,10 +224,13 @@ def run_sample(op, sample, dtype, device, train: bool) -> SampleResult | None:
     breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
     tol = tolerances(op, dtype, device)
     metadata_only = op.name in NONDETERMINISTIC
-    why = _compare(expected[0], actual[0], tol, metadata_only)
-    if why is None and train:
-        why = _compare(expected[1], actual[1], tol, metadata_only)
-        why = why and f"grad {why}"
+    why = _mismatch(expected, actual, tol, metadata_only, train)
+    if why is not None and dtype in HALF_TYPES:
+        # eager's half kernels round intermediates in their own way (and differently per CPU):
+        # the compiled result may instead match the float32 computation rounded once.
+        reference = _float32_reference(fn, tensors, train, dtype)
+        if reference is not None and _mismatch(reference, actual, tol, metadata_only, train) is None:
+            why = None
     if why is not None:
         return SampleResult("mismatch", why[:300])
     fallback = _fallback_reason(breaks)

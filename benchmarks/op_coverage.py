@@ -63,6 +63,20 @@ def _worker(wid: int, tasks, results, cfg: dict) -> None:
         r = coverage_sample.run_op(by_name[name], dtype, cfg["device"], cfg["train"], cfg["samples"], beat)
         r.name, r.seconds = name, time.perf_counter() - t0
         results.put(("done", wid, asdict(r)))
+        if _context_lost(r.reason):  # every later op in this process would fail too: start afresh
+            results.close()
+            results.join_thread()
+            os._exit(3)
+
+
+# A CUDA error that poisons the process's context: nothing after it can run in this worker.
+_STICKY_CUDA_ERRORS = ("illegal memory access", "illegal address", "unspecified launch failure",
+                       "misaligned address", "CUDA_ERROR_ILLEGAL", "CUDA_ERROR_LAUNCH_FAILED",
+                       "device-side assert")
+
+
+def _context_lost(reason: str) -> bool:
+    return any(s in (reason or "") for s in _STICKY_CUDA_ERRORS)
 
 
 class _Slot:
