@@ -7,6 +7,8 @@ set -o pipefail
 mkdir -p .gpu-bundle/site && tar xJf .gpu-bundle/torch_mlir-cp312.tar.xz -C .gpu-bundle/site \
   && export PYTHONPATH=$PWD/.gpu-bundle/site \
   && python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . || exit 1
+# torch's OpInfo database imports expecttest, which GPU hosts may lack: carry it in .whl/.
+[ -d .whl ] && python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=$PYTHONPATH:/tmp/site
 export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
 for config in "$@"; do
