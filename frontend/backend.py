@@ -46,7 +46,7 @@ def decompositions() -> dict:
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
     table.update(linear_cross_entropy_decompositions())
     table.update(full_precision_decompositions())  # grid_sampler_2d (frontend/aten/coverage_pool.py)
-    table.update(half_overrides(table))  # eager's roundings for bf16/f16
+    table.update(half_overrides(table))  # eager CPU kernels' own roundings for bf16/f16
     return table
 
 

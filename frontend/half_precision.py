@@ -1,18 +1,19 @@
-"""Decompositions that round like eager's CPU kernels for bfloat16/float16 inputs.
+"""Half-precision decompositions: where eager's CPU and CUDA kernels round differently.
 
-torch's reference decompositions upcast half inputs to float32, compute everything there and
-round once at the end. Some eager CPU kernels round in between instead, so the references differ
-from eager by one ulp now and then:
+Eager's CUDA kernels compute half inputs in float32 ("opmath") and round the result once, as
+torch's reference decompositions do. A few eager CPU kernels round in between instead, and on
+CPU they are followed here:
 - batch norm in training mode stores mean and inverse std in the input dtype (save_mean /
   save_invstd) and normalizes with those rounded statistics; the rounding depends on the
   float32 sums' vectorized order, so that op is left to eager for half inputs on CPU;
-- logit and cross compute in scalar_t (c10::BFloat16 arithmetic rounds every operation).
+- logit and cross compute in scalar_t (c10::BFloat16 arithmetic rounds every operation) on CPU.
 The other wrappers keep torch's decomposition for other dtypes and, for half inputs, traces
 eager's roundings as ops on half tensors: our importer computes each such op in float32 and
 rounds its result, which is exactly what the eager kernel does.
 """
 
 import torch
+import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import _disable_current_modes
 
 from .registry import Unsupported, import_rule
@@ -54,10 +55,34 @@ def _rounded(value: float, dtype: torch.dtype) -> float:
         return torch.tensor(value, dtype=torch.float32).to(dtype).item()
 
 
+def in_float32(decomposition):
+    """`decomposition` on float32 copies of its half inputs (all of one half type), its float32
+    results rounded once to that type; other calls unchanged."""
+
+    def decompose(*args, **kwargs):
+        tensors = [x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+        dtypes = {x.dtype for x in tensors if x.is_floating_point()}
+        if len(dtypes) != 1 or next(iter(dtypes)) not in HALF:
+            return decomposition(*args, **kwargs)
+        (half,) = dtypes
+        up = lambda x: x.float() if isinstance(x, torch.Tensor) and x.dtype == half else x  # noqa: E731
+        down = lambda x: x.to(half) if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x  # noqa: E731
+        args, kwargs = pytree.tree_map(up, (args, kwargs))
+        return pytree.tree_map(down, decomposition(*args, **kwargs))
+
+    return decompose
+
+
+def _on_cpu(x) -> bool:
+    return x.device.type == "cpu"
+
+
 def _logit(reference):
+    float32_reference = in_float32(reference)
+
     def decompose(x, eps=None):
-        if x.dtype not in HALF:
-            return reference(x, eps)
+        if x.dtype not in HALF or not _on_cpu(x):
+            return float32_reference(x, eps)
         if eps is not None and eps >= 0:
             # eps and 1 - eps as scalar_t, as the kernel computes them
             lo = _rounded(eps, x.dtype)
@@ -69,7 +94,7 @@ def _logit(reference):
 
 def _cross(reference):
     def decompose(a, b, dim=-1):
-        if a.dtype not in HALF or b.dtype != a.dtype:
+        if a.dtype not in HALF or b.dtype != a.dtype or not _on_cpu(a):
             return reference(a, b, dim=dim)
         shape = torch.broadcast_shapes(a.shape, b.shape)
         a, b = a.expand(shape), b.expand(shape)

@@ -21,6 +21,7 @@ from torch._decomp import get_decompositions
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
+from ..half_precision import in_float32
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 from .coverage_nn import _const, _outer, _strides, ordered_sum
@@ -300,15 +301,27 @@ def full_precision_decompositions() -> dict:
     references = get_decompositions([aten.grid_sampler_2d])
 
     def sampler_2d(reference):
+        float32_reference = in_float32(reference)
+
         def decompose(x, grid, interpolation_mode, padding_mode, align_corners):
-            if x.dtype not in (torch.bfloat16, torch.float16):
-                return reference(x, grid, interpolation_mode, padding_mode, align_corners)
+            if x.dtype not in (torch.bfloat16, torch.float16) or x.device.type != "cpu":
+                return float32_reference(x, grid, interpolation_mode, padding_mode, align_corners)
             return _grid_sample(x, grid, interpolation_mode, padding_mode, align_corners)
         return decompose
 
     table = {op: sampler_2d(ref) for op, ref in references.items()}
-    table[aten.grid_sampler_3d.default] = _grid_sample
+    table[aten.grid_sampler_3d.default] = _grid_sampler_3d
     return table
+
+
+_grid_sample_in_float32 = in_float32(lambda *args: _grid_sample(*args))
+
+
+def _grid_sampler_3d(x, grid, interpolation_mode, padding_mode, align_corners):
+    """On CPU, eager's scalar kernel (every step in the input's type); CUDA's kernel computes
+    half inputs in float32 and rounds once."""
+    sample = _grid_sample if x.device.type == "cpu" else _grid_sample_in_float32
+    return sample(x, grid, interpolation_mode, padding_mode, align_corners)
 
 
 def _source_index(coord, size: int, padding_mode: int, align_corners: bool):

@@ -83,20 +83,26 @@ def _batch_norm_inference(ctx, node):
     xv = ctx.cast(ctx.tensor(x), compute)
     shape = ctx.shape_of(xv)
     channel = [1, shape[1]] + [1] * (len(shape) - 2)
+    mean_c, var_c = (ctx.cast(ctx.tensor(a), compute) for a in (mean, var))
+    inv_c = ctx.emit("rsqrt", ctx.emit("add", var_c, ctx.broadcast(ctx.scalar(eps, compute), [shape[1]]),
+                                       out=ctx.type_like(var_c)), out=ctx.type_like(var_c))
 
-    def per_channel(arg):
-        return ctx.broadcast(ctx.reshape(ctx.cast(ctx.tensor(arg), compute), channel), shape)
+    def per_channel(v):
+        return ctx.broadcast(ctx.reshape(v, channel), shape)
+
+    def param(arg):
+        return per_channel(ctx.cast(ctx.tensor(arg), compute))
 
     t = ctx.type_like(xv)
-    inv = ctx.emit("rsqrt", ctx.emit("add", per_channel(var), ctx.broadcast(ctx.scalar(eps, compute), shape), out=t), out=t)
-    y = ctx.emit("mul", ctx.emit("sub", xv, per_channel(mean), out=t), inv, out=t)
+    y = ctx.emit("mul", ctx.emit("sub", xv, per_channel(mean_c), out=t), per_channel(inv_c), out=t)
     if weight is not None:
-        y = ctx.emit("mul", y, per_channel(weight), out=t)
+        y = ctx.emit("mul", y, param(weight), out=t)
     if bias is not None:
-        y = ctx.emit("add", y, per_channel(bias), out=t)
-    # outputs 1 and 2 (saved mean / rstd) are empty in inference, but native_batch_norm returns them
+        y = ctx.emit("add", y, param(bias), out=t)
+    # Outputs 1 and 2: empty on CPU; on CUDA eager returns the running mean and 1/sqrt(var + eps).
     saved = [ctx.out_meta(node, i) for i in (1, 2)]
-    return (ctx.cast(y, val.dtype), *(ctx.full(0, static_shape(s), s.dtype) for s in saved))
+    return (ctx.cast(y, val.dtype), *(ctx.cast(v, s.dtype) if s.numel() else ctx.full(0, static_shape(s), s.dtype)
+                                      for v, s in zip((mean_c, inv_c), saved)))
 
 
 @import_rule(aten.embedding)
