@@ -1,5 +1,6 @@
 """cuda target, no GPU needed: every test model goes through the whole stage table to PTX."""
 
+import os
 import re
 
 import pytest
@@ -193,3 +194,52 @@ def test_graph_without_inputs_that_makes_cuda_tensors_targets_cuda():
     gm = fx.GraphModule(torch.nn.Module(), graph)
     assert choose_target(gm, [], resolve({})).name == "cuda"
     assert choose_target(gm, [], resolve({"target": "cpu"})).name == "cpu"
+
+
+# ----------------------------------------------------------------------------- library calls in stats
+
+
+def _compile_for_cuda(model, x, **options):
+    """torch.compile for the cuda target on CPU tensors: every stage runs (PTX included), then the
+    call fails on the CPU tensors; what was compiled, and where each op runs, is in stats()."""
+    import torch
+
+    import dynamo_mlir
+
+    options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, **options}
+    with torch.no_grad(), pytest.raises(RuntimeError, match="not a CUDA device"):
+        torch.compile(model, backend="mlir", options=options)(x)
+    return dynamo_mlir.stats()
+
+
+def _small_cnn():
+    import torch.nn as nn
+
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, stride=2, groups=2),
+                         nn.AvgPool2d(1), nn.Flatten(), nn.Linear(8 * 2 * 2, 4)).eval()
+
+
+def test_mlp_for_cuda_reports_its_matmuls_as_library_calls():
+    import torch
+
+    import dynamo_mlir
+    from dynamo_mlir.tools.models import mlp
+
+    s = _compile_for_cuda(mlp().eval(), torch.randn(8, 10))
+    assert s["library_ops"] == {"aten.mm.default": 3} and s["ops_library"] == 3
+    assert "aten.mm.default" not in s["compiled_ops"]  # compiled = our generated kernels only
+    assert s["compiled_ops"]["aten.relu.default"] == 2 and s["ops_fallback"] == 0
+    text = dynamo_mlir.explain()
+    assert f"{s['ops_compiled']} op(s) compiled, 3 library call(s), 0 eager" in text
+    assert "aten.mm.default x3 (3 as library call)" in text
+
+
+def test_cnn_for_cuda_reports_conv_and_pooling_as_library_calls(tmp_path):
+    import torch
+
+    s = _compile_for_cuda(_small_cnn(), torch.randn(2, 3, 12, 12), dump_dir=str(tmp_path))
+    assert s["library_ops"] == {"aten.convolution.default": 2, "aten.max_pool2d_with_indices.default": 1,
+                                "aten.avg_pool2d.default": 1, "aten.mm.default": 1}
+    (host,) = tmp_path.glob("*.host.txt")
+    # each library step names the graph node it computes
+    assert re.search(r"torch linalg\.matmul\(.* for mm$", host.read_text(), re.M), host.read_text()

@@ -149,17 +149,29 @@ def test_eager_op_with_wrong_metadata_cannot_feed_wrong_bytes_to_a_region():
     region after it must not read those bytes as floats (it runs eagerly for such a call)."""
     x = torch.randn(64)
     f = lambda x: torch.ops.prims.signbit.default(x).to(torch.bool)
-    torch.testing.assert_close(torch.compile(f, backend="mlir")(x), f(x))
+    compiled = torch.compile(f, backend="mlir")
+    torch.testing.assert_close(compiled(x), f(x))
+    torch.testing.assert_close(compiled(-x), f(-x))
+    s = dynamo_mlir.stats()
+    assert s["fallback_ops"] == {"prims.signbit.default": 1}
+    (region,) = s["runtime_fallbacks"]  # every call of the region after it ran eagerly, counted
+    assert s["runtime_fallbacks"][region] == {
+        "calls": 2, "reasons": {"input 0 is torch.bool (64,) where the graph promised torch.float32 (64,)": 2}}
+    assert s["runtime_fallback_calls"] == 2
+    assert f"run-time fallback: {region} ran eagerly in 2 call(s)" in dynamo_mlir.explain()
 
 
 def test_graph_whose_shapes_need_tensor_values_runs_eagerly_and_says_why():
     # narrow's start comes from a tensor: AOTAutograd cannot trace it ahead of time.
-    fn = lambda x, start: torch.narrow(x, 1, start, 2)
+    fn = lambda x, start: torch.narrow(x, 1, start, 2).relu() * 2
     x, start = torch.randn(4, 6), torch.tensor(3)
     torch.testing.assert_close(torch.compile(fn, backend="mlir")(x, start), fn(x, start))
-    reasons = dynamo_mlir.stats()["fallback_reasons"]
-    assert [op for op, _ in reasons] == ["aten._local_scalar_dense.default"], reasons
-    assert "depend on tensor values" in reasons[0][1]
+    s = dynamo_mlir.stats()
+    # Every call of the graph ran eagerly, each counted; the reason names the op that needed values.
+    assert s["fallback_ops"] == {"torch.narrow": 1, "Tensor.relu": 1, "_operator.mul": 1}, s["fallback_ops"]
+    assert s["ops_fallback"] == 3 and s["ops_compiled"] == 0 and s["targets"] == ["eager"]
+    (reason,) = {why for _, why in s["fallback_reasons"]}
+    assert "depend on tensor values (aten._local_scalar_dense.default)" in reason
 
 
 def test_graph_whose_shapes_need_tensor_values_keeps_fullgraph():
