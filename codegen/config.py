@@ -24,7 +24,7 @@ class Options:
     opt_level: int = field(default=2, metadata={"doc": "LLVM optimisation level of the JIT (0-3); 2 runs as fast as 3 here and JITs ~40% sooner."})
     repro_dir: str | None = field(default=None, metadata={"doc": "Where failing pipelines leave their input IR; default: a temp folder."})
     print_after_all: bool = field(default=False, metadata={"doc": "Log the IR after every MLIR pass (very verbose)."})
-    library_matmul: bool = field(default=True, metadata={"doc": "Let a target call its vendor library for matmul/conv where it has one."})
+    library_matmul: bool = field(default=True, metadata={"doc": "cuda target: run matmul/conv/pooling as library calls through torch (cuBLAS/cuDNN; stats: ops_library); off: in our own generated kernels. The cpu target makes no library calls."})
     cuda_arch: str | None = field(default=None, metadata={"doc": "cuda target: PTX architecture (sm_90, ...); default: the GPU's, else sm_90."})
     cuda_fuse_rows: bool = field(default=True, metadata={"doc": "cuda target: fuse a row's reductions and the elementwise ops around them into one kernel (one block per row)."})
     cuda_graphs: bool = field(default=True, metadata={"doc": "cuda target: in mode=reduce-overhead, replay the host schedule as a CUDA graph."})

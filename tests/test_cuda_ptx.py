@@ -243,3 +243,43 @@ def test_cnn_for_cuda_reports_conv_and_pooling_as_library_calls(tmp_path):
     (host,) = tmp_path.glob("*.host.txt")
     # each library step names the graph node it computes
     assert re.search(r"torch linalg\.matmul\(.* for mm$", host.read_text(), re.M), host.read_text()
+
+
+def _assembles(ptx_path) -> bool:
+    import shutil
+    import subprocess
+
+    if shutil.which("ptxas") is None:
+        pytest.skip("ptxas is not installed")
+    done = subprocess.run(["ptxas", "-arch=sm_90", "-o", os.devnull, str(ptx_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return True
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_library_off_compiles_matmul_conv_and_pooling_into_our_kernels(model, tmp_path):
+    import torch
+
+    from dynamo_mlir.tools.models import mlp
+
+    fn, x = (mlp().eval(), torch.randn(8, 10)) if model == "mlp" else (_small_cnn(), torch.randn(2, 3, 12, 12))
+    s = _compile_for_cuda(fn, x, dump_dir=str(tmp_path), library_matmul=False)
+    assert s["ops_library"] == 0 and s["library_ops"] == {} and s["ops_fallback"] == 0
+    assert s["compiled_ops"]["aten.mm.default"] >= 1
+    (host,) = tmp_path.glob("*.host.txt")
+    assert "torch linalg." not in host.read_text()  # no library step left in the host schedule
+    gpu = next(tmp_path.glob("*.gpu.mlir")).read_text()
+    assert not re.search(r"linalg\.(matmul|conv|pooling)", gpu)
+    (ptx,) = tmp_path.glob("*.ptx.ptx")
+    assert _assembles(ptx)
+
+
+def test_library_off_batch_matmul_from_mlir():
+    """attention_bits' batch_matmul as a generated kernel (a reduction over k per output)."""
+    target = get_target("cuda")
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(MODELS["attention_bits"]())
+        run = run_stages(module, target, resolve({"cuda_arch": "sm_90", "library_matmul": False}), keep_text=True)
+    steps = run.artifact.hosts["attn"].steps
+    assert not [s for s in steps if hasattr(s, "op")] and run.artifact.library_nodes == frozenset()
+    assert "linalg.batch_matmul" not in run.records[2].text  # the gpu stage
