@@ -28,7 +28,7 @@ class Options:
     cuda_arch: str | None = field(default=None, metadata={"doc": "cuda target: PTX architecture (sm_90, ...); default: the GPU's, else sm_90."})
     cuda_fuse_rows: bool = field(default=True, metadata={"doc": "cuda target: fuse a row's reductions and the elementwise ops around them into one kernel (one block per row)."})
     cuda_graphs: bool = field(default=True, metadata={"doc": "cuda target: in mode=reduce-overhead, replay the host schedule as a CUDA graph."})
-    mode: str | None = field(default=None, metadata={"doc": "torch.compile's mode (default, reduce-overhead, max-autotune)."})
+    mode: str | None = field(default=None, metadata={"doc": "torch.compile's mode: default, or reduce-overhead (cuda target: the host schedule replayed as a CUDA graph). max-autotune is rejected: nothing is autotuned."})
 
     @classmethod
     def names(cls) -> list[str]:
@@ -59,8 +59,28 @@ def from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
     return found
 
 
+# torch.compile's modes this backend implements (torch passes no mode for "default").
+MODES = (None, "default", "reduce-overhead")
+# Modes that would otherwise be accepted and silently do nothing: refused, with what to use.
+REJECTED_MODES = {
+    "max-autotune": "dynamo-mlir does no autotuning (no kernel or library variant is timed and chosen)",
+    "max-autotune-no-cudagraphs": "dynamo-mlir does no autotuning (no kernel or library variant is timed and chosen)",
+}
+
+
+def check_mode(mode: str | None) -> None:
+    if mode in MODES:
+        return
+    why = REJECTED_MODES.get(mode, "it is not a torch.compile mode this backend knows")
+    raise ValueError(
+        f"dynamo-mlir: mode={mode!r} is not supported: {why}. Supported modes: 'default' and "
+        "'reduce-overhead' (cuda target: the host schedule replayed as a CUDA graph). Use "
+        "mode='default' (or leave mode out), or backend='inductor' for autotuned kernels.")
+
+
 def resolve(options: dict[str, Any] | None = None, mode: str | None = None) -> Options:
-    """Merge defaults, environment and explicit options into one Options."""
+    """Merge defaults, environment and explicit options into one Options; an unknown option or
+    an unsupported mode is an error."""
     options = dict(options or {})
     unknown = sorted(set(options) - set(Options.names()))
     if unknown:
@@ -70,6 +90,7 @@ def resolve(options: dict[str, Any] | None = None, mode: str | None = None) -> O
     merged = {**from_env(), **options}
     if mode is not None:
         merged["mode"] = mode
+    check_mode(merged.get("mode"))
     return Options(**merged)
 
 

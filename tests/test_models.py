@@ -9,6 +9,7 @@ import torch
 
 import dynamo_mlir
 from dynamo_mlir.codegen import CompileError
+from dynamo_mlir.codegen import resolve as config_resolve
 from dynamo_mlir.lowering import registry as lowering_registry
 from helpers import assert_all_compiled
 from dynamo_mlir.tools.models import cnn, mlp, randomize_batchnorm, transformer_block
@@ -115,6 +116,26 @@ def test_compile_failure_without_strict_runs_eagerly_and_reports(broken_exp_lowe
 def test_unknown_option_is_a_clear_error():
     with pytest.raises(Exception, match="unknown option"):
         torch.compile(lambda x: x + 1, backend="mlir", options={"dump_dri": "/tmp/x"})(torch.randn(2))
+
+
+@pytest.mark.parametrize("mode", ["max-autotune", "max-autotune-no-cudagraphs"])
+def test_autotune_modes_are_refused_clearly(mode):
+    # Nothing is autotuned: accepting the mode would silently run as mode="default".
+    with pytest.raises(Exception, match=f"mode='{mode}' is not supported: dynamo-mlir does no autotuning") as info:
+        torch.compile(lambda x: x + 1, backend="mlir", mode=mode)(torch.randn(2))
+    assert "Supported modes: 'default' and 'reduce-overhead'" in str(info.value)
+    with pytest.raises(ValueError, match="does no autotuning"):
+        config_resolve({"mode": mode})  # the option and DYNAMO_MLIR_MODE go the same way
+    with pytest.raises(ValueError, match="not a torch.compile mode"):
+        config_resolve(mode="fastest")
+
+
+def test_supported_modes_compile():
+    x = torch.randn(16)
+    for mode in ("default", "reduce-overhead"):
+        torch._dynamo.reset()
+        torch.testing.assert_close(torch.compile(lambda x: x.exp() + 1, backend="mlir", mode=mode)(x), x.exp() + 1)
+    assert_all_compiled(min_ops=2)
 
 
 def test_backend_is_registered_without_importing_the_package():
