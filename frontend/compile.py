@@ -132,23 +132,25 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
     returns_tuple = isinstance(output.args[0], (tuple, list))
     ops = {n.name: str(n.target) for n in sub.graph.nodes if n.op == "call_function" and not is_plumbing(n)}
     report = PartitionReport(node.target, target.name, list(ops.values()), {})
+    library: set[str] = set()
     try:
-        fn, library = build_region(sub, target, options, name, report.stage_seconds)
+        fn = build_region(sub, target, options, name, report.stage_seconds, library=library)
     except Exception as e:  # never crash the user's model: run the region eagerly, say why
         if options.strict:
             raise
         log.warning("dynamo-mlir: %s: running region eagerly after a compile failure: %s", name, e)
         report.compiled, report.error = False, str(e).splitlines()[0]
         return report
-    report.library_ops = [ops[n] for n in sorted(library) if n in ops]
+    finally:  # known once the stages ran, even if loading failed (the CLI on a machine without the device)
+        report.library_ops = [ops[n] for n in sorted(library) if n in ops]
     setattr(fused, node.target, CompiledRegion(fn, returns_tuple, name, sub))
     return report
 
 
 def build_region(sub: fx.GraphModule, target: Target, options: Options, name: str,
-                 stage_seconds: dict | None = None, keep_text: bool = False):
-    """Import `sub`, run every stage, load it: returns the target's callable and the names of
-    the nodes of `sub` that it runs as library calls (Target: library_nodes)."""
+                 stage_seconds: dict | None = None, keep_text: bool = False, library: set | None = None):
+    """Import `sub`, run every stage, load it: returns the target's callable. `library` gets the
+    names of the nodes of `sub` the artifact runs as library calls (Target: library_nodes)."""
     t0 = time.perf_counter()
     try:
         imported = import_graph(sub, "main")
@@ -165,12 +167,13 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
     run = driver.run_stages(imported.module, target, options, name, keep_text=keep_text)
     if stage_seconds is not None:
         stage_seconds.update({r.name: r.seconds for r in run.records})
+    if library is not None:
+        library.update(library_nodes(run.artifact))
     t1 = time.perf_counter()
     fn = target.load(run.artifact, imported.signature, options)
     if stage_seconds is not None:
         stage_seconds["load"] = time.perf_counter() - t1
-    fn = fn if imported.plan_is_identity else _planned(fn, imported.output_plan)
-    return fn, library_nodes(run.artifact)
+    return fn if imported.plan_is_identity else _planned(fn, imported.output_plan)
 
 
 def _planned(fn, plan):

@@ -121,10 +121,13 @@ def stats() -> dict:
 def _partition_lines(p: PartitionReport) -> list[str]:
     status = "compiled" if p.compiled else f"FAILED, ran eagerly: {p.error}"
     times = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in p.stage_seconds.items())
-    library = Counter(p.library_ops) if p.compiled else Counter()
+    library = Counter(p.library_ops)
+    # A partition that failed after its stages ran (no device to load on) still says which ops
+    # its target would run as library calls.
+    how = "as library call" if p.compiled else "would run as library call"
     lines = [f"  partition {p.name}: {len(p.ops)} ops, {status}; {times}"]
     for op, n in sorted(Counter(p.ops).items()):
-        lines.append(f"    {op} x{n}" + (f" ({library[op]} as library call)" if library[op] else ""))
+        lines.append(f"    {op} x{n}" + (f" ({library[op]} {how})" if library[op] else ""))
     return lines
 
 
