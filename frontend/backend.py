@@ -19,7 +19,7 @@ from .compile import compile_graph, new_graph_name
 from .half_precision import half_overrides
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
 from .aten.coverage_pool import full_precision_decompositions
-from .stats import REGISTRY, GraphReport
+from .stats import REGISTRY, GraphReport, op_name
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -131,10 +131,7 @@ def _call_name(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
         return f"Tensor.{node.target}"
     if node.op == "call_module":
         return type(gm.get_submodule(node.target)).__name__
-    try:
-        return torch.fx.node._get_qualified_name(node.target)
-    except Exception:  # not every callable has a qualified name
-        return str(node.target)
+    return op_name(node.target)
 
 
 def _eager_graph_report(gm: torch.fx.GraphModule, error: Exception, options: config.Options) -> GraphReport:

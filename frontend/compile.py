@@ -22,7 +22,7 @@ from .partition import partition
 from .region_sizes import is_host_size_node, route_sizes
 from .registry import Unsupported
 from .seeding import is_seed_node, seed_random_ops
-from .stats import REGISTRY, GraphReport, PartitionReport
+from .stats import REGISTRY, GraphReport, PartitionReport, op_name
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -109,7 +109,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
         if node.op == "call_function" and not is_plumbing(node) and not is_host_size_node(node) \
                 and not is_seed_node(node):
             verdict = oracle.verdicts.get(node.name)
-            report.fallbacks.append((str(node.target), verdict.reason if verdict else "not considered"))
+            report.fallbacks.append((op_name(node.target), verdict.reason if verdict else "not considered"))
     for p in report.partitions:
         if not p.compiled:
             report.fallbacks.extend((op, f"partition failed to compile: {p.error}") for op in p.ops)
@@ -130,7 +130,7 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
     sub = getattr(fused, node.target)
     output = next(n for n in sub.graph.nodes if n.op == "output")
     returns_tuple = isinstance(output.args[0], (tuple, list))
-    ops = {n.name: str(n.target) for n in sub.graph.nodes if n.op == "call_function" and not is_plumbing(n)}
+    ops = {n.name: op_name(n.target) for n in sub.graph.nodes if n.op == "call_function" and not is_plumbing(n)}
     report = PartitionReport(node.target, target.name, list(ops.values()), {})
     library: set[str] = set()
     try:

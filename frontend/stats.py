@@ -12,10 +12,25 @@ submodule instead (an input's dtype or shape differed from what the graph promis
 
 import logging
 import threading
+import types
 from collections import Counter
 from dataclasses import dataclass, field
 
+import torch.fx
+
 log = logging.getLogger("dynamo_mlir")
+
+
+def op_name(target) -> str:
+    """How reports name a node's op: str() for ATen overloads ('aten.mm.default') and wrappers
+    that name their op; the qualified name ('_operator.lt', 'torch.sym_ite') for plain
+    functions, whose str() carries a memory address."""
+    if not isinstance(target, (types.FunctionType, types.BuiltinFunctionType)):
+        return str(target)
+    try:
+        return torch.fx.node._get_qualified_name(target)
+    except Exception:  # not every callable has one (a lambda)
+        return str(target)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import dynamo_mlir
 from dynamo_mlir.codegen import CompileError
 from dynamo_mlir.codegen import resolve as config_resolve
 from dynamo_mlir.lowering import registry as lowering_registry
-from helpers import assert_all_compiled
+from helpers import assert_all_compiled, assert_fallbacks
 from dynamo_mlir.tools.models import cnn, mlp, randomize_batchnorm, transformer_block
 
 MODELS = {
@@ -71,8 +71,7 @@ def test_op_the_dialect_lacks_falls_back_correctly():
 
     x = torch.randn(32)
     torch.testing.assert_close(torch.compile(f, backend="mlir")(x), f(x))
-    s = dynamo_mlir.stats()
-    assert s["fallback_ops"] == {"dynamo_mlir_test.twice.default": 1}
+    s = assert_fallbacks({"dynamo_mlir_test.twice.default": 1}, min_ops=2)
     assert any("no import rule" in reason for _, reason in s["fallback_reasons"])
     assert {"aten.tanh.default", "aten.exp.default"} <= set(s["compiled_ops"])  # both sides compiled
     assert "dynamo_mlir_test.twice.default" in dynamo_mlir.explain()
@@ -110,6 +109,7 @@ def test_compile_failure_without_strict_runs_eagerly_and_reports(broken_exp_lowe
     torch.testing.assert_close(torch.compile(f, backend="mlir", options={"repro_dir": str(tmp_path)})(x), f(x))
     s = dynamo_mlir.stats()
     assert s["partitions_failed"] == 1 and s["ops_compiled"] == 0
+    assert s["fallback_ops"] == {"aten.exp.default": 1, "aten.mul.Tensor": 1}
     assert "simulated lowering bug" in dynamo_mlir.explain()
 
 
@@ -200,4 +200,7 @@ def test_graph_whose_shapes_need_tensor_values_keeps_fullgraph():
     fn = lambda x, start: torch.narrow(x, 1, start, 2)
     x, start = torch.randn(4, 6), torch.tensor(3)
     torch.testing.assert_close(torch.compile(fn, backend="mlir", fullgraph=True)(x, start), fn(x, start))
-    assert dynamo_mlir.stats()["ops_fallback"] >= 1
+    # With fullgraph, Dynamo keeps .item() in the graph: AOTAutograd traces it, nothing compiles.
+    assert dynamo_mlir.stats()["fallback_ops"] == {
+        "aten._local_scalar_dense.default": 1, "_operator.lt": 1, "_operator.eq": 1, "_operator.and_": 1,
+        "torch.sym_ite": 1, "aten.slice.Tensor": 1}
