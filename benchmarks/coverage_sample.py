@@ -1,10 +1,15 @@
 """Run one OpInfo entry's samples through torch.compile(backend="mlir") and eager; classify.
 
 Used inside the coverage worker processes (benchmarks/op_coverage.py). A sample is:
-  compiled  ran with every node compiled by us, outputs (and grads with --train) match eager;
-  fallback  matched eager but some node (or a graph break) ran eagerly;
-  mismatch  outputs differ from eager beyond the OpInfo's tolerance;
-  error     compiled raised where eager did not.
+  compiled    at least one op ran in our generated code (library calls do not count), nothing
+              ran eagerly, and the output VALUES (and grads with --train) match eager;
+  unverified  compiled as above, but only shapes and dtypes can be compared (random ops,
+              uninitialized memory): the values are not checked, so it is not counted compiled;
+  fallback    matched eager, but some node ran eagerly (a graph break, an unsupported op, a
+              region that failed to compile or fell back at run time), or no op at all ran in
+              generated code;
+  mismatch    outputs differ from eager beyond the OpInfo's tolerance;
+  error       compiled raised where eager did not.
 Samples where eager itself raises are skipped. An op takes its worst sample's verdict.
 """
 
@@ -20,7 +25,7 @@ import dynamo_mlir
 log = logging.getLogger("dynamo_mlir.coverage")
 
 # Worst first: an op's verdict is the worst of its samples'.
-SEVERITY = ("error", "mismatch", "fallback", "compiled", "skipped")
+SEVERITY = ("error", "mismatch", "fallback", "unverified", "compiled", "skipped")
 
 # Ops whose output depends on the RNG or on uninitialized memory: only metadata is compared
 # (a compiled graph may draw random numbers in another order than eager).
@@ -183,6 +188,7 @@ def _compare(expected, actual, tol, metadata_only: bool, uninitialized=frozenset
 
 
 def _fallback_reason(graph_breaks: int) -> str | None:
+    """Why the sample did not run wholly in generated code (None if it did)."""
     s = dynamo_mlir.stats()
     if graph_breaks:
         return f"{graph_breaks} graph break(s)"
@@ -193,6 +199,11 @@ def _fallback_reason(graph_breaks: int) -> str | None:
         return f"{op}: {why}"[:300]
     if s["partitions_failed"]:
         return "a partition failed to compile"
+    if s["runtime_fallback_calls"]:
+        region, seen = next(iter(s["runtime_fallbacks"].items()))
+        return f"{region} ran eagerly at run time: {next(iter(seen['reasons']))}"[:300]
+    if s["ops_compiled"] == 0:
+        return f"no op ran in generated code ({s['ops_library']} library call(s))"
     return None
 
 
@@ -251,7 +262,11 @@ def run_sample(op, sample, dtype, device, train: bool) -> SampleResult | None:
     if why is not None:
         return SampleResult("mismatch", why[:300])
     fallback = _fallback_reason(breaks)
-    return SampleResult("fallback", fallback) if fallback else SampleResult("compiled")
+    if fallback:
+        return SampleResult("fallback", fallback)
+    if metadata_only:
+        return SampleResult("unverified", "values not compared (random or uninitialized output): shapes and dtypes only")
+    return SampleResult("compiled")
 
 
 def run_op(op, dtype: torch.dtype, device: str, train: bool, max_samples: int, heartbeat=None) -> OpResult:

@@ -155,7 +155,7 @@ def _stuck(slot: _Slot, timeout: float) -> str | None:
 
 # ----------------------------------------------------------------------------- report
 
-VERDICTS = ("compiled", "fallback", "mismatch", "error", "skipped")
+VERDICTS = ("compiled", "unverified", "fallback", "mismatch", "error", "skipped")
 
 # The families issue 6 lets fall back, by OpInfo name (anchored regexes). They stay in the
 # table and in the first figure; the second figure leaves them out.
@@ -185,8 +185,8 @@ def summary(rows: list[dict], label: str) -> str:
     n, tested = _counts(rows)
     pct = lambda k: 100.0 * n[k] / tested if tested else 0.0
     return (f"{label}: {tested} ops tested ({n['skipped']} skipped of {len(rows)}): "
-            f"compiled {n['compiled']} ({pct('compiled'):.1f}%), fallback {n['fallback']} ({pct('fallback'):.1f}%), "
-            f"mismatch {n['mismatch']}, error {n['error']}")
+            f"compiled {n['compiled']} ({pct('compiled'):.1f}%), unverified {n['unverified']}, "
+            f"fallback {n['fallback']} ({pct('fallback'):.1f}%), mismatch {n['mismatch']}, error {n['error']}")
 
 
 def in_scope_summary(rows: list[dict]) -> str:
@@ -203,21 +203,30 @@ def in_scope_summary(rows: list[dict]) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| op | verdict | samples (compiled/fallback/mismatch/error) | reason |", "|---|---|---|---|"]
+    counted = VERDICTS[:-1]
+    out = [f"| op | verdict | samples ({'/'.join(counted)}) | reason |", "|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: r["name"]):
         c = r.get("counts", {})
-        counts = "/".join(str(c.get(v, 0)) for v in ("compiled", "fallback", "mismatch", "error"))
+        counts = "/".join(str(c.get(v, 0)) for v in counted)
         reason = r.get("reason", "").replace("|", "\\|").replace("\n", " ")[:160]
         out.append(f"| {r['name']} | {r['verdict']} | {counts} | {reason} |")
     return "\n".join(out)
 
 
-def markdown(rows: list[dict], label: str, command: str, seconds: float) -> str:
+def markdown(rows: list[dict], label: str, command: str, seconds: float, samples: int) -> str:
+    ran = sum(r.get("samples", 0) for r in rows)
     return "\n".join([
         f"# OpInfo coverage: {label}", "",
         f"Made by `{command}` in {seconds / 60:.1f} min.", "",
-        "compiled: every sample compiled by dynamo-mlir, no eager node, outputs match eager; "
-        "fallback: matches eager, some node ran eagerly; mismatch: differs from eager; "
+        f"Samples: each entry ran its first {samples} OpInfo sample(s) (fewer where it has fewer; "
+        f"samples eager itself rejects are not counted): {ran} samples over {len(rows)} entries. "
+        "An entry takes its worst sample's verdict.", "",
+        "compiled: in every sample at least one op ran in code dynamo-mlir generated (library "
+        "calls do not count), no node ran eagerly, and the output values matched eager; "
+        "unverified: compiled so, but only shapes and dtypes can be compared (random or "
+        "uninitialized outputs), so not counted as compiled; "
+        "fallback: matches eager, but some node ran eagerly (unsupported, failed region, run-time "
+        "fallback, graph break) or nothing ran in generated code; mismatch: differs from eager; "
         "error: compiled raised where eager did not; skipped: the op has no sample for this dtype "
         "(or eager rejects every sample).", "",
         f"**{summary(rows, label)}**", "",
@@ -255,14 +264,14 @@ def main(argv=None) -> int:
 
     def progress(r):
         if not args.quiet:
-            log.info("%-45s %-9s %5.1fs %s", r["name"], r["verdict"], r.get("seconds", 0), r.get("reason", "")[:100])
+            log.info("%-45s %-10s %5.1fs %s", r["name"], r["verdict"], r.get("seconds", 0), r.get("reason", "")[:100])
 
     rows = run_pool(names, cfg, args.jobs, args.timeout, progress)
     seconds = time.perf_counter() - t0
     if args.out:
         command = "python benchmarks/op_coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
         with open(args.out, "w") as f:
-            f.write(markdown(rows, label, command, seconds))
+            f.write(markdown(rows, label, command, seconds, args.samples))
     log.info("%s", summary(rows, label))
     log.info("%s", in_scope_summary(rows))
     return 0 if not any(r["verdict"] in ("mismatch", "error") for r in rows) else 1

@@ -24,11 +24,11 @@ class Options:
     opt_level: int = field(default=2, metadata={"doc": "LLVM optimisation level of the JIT (0-3); 2 runs as fast as 3 here and JITs ~40% sooner."})
     repro_dir: str | None = field(default=None, metadata={"doc": "Where failing pipelines leave their input IR; default: a temp folder."})
     print_after_all: bool = field(default=False, metadata={"doc": "Log the IR after every MLIR pass (very verbose)."})
-    library_matmul: bool = field(default=True, metadata={"doc": "Let a target call its vendor library for matmul/conv where it has one."})
+    library_matmul: bool = field(default=True, metadata={"doc": "cuda target: run matmul/conv/pooling as library calls through torch (cuBLAS/cuDNN; stats: ops_library); off: in our own generated kernels. The cpu target makes no library calls."})
     cuda_arch: str | None = field(default=None, metadata={"doc": "cuda target: PTX architecture (sm_90, ...); default: the GPU's, else sm_90."})
     cuda_fuse_rows: bool = field(default=True, metadata={"doc": "cuda target: fuse a row's reductions and the elementwise ops around them into one kernel (one block per row)."})
     cuda_graphs: bool = field(default=True, metadata={"doc": "cuda target: in mode=reduce-overhead, replay the host schedule as a CUDA graph."})
-    mode: str | None = field(default=None, metadata={"doc": "torch.compile's mode (default, reduce-overhead, max-autotune)."})
+    mode: str | None = field(default=None, metadata={"doc": "torch.compile's mode: default, or reduce-overhead (cuda target: the host schedule replayed as a CUDA graph). max-autotune is rejected: nothing is autotuned."})
 
     @classmethod
     def names(cls) -> list[str]:
@@ -59,8 +59,28 @@ def from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
     return found
 
 
+# torch.compile's modes this backend implements (torch passes no mode for "default").
+MODES = (None, "default", "reduce-overhead")
+# Modes that would otherwise be accepted and silently do nothing: refused, with what to use.
+REJECTED_MODES = {
+    "max-autotune": "dynamo-mlir does no autotuning (no kernel or library variant is timed and chosen)",
+    "max-autotune-no-cudagraphs": "dynamo-mlir does no autotuning (no kernel or library variant is timed and chosen)",
+}
+
+
+def check_mode(mode: str | None) -> None:
+    if mode in MODES:
+        return
+    why = REJECTED_MODES.get(mode, "it is not a torch.compile mode this backend knows")
+    raise ValueError(
+        f"dynamo-mlir: mode={mode!r} is not supported: {why}. Supported modes: 'default' and "
+        "'reduce-overhead' (cuda target: the host schedule replayed as a CUDA graph). Use "
+        "mode='default' (or leave mode out), or backend='inductor' for autotuned kernels.")
+
+
 def resolve(options: dict[str, Any] | None = None, mode: str | None = None) -> Options:
-    """Merge defaults, environment and explicit options into one Options."""
+    """Merge defaults, environment and explicit options into one Options; an unknown option or
+    an unsupported mode is an error."""
     options = dict(options or {})
     unknown = sorted(set(options) - set(Options.names()))
     if unknown:
@@ -70,6 +90,7 @@ def resolve(options: dict[str, Any] | None = None, mode: str | None = None) -> O
     merged = {**from_env(), **options}
     if mode is not None:
         merged["mode"] = mode
+    check_mode(merged.get("mode"))
     return Options(**merged)
 
 

@@ -34,6 +34,11 @@ class Target:
     without one, so `stages` must not need it.
     unsupported_ops: dynamo op names this target cannot lower (the partitioner keeps them eager).
     extra_dumps: name -> (ext, fn(artifact) -> text), dump-only views (e.g. LLVM IR, assembly).
+
+    Library calls: a target whose last artifact runs some ops through a vendor library (torch,
+    cuBLAS, cuDNN, MKL) instead of its generated code says which graph nodes those serve with a
+    `library_nodes` attribute on that artifact (FX node names, read from the ops' locations with
+    codegen.provenance.nodes_of); stats() counts them as library ops, not as compiled ones.
     """
 
     name: str
@@ -47,6 +52,11 @@ class Target:
 
     def stage_names(self) -> list[str]:
         return [s.name for s in self.stages]
+
+
+def library_nodes(artifact: Any) -> frozenset[str]:
+    """FX node names the artifact runs as library calls (none unless the target says so)."""
+    return frozenset(getattr(artifact, "library_nodes", ()))
 
 
 _TARGETS: dict[str, Target] = {}

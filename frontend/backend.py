@@ -6,6 +6,7 @@ Dynamo hands us an FX graph; AOTAutograd turns it into functional ATen forward/b
 
 import functools
 import logging
+import operator
 
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
@@ -18,7 +19,7 @@ from .compile import compile_graph, new_graph_name
 from .half_precision import half_overrides
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
 from .aten.coverage_pool import full_precision_decompositions
-from .stats import REGISTRY, GraphReport
+from .stats import REGISTRY, GraphReport, op_name
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -124,6 +125,26 @@ def _data_dependent_op(error: Exception) -> str:
     return str(func) if func is not None else type(error).__name__
 
 
+def _call_name(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
+    """A Dynamo graph node's op as a reader knows it: torch.narrow, Tensor.view, Linear."""
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    if node.op == "call_module":
+        return type(gm.get_submodule(node.target)).__name__
+    return op_name(node.target)
+
+
+def _eager_graph_report(gm: torch.fx.GraphModule, error: Exception, options: config.Options) -> GraphReport:
+    """The whole Dynamo graph runs eagerly: every call in it is an eager op, for one reason."""
+    reason = (f"the graph's shapes depend on tensor values ({_data_dependent_op(error)}), so it cannot "
+              "be traced ahead of time: the whole graph ran eagerly")
+    report = GraphReport(new_graph_name("dynamo"), "inference", options.target or "eager")
+    calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")
+             and n.target is not operator.getitem]
+    report.fallbacks = [(_call_name(gm, n), reason) for n in calls]
+    return report
+
+
 def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """torch.compile backend: `torch.compile(model, backend="mlir", mode=..., options={...})`."""
     options = config.resolve(kwargs.get("options"), kwargs.get("mode"))
@@ -141,8 +162,5 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     except _DATA_DEPENDENT as e:
         if options.strict:
             raise
-        reason = "the graph's shapes depend on tensor values, so it cannot be traced ahead of time"
-        report = GraphReport(new_graph_name("dynamo"), "inference", options.target)
-        report.fallbacks.append((_data_dependent_op(e), reason))
-        REGISTRY.add(report)
+        REGISTRY.add(_eager_graph_report(gm, e, options))
         return gm.forward

@@ -16,13 +16,13 @@ from torch_mlir import ir
 from ..codegen import driver
 from ..codegen.config import Options
 from ..codegen.passes import CompileError
-from ..codegen.target import Target, get_target, target_for_device
+from ..codegen.target import Target, get_target, library_nodes, target_for_device
 from .importer import import_graph
 from .partition import partition
 from .region_sizes import is_host_size_node, route_sizes
 from .registry import Unsupported
 from .seeding import is_seed_node, seed_random_ops
-from .stats import REGISTRY, GraphReport, PartitionReport
+from .stats import REGISTRY, GraphReport, PartitionReport, op_name
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -35,29 +35,29 @@ class CompiledRegion(torch.nn.Module):
     The compiled code assumes the dtypes (and static shapes) the graph's metadata promised. An
     eager op whose fake-tensor metadata disagrees with what it really returns (torch's
     prims.signbit says f32, returns bool) would make it read the wrong bytes: such a call runs
-    the region's original eager submodule instead, and says so once."""
+    the region's original eager submodule instead, and is counted as a run-time fallback
+    (stats()["runtime_fallbacks"])."""
 
     def __init__(self, fn, returns_tuple: bool, name: str, eager: fx.GraphModule):
         super().__init__()
         self.fn, self.returns_tuple, self.region, self.eager = fn, returns_tuple, name, eager
         self.expected = [_expected_input(n) for n in eager.graph.nodes if n.op == "placeholder"]
-        self._warned = False
 
     def forward(self, *inputs):
-        if not self._inputs_match(inputs):
+        mismatch = self._mismatch(inputs)
+        if mismatch is not None:
+            REGISTRY.runtime_fallback(self.region, mismatch)
             return self.eager(*inputs)
         outputs = self.fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs])
         return tuple(outputs) if self.returns_tuple else outputs[0]
 
-    def _inputs_match(self, inputs) -> bool:
-        for t, (dtype, shape) in zip(inputs, self.expected):
+    def _mismatch(self, inputs) -> str | None:
+        """Why these inputs cannot go to the compiled code, or None if they can."""
+        for i, (t, (dtype, shape)) in enumerate(zip(inputs, self.expected)):
             if dtype is not None and (t.dtype is not dtype or (shape is not None and t.shape != shape)):
-                if not self._warned:
-                    self._warned = True
-                    log.warning("dynamo-mlir: %s: got %s %s where the graph promised %s %s; running "
-                                "this region eagerly", self.region, t.dtype, tuple(t.shape), dtype, shape)
-                return False
-        return True
+                promised = f"{dtype} {tuple(shape)}" if shape is not None else str(dtype)
+                return f"input {i} is {t.dtype} {tuple(t.shape)} where the graph promised {promised}"
+        return None
 
 
 def _expected_input(node: fx.Node):
@@ -106,10 +106,10 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
             route_sizes(fused, node)
             report.partitions.append(_compile_region(fused, node, target, options, f"{name}_{node.target}"))
     for node in fused.graph.nodes:
-        if node.op == "call_function" and not _unpacks_region(node) and not is_host_size_node(node) \
+        if node.op == "call_function" and not is_plumbing(node) and not is_host_size_node(node) \
                 and not is_seed_node(node):
             verdict = oracle.verdicts.get(node.name)
-            report.fallbacks.append((str(node.target), verdict.reason if verdict else "not considered"))
+            report.fallbacks.append((op_name(node.target), verdict.reason if verdict else "not considered"))
     for p in report.partitions:
         if not p.compiled:
             report.fallbacks.extend((op, f"partition failed to compile: {p.error}") for op in p.ops)
@@ -119,9 +119,10 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     return fused
 
 
-def _unpacks_region(node: fx.Node) -> bool:
-    """getitem on a region's tuple output: plumbing, not an eager op."""
-    return node.target is operator.getitem and getattr(node.args[0], "op", None) == "call_module"
+def is_plumbing(node: fx.Node) -> bool:
+    """getitem picks one output of a multi-output op or region: tuple unpacking, not an ATen op
+    (counted neither as compiled nor as eager)."""
+    return node.target is operator.getitem
 
 
 def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, options: Options,
@@ -129,23 +130,27 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
     sub = getattr(fused, node.target)
     output = next(n for n in sub.graph.nodes if n.op == "output")
     returns_tuple = isinstance(output.args[0], (tuple, list))
-    ops = [str(n.target) for n in sub.graph.nodes if n.op == "call_function"]
-    report = PartitionReport(node.target, target.name, ops, {})
+    ops = {n.name: op_name(n.target) for n in sub.graph.nodes if n.op == "call_function" and not is_plumbing(n)}
+    report = PartitionReport(node.target, target.name, list(ops.values()), {})
+    library: set[str] = set()
     try:
-        fn = build_region(sub, target, options, name, report.stage_seconds)
+        fn = build_region(sub, target, options, name, report.stage_seconds, library=library)
     except Exception as e:  # never crash the user's model: run the region eagerly, say why
         if options.strict:
             raise
         log.warning("dynamo-mlir: %s: running region eagerly after a compile failure: %s", name, e)
         report.compiled, report.error = False, str(e).splitlines()[0]
         return report
+    finally:  # known once the stages ran, even if loading failed (the CLI on a machine without the device)
+        report.library_ops = [ops[n] for n in sorted(library) if n in ops]
     setattr(fused, node.target, CompiledRegion(fn, returns_tuple, name, sub))
     return report
 
 
 def build_region(sub: fx.GraphModule, target: Target, options: Options, name: str,
-                 stage_seconds: dict | None = None, keep_text: bool = False):
-    """Import `sub`, run every stage, load it: returns the target's callable."""
+                 stage_seconds: dict | None = None, keep_text: bool = False, library: set | None = None):
+    """Import `sub`, run every stage, load it: returns the target's callable. `library` gets the
+    names of the nodes of `sub` the artifact runs as library calls (Target: library_nodes)."""
     t0 = time.perf_counter()
     try:
         imported = import_graph(sub, "main")
@@ -162,6 +167,8 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
     run = driver.run_stages(imported.module, target, options, name, keep_text=keep_text)
     if stage_seconds is not None:
         stage_seconds.update({r.name: r.seconds for r in run.records})
+    if library is not None:
+        library.update(library_nodes(run.artifact))
     t1 = time.perf_counter()
     fn = target.load(run.artifact, imported.signature, options)
     if stage_seconds is not None:

@@ -14,6 +14,7 @@ import torch.fx as fx
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
+from ..codegen.provenance import location_name
 from ..codegen.signature import Signature, SizeSpec, TensorSpec
 from ..dialects import dynamo as dy
 from ..dialects import new_context
@@ -193,7 +194,7 @@ class ImportContext:
 
 
 def node_location(node: fx.Node) -> ir.Location:
-    return ir.Location.name(f"{node.name} = {node.target}")
+    return ir.Location.name(location_name(node.name, node.target))
 
 
 def import_node(ctx: ImportContext, node: fx.Node):

@@ -1,24 +1,52 @@
-"""What the last compiles did: graphs, partitions, ops compiled, fallbacks and why, stage times.
+"""What the last compiles did: graphs, partitions, where each ATen op ran and why, stage times.
 
-Public through `dynamo_mlir.explain()`, `dynamo_mlir.stats()` and `dynamo_mlir.reset()`.
+Public through `dynamo_mlir.explain()`, `dynamo_mlir.stats()` and `dynamo_mlir.reset()`. Every
+ATen op of a graph is counted in exactly one of three places:
+- compiled: it runs in code we generated (a compiled region's kernels);
+- library:  it runs as a library call (torch/cuBLAS/cuDNN/MKL) inside a compiled region;
+- eager:    it runs as an ordinary eager ATen call (unsupported, its region failed to compile,
+            or its whole graph was handed back), with the reason.
+On top of that, run-time fallbacks count the *calls* in which a compiled region ran its eager
+submodule instead (an input's dtype or shape differed from what the graph promised).
 """
 
 import logging
 import threading
+import types
 from collections import Counter
 from dataclasses import dataclass, field
 
+import torch.fx
+
 log = logging.getLogger("dynamo_mlir")
+
+
+def op_name(target) -> str:
+    """How reports name a node's op: str() for ATen overloads ('aten.mm.default') and wrappers
+    that name their op; the qualified name ('_operator.lt', 'torch.sym_ite') for plain
+    functions, whose str() carries a memory address."""
+    if not isinstance(target, (types.FunctionType, types.BuiltinFunctionType)):
+        return str(target)
+    try:
+        return torch.fx.node._get_qualified_name(target)
+    except Exception:  # not every callable has one (a lambda)
+        return str(target)
 
 
 @dataclass
 class PartitionReport:
     name: str
     target: str
-    ops: list[str]
+    ops: list[str]                 # every ATen op of the region, one entry per node
     stage_seconds: dict[str, float]
     compiled: bool = True
     error: str | None = None
+    library_ops: list[str] = field(default_factory=list)  # the ops of `ops` that run as library calls
+
+    @property
+    def generated_ops(self) -> list[str]:
+        """The ops that run in our generated code: the region's ops less its library calls."""
+        return list((Counter(self.ops) - Counter(self.library_ops)).elements())
 
 
 @dataclass
@@ -27,18 +55,24 @@ class GraphReport:
     kind: str  # "forward", "backward" or "inference"
     target: str
     partitions: list[PartitionReport] = field(default_factory=list)
-    fallbacks: list[tuple[str, str]] = field(default_factory=list)  # (aten op, reason)
+    fallbacks: list[tuple[str, str]] = field(default_factory=list)  # (aten op, reason): ran eagerly
     compile_seconds: float = 0.0
 
     @property
     def compiled_ops(self) -> list[str]:
-        return [op for p in self.partitions if p.compiled for op in p.ops]
+        return [op for p in self.partitions if p.compiled for op in p.generated_ops]
+
+    @property
+    def library_ops(self) -> list[str]:
+        return [op for p in self.partitions if p.compiled for op in p.library_ops]
 
 
 class _Registry:
     def __init__(self):
         self._lock = threading.Lock()
         self.graphs: list[GraphReport] = []
+        # region name -> Counter(reason -> calls) that ran the region's eager submodule
+        self.runtime: dict[str, Counter] = {}
         self._warned: set[tuple[str, str]] = set()
 
     def add(self, report: GraphReport) -> None:
@@ -49,9 +83,18 @@ class _Registry:
                 self._warned.add((op, reason))
                 log.warning("dynamo-mlir: %s runs eagerly: %s", op, reason)
 
+    def runtime_fallback(self, region: str, reason: str) -> None:
+        """One call of compiled region `region` ran eagerly instead, for `reason`."""
+        with self._lock:
+            first = region not in self.runtime
+            self.runtime.setdefault(region, Counter())[reason] += 1
+        if first:
+            log.warning("dynamo-mlir: %s: %s; running this region eagerly", region, reason)
+
     def reset(self) -> None:
         with self._lock:
             self.graphs.clear()
+            self.runtime.clear()
             self._warned.clear()
 
 
@@ -59,28 +102,48 @@ REGISTRY = _Registry()
 
 
 def stats() -> dict:
-    """Counts over every graph compiled since the last reset()."""
+    """Counts over every graph compiled (and every run-time fallback) since the last reset()."""
     graphs = REGISTRY.graphs
     compiled = Counter(op for g in graphs for op in g.compiled_ops)
+    library = Counter(op for g in graphs for op in g.library_ops)
     fallback = Counter(op for g in graphs for op, _ in g.fallbacks)
     stage_seconds: Counter = Counter()
     for g in graphs:
         for p in g.partitions:
             stage_seconds.update(p.stage_seconds)
+    runtime = {region: {"calls": sum(reasons.values()), "reasons": dict(reasons)}
+               for region, reasons in REGISTRY.runtime.items()}
     return {
         "graphs": len(graphs),
         "graphs_by_kind": dict(Counter(g.kind for g in graphs)),
         "partitions": sum(len(g.partitions) for g in graphs),
         "partitions_failed": sum(1 for g in graphs for p in g.partitions if not p.compiled),
-        "ops_compiled": sum(compiled.values()),
-        "ops_fallback": sum(fallback.values()),
+        "ops_compiled": sum(compiled.values()),   # in our generated code only
+        "ops_library": sum(library.values()),     # library calls inside compiled regions
+        "ops_fallback": sum(fallback.values()),   # eager ATen calls
         "compiled_ops": dict(compiled),
+        "library_ops": dict(library),
         "fallback_ops": dict(fallback),
         "fallback_reasons": sorted({(op, r) for g in graphs for op, r in g.fallbacks}),
+        "runtime_fallbacks": runtime,
+        "runtime_fallback_calls": sum(r["calls"] for r in runtime.values()),
         "stage_seconds": dict(stage_seconds),
         "compile_seconds": sum(g.compile_seconds for g in graphs),
         "targets": sorted({g.target for g in graphs}),
     }
+
+
+def _partition_lines(p: PartitionReport) -> list[str]:
+    status = "compiled" if p.compiled else f"FAILED, ran eagerly: {p.error}"
+    times = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in p.stage_seconds.items())
+    library = Counter(p.library_ops)
+    # A partition that failed after its stages ran (no device to load on) still says which ops
+    # its target would run as library calls.
+    how = "as library call" if p.compiled else "would run as library call"
+    lines = [f"  partition {p.name}: {len(p.ops)} ops, {status}; {times}"]
+    for op, n in sorted(Counter(p.ops).items()):
+        lines.append(f"    {op} x{n}" + (f" ({library[op]} {how})" if library[op] else ""))
+    return lines
 
 
 def explain() -> str:
@@ -88,15 +151,15 @@ def explain() -> str:
     lines = []
     for g in REGISTRY.graphs:
         lines.append(f"graph {g.name} ({g.kind}, target {g.target}): {len(g.partitions)} partition(s), "
-                     f"{len(g.compiled_ops)} op(s) compiled, {len(g.fallbacks)} eager, {g.compile_seconds * 1e3:.0f} ms")
+                     f"{len(g.compiled_ops)} op(s) compiled, {len(g.library_ops)} library call(s), "
+                     f"{len(g.fallbacks)} eager, {g.compile_seconds * 1e3:.0f} ms")
         for p in g.partitions:
-            status = "compiled" if p.compiled else f"FAILED, ran eagerly: {p.error}"
-            times = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in p.stage_seconds.items())
-            lines.append(f"  partition {p.name}: {len(p.ops)} ops, {status}; {times}")
-            for op, n in sorted(Counter(p.ops).items()):
-                lines.append(f"    {op} x{n}")
+            lines += _partition_lines(p)
         for op, reason in g.fallbacks:
             lines.append(f"  eager: {op}: {reason}")
+    for region, reasons in REGISTRY.runtime.items():
+        for reason, calls in reasons.items():
+            lines.append(f"run-time fallback: {region} ran eagerly in {calls} call(s): {reason}")
     if not lines:
         return "dynamo-mlir: nothing compiled since the last reset()"
     return "\n".join(lines)

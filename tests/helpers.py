@@ -13,11 +13,21 @@ def compile_and_run(fn, *inputs, options=None, **compile_kwargs):
     return compiled(*inputs)
 
 
-def assert_all_compiled(min_ops: int = 1) -> dict:
-    """No eager fallback, no failed partition, and at least `min_ops` ATen ops compiled by us."""
+def assert_all_compiled(min_ops: int = 1, library: dict[str, int] | None = None) -> dict:
+    """Every ATen op ran in our generated code (or, exactly as `library` says, {aten op: count},
+    as a library call): no eager op, no failed partition, no call that a region sent to eager at
+    run time, and at least `min_ops` ops compiled."""
+    return assert_fallbacks({}, min_ops, library)
+
+
+def assert_fallbacks(expected: dict[str, int], min_ops: int = 1, library: dict[str, int] | None = None) -> dict:
+    """Exactly the eager ops `expected` ({aten op: count}) and the library calls `library`
+    (default none); everything else compiled by us (at least `min_ops` ops)."""
     s = dynamo_mlir.stats()
-    assert s["ops_fallback"] == 0, dynamo_mlir.explain()
+    assert s["fallback_ops"] == expected, dynamo_mlir.explain()
+    assert s["library_ops"] == (library or {}), dynamo_mlir.explain()
     assert s["partitions_failed"] == 0, dynamo_mlir.explain()
+    assert s["runtime_fallback_calls"] == 0, dynamo_mlir.explain()
     assert s["ops_compiled"] >= min_ops, dynamo_mlir.explain()
     return s
 

@@ -219,3 +219,12 @@ def test_console_script_exit_code():
     done = subprocess.run([script, "dump", "no/such.py:mlp"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("dynamo-mlir dump: error: no such file")
+
+
+@pytest.mark.skipif("cuda" not in all_targets(), reason="the cuda target is not registered")
+def test_explain_cuda_names_library_calls(capsys):
+    # Without a GPU the regions run eagerly after every stage; explain still says which ops the
+    # cuda target hands to torch (cuBLAS) rather than to its generated kernels.
+    assert run_cli("explain", f"{MODELS}:mlp", "--target", "cuda") == 0
+    out = capsys.readouterr().out
+    assert re.search(r"aten\.mm\.default x2 \(2 (would run )?as library call\)", out), out

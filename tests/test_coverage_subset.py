@@ -37,3 +37,22 @@ def test_subset_has_no_mismatch_or_error():
     assert not bad, bad
     compiled = sum(r["verdict"] == "compiled" for r in rows)
     assert compiled >= COMPILED_FLOOR, op_coverage.table(rows)
+
+
+def test_compiled_means_generated_code_and_checked_values():
+    """An entry with no op to generate code for (contiguous of a contiguous tensor) is not
+    'compiled', nor one whose values cannot be compared (empty_like: uninitialized); exp is."""
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    import coverage_sample
+
+    by_name = {op_coverage._full_name(op): op for op in op_db}
+    rows = {name: coverage_sample.run_op(by_name[name], torch.float32, "cpu", False, 1)
+            for name in ("contiguous", "empty_like", "exp")}
+    assert rows["exp"].verdict == "compiled"
+    assert rows["contiguous"].verdict == "fallback" and "no op ran in generated code" in rows["contiguous"].reason
+    assert rows["empty_like"].verdict == "unverified"
+    text = op_coverage.markdown([dict(vars(r), name=n) for n, r in rows.items()], "float32 cpu", "cmd", 60.0, 1)
+    assert "each entry ran its first 1 OpInfo sample(s)" in text and "3 samples over 3 entries" in text
+    assert "compiled 1 (33.3%), unverified 1, fallback 1" in text

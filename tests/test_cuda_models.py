@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from dynamo_mlir.codegen.target import get_target
+from helpers import assert_fallbacks
 from dynamo_mlir.tools.models import TinyGPT, cnn, mlp, randomize_batchnorm, transformer_block
 
 HAS_GPU = get_target("cuda").available()
@@ -23,6 +24,18 @@ MODELS = {
     "gpt2": (TinyGPT, lambda d: torch.randint(0, 256, (2, 32), device=d)),
 }
 TOL = {torch.float32: 2e-3, torch.bfloat16: 6e-2}
+# Where the ops of the inference, forward and backward graphs run (measured through the cuda
+# target's stages on CPU tensors, benchmarks/cuda_library_off_check.py's placeholder runtime):
+# eager ops by (model, dtype), and library calls (torch: cuBLAS/cuDNN) by model.
+EAGER = {("cnn", torch.bfloat16): {"aten._native_batch_norm_legit_functional.default": 2},
+         ("gpt2", torch.float32): {"aten.index_put.default": 2}, ("gpt2", torch.bfloat16): {"aten.index_put.default": 2}}
+LIBRARY = {
+    "mlp": {"aten.mm.default": 11},
+    "cnn": {"aten.convolution.default": 4, "aten.max_pool2d_with_indices.default": 4, "aten.mm.default": 4,
+            "aten.convolution_backward.default": 2},
+    "transformer_block": {"aten.bmm.default": 8, "aten.mm.default": 16},
+    "gpt2": {"aten.bmm.default": 16, "aten.mm.default": 36},
+}
 
 
 def _make(name, dtype, device):
@@ -73,6 +86,7 @@ def test_inference_and_training_step_match_eager(name, dtype):
         o.step()
     for (n, p), (_, q), (_, r) in zip(model.named_parameters(), ref.named_parameters(), exact.named_parameters()):
         _close(p, q, dtype, f"parameter {n} after one SGD step", exact=r)
+    assert_fallbacks(EAGER.get((name, dtype), {}), min_ops=10, library=LIBRARY[name])
 
 
 @pytest.mark.skipif(HAS_GPU, reason="the GPU test above runs these models for real")

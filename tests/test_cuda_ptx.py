@@ -292,3 +292,92 @@ def test_constants_upload_in_their_own_dtype(dtype):
     assert [t.dtype for t in uploaded] == [dt] * len(uploaded) and uploaded, str(host)
     for got in uploaded:
         assert any(torch.equal(got.reshape(-1), e) for e in expected), (got, expected)
+
+
+# ----------------------------------------------------------------------------- library calls in stats
+
+
+def _compile_for_cuda(model, x, **options):
+    """torch.compile for the cuda target on CPU tensors: every stage runs (PTX included), then the
+    call fails on the CPU tensors; what was compiled, and where each op runs, is in stats()."""
+    import torch
+
+    import dynamo_mlir
+
+    options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, **options}
+    with torch.no_grad(), pytest.raises(RuntimeError, match="not a CUDA device"):
+        torch.compile(model, backend="mlir", options=options)(x)
+    return dynamo_mlir.stats()
+
+
+def _small_cnn():
+    import torch.nn as nn
+
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(8, 8, 3, stride=2, groups=2),
+                         nn.AvgPool2d(1), nn.Flatten(), nn.Linear(8 * 2 * 2, 4)).eval()
+
+
+def test_mlp_for_cuda_reports_its_matmuls_as_library_calls():
+    import torch
+
+    import dynamo_mlir
+    from dynamo_mlir.tools.models import mlp
+
+    s = _compile_for_cuda(mlp().eval(), torch.randn(8, 10))
+    assert s["library_ops"] == {"aten.mm.default": 3} and s["ops_library"] == 3
+    assert "aten.mm.default" not in s["compiled_ops"]  # compiled = our generated kernels only
+    assert s["compiled_ops"]["aten.relu.default"] == 2 and s["ops_fallback"] == 0
+    text = dynamo_mlir.explain()
+    assert f"{s['ops_compiled']} op(s) compiled, 3 library call(s), 0 eager" in text
+    assert "aten.mm.default x3 (3 as library call)" in text
+
+
+def test_cnn_for_cuda_reports_conv_and_pooling_as_library_calls(tmp_path):
+    import torch
+
+    s = _compile_for_cuda(_small_cnn(), torch.randn(2, 3, 12, 12), dump_dir=str(tmp_path))
+    assert s["library_ops"] == {"aten.convolution.default": 2, "aten.max_pool2d_with_indices.default": 1,
+                                "aten.avg_pool2d.default": 1, "aten.mm.default": 1}
+    (host,) = tmp_path.glob("*.host.txt")
+    # each library step names the graph node it computes
+    assert re.search(r"torch linalg\.matmul\(.* for mm$", host.read_text(), re.M), host.read_text()
+
+
+def _assembles(ptx_path) -> bool:
+    import shutil
+    import subprocess
+
+    if shutil.which("ptxas") is None:
+        pytest.skip("ptxas is not installed")
+    done = subprocess.run(["ptxas", "-arch=sm_90", "-o", os.devnull, str(ptx_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return True
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_library_off_compiles_matmul_conv_and_pooling_into_our_kernels(model, tmp_path):
+    import torch
+
+    from dynamo_mlir.tools.models import mlp
+
+    fn, x = (mlp().eval(), torch.randn(8, 10)) if model == "mlp" else (_small_cnn(), torch.randn(2, 3, 12, 12))
+    s = _compile_for_cuda(fn, x, dump_dir=str(tmp_path), library_matmul=False)
+    assert s["ops_library"] == 0 and s["library_ops"] == {} and s["ops_fallback"] == 0
+    assert s["compiled_ops"]["aten.mm.default"] >= 1
+    (host,) = tmp_path.glob("*.host.txt")
+    assert "torch linalg." not in host.read_text()  # no library step left in the host schedule
+    gpu = next(tmp_path.glob("*.gpu.mlir")).read_text()
+    assert not re.search(r"linalg\.(matmul|conv|pooling)", gpu)
+    (ptx,) = tmp_path.glob("*.ptx.ptx")
+    assert _assembles(ptx)
+
+
+def test_library_off_batch_matmul_from_mlir():
+    """attention_bits' batch_matmul as a generated kernel (a reduction over k per output)."""
+    target = get_target("cuda")
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(MODELS["attention_bits"]())
+        run = run_stages(module, target, resolve({"cuda_arch": "sm_90", "library_matmul": False}), keep_text=True)
+    steps = run.artifact.hosts["attn"].steps
+    assert not [s for s in steps if hasattr(s, "op")] and run.artifact.library_nodes == frozenset()
+    assert "linalg.batch_matmul" not in run.records[2].text  # the gpu stage

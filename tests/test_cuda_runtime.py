@@ -11,6 +11,7 @@ from dynamo_mlir.codegen import resolve, run_stages
 from dynamo_mlir.codegen.signature import Signature, TensorSpec
 from dynamo_mlir.codegen.target import get_target
 from dynamo_mlir.dialects import new_context
+from helpers import assert_all_compiled
 
 TARGET = get_target("cuda")
 pytestmark = [pytest.mark.cuda,
@@ -121,6 +122,7 @@ def test_torch_compile_block_forward_backward(dtype):
     want.float().square().sum().backward()
     tol = 5e-2 if dtype == torch.bfloat16 else 1e-3
     torch.testing.assert_close(g_compiled.float(), x.grad.float(), rtol=tol, atol=tol)
+    assert_all_compiled(min_ops=10, library={"aten.mm.default": 6})  # fc1, fc2: forward 2, backward 4
 
 
 REFERENCES["log_softmax"] = lambda x: [torch.log_softmax(x, 1)]

@@ -31,3 +31,4 @@ def test_linear_cross_entropy_gradients_match_eager():
     expected.backward()
     torch.testing.assert_close(loss, expected)
     torch.testing.assert_close(grad, x2.grad)
+    assert_all_compiled()

@@ -9,8 +9,9 @@ import torch
 
 import dynamo_mlir
 from dynamo_mlir.codegen import CompileError
+from dynamo_mlir.codegen import resolve as config_resolve
 from dynamo_mlir.lowering import registry as lowering_registry
-from helpers import assert_all_compiled
+from helpers import assert_all_compiled, assert_fallbacks
 from dynamo_mlir.tools.models import cnn, mlp, randomize_batchnorm, transformer_block
 
 MODELS = {
@@ -70,8 +71,7 @@ def test_op_the_dialect_lacks_falls_back_correctly():
 
     x = torch.randn(32)
     torch.testing.assert_close(torch.compile(f, backend="mlir")(x), f(x))
-    s = dynamo_mlir.stats()
-    assert s["fallback_ops"] == {"dynamo_mlir_test.twice.default": 1}
+    s = assert_fallbacks({"dynamo_mlir_test.twice.default": 1}, min_ops=2)
     assert any("no import rule" in reason for _, reason in s["fallback_reasons"])
     assert {"aten.tanh.default", "aten.exp.default"} <= set(s["compiled_ops"])  # both sides compiled
     assert "dynamo_mlir_test.twice.default" in dynamo_mlir.explain()
@@ -109,12 +109,33 @@ def test_compile_failure_without_strict_runs_eagerly_and_reports(broken_exp_lowe
     torch.testing.assert_close(torch.compile(f, backend="mlir", options={"repro_dir": str(tmp_path)})(x), f(x))
     s = dynamo_mlir.stats()
     assert s["partitions_failed"] == 1 and s["ops_compiled"] == 0
+    assert s["fallback_ops"] == {"aten.exp.default": 1, "aten.mul.Tensor": 1}
     assert "simulated lowering bug" in dynamo_mlir.explain()
 
 
 def test_unknown_option_is_a_clear_error():
     with pytest.raises(Exception, match="unknown option"):
         torch.compile(lambda x: x + 1, backend="mlir", options={"dump_dri": "/tmp/x"})(torch.randn(2))
+
+
+@pytest.mark.parametrize("mode", ["max-autotune", "max-autotune-no-cudagraphs"])
+def test_autotune_modes_are_refused_clearly(mode):
+    # Nothing is autotuned: accepting the mode would silently run as mode="default".
+    with pytest.raises(Exception, match=f"mode='{mode}' is not supported: dynamo-mlir does no autotuning") as info:
+        torch.compile(lambda x: x + 1, backend="mlir", mode=mode)(torch.randn(2))
+    assert "Supported modes: 'default' and 'reduce-overhead'" in str(info.value)
+    with pytest.raises(ValueError, match="does no autotuning"):
+        config_resolve({"mode": mode})  # the option and DYNAMO_MLIR_MODE go the same way
+    with pytest.raises(ValueError, match="not a torch.compile mode"):
+        config_resolve(mode="fastest")
+
+
+def test_supported_modes_compile():
+    x = torch.randn(16)
+    for mode in ("default", "reduce-overhead"):
+        torch._dynamo.reset()
+        torch.testing.assert_close(torch.compile(lambda x: x.exp() + 1, backend="mlir", mode=mode)(x), x.exp() + 1)
+    assert_all_compiled(min_ops=2)
 
 
 def test_backend_is_registered_without_importing_the_package():
@@ -149,17 +170,29 @@ def test_eager_op_with_wrong_metadata_cannot_feed_wrong_bytes_to_a_region():
     region after it must not read those bytes as floats (it runs eagerly for such a call)."""
     x = torch.randn(64)
     f = lambda x: torch.ops.prims.signbit.default(x).to(torch.bool)
-    torch.testing.assert_close(torch.compile(f, backend="mlir")(x), f(x))
+    compiled = torch.compile(f, backend="mlir")
+    torch.testing.assert_close(compiled(x), f(x))
+    torch.testing.assert_close(compiled(-x), f(-x))
+    s = dynamo_mlir.stats()
+    assert s["fallback_ops"] == {"prims.signbit.default": 1}
+    (region,) = s["runtime_fallbacks"]  # every call of the region after it ran eagerly, counted
+    assert s["runtime_fallbacks"][region] == {
+        "calls": 2, "reasons": {"input 0 is torch.bool (64,) where the graph promised torch.float32 (64,)": 2}}
+    assert s["runtime_fallback_calls"] == 2
+    assert f"run-time fallback: {region} ran eagerly in 2 call(s)" in dynamo_mlir.explain()
 
 
 def test_graph_whose_shapes_need_tensor_values_runs_eagerly_and_says_why():
     # narrow's start comes from a tensor: AOTAutograd cannot trace it ahead of time.
-    fn = lambda x, start: torch.narrow(x, 1, start, 2)
+    fn = lambda x, start: torch.narrow(x, 1, start, 2).relu() * 2
     x, start = torch.randn(4, 6), torch.tensor(3)
     torch.testing.assert_close(torch.compile(fn, backend="mlir")(x, start), fn(x, start))
-    reasons = dynamo_mlir.stats()["fallback_reasons"]
-    assert [op for op, _ in reasons] == ["aten._local_scalar_dense.default"], reasons
-    assert "depend on tensor values" in reasons[0][1]
+    s = dynamo_mlir.stats()
+    # Every call of the graph ran eagerly, each counted; the reason names the op that needed values.
+    assert s["fallback_ops"] == {"torch.narrow": 1, "Tensor.relu": 1, "_operator.mul": 1}, s["fallback_ops"]
+    assert s["ops_fallback"] == 3 and s["ops_compiled"] == 0 and s["targets"] == ["eager"]
+    (reason,) = {why for _, why in s["fallback_reasons"]}
+    assert "depend on tensor values (aten._local_scalar_dense.default)" in reason
 
 
 def test_graph_whose_shapes_need_tensor_values_keeps_fullgraph():
@@ -167,4 +200,7 @@ def test_graph_whose_shapes_need_tensor_values_keeps_fullgraph():
     fn = lambda x, start: torch.narrow(x, 1, start, 2)
     x, start = torch.randn(4, 6), torch.tensor(3)
     torch.testing.assert_close(torch.compile(fn, backend="mlir", fullgraph=True)(x, start), fn(x, start))
-    assert dynamo_mlir.stats()["ops_fallback"] >= 1
+    # With fullgraph, Dynamo keeps .item() in the graph: AOTAutograd traces it, nothing compiles.
+    assert dynamo_mlir.stats()["fallback_ops"] == {
+        "aten._local_scalar_dense.default": 1, "_operator.lt": 1, "_operator.eq": 1, "_operator.and_": 1,
+        "torch.sym_ite": 1, "aten.slice.Tensor": 1}

@@ -142,6 +142,7 @@ def test_math_is_accurate_to_an_ulp_or_two_including_tiny_arguments(name, dtype)
     torch.testing.assert_close(got, fn(x), rtol=2 * eps, atol=0)
     if name == "exp2":
         assert torch.equal(got, fn(x))
+    assert_all_compiled()
 
 
 def test_frexp_is_exact_including_zero_inf_nan_and_subnormals():
@@ -162,6 +163,7 @@ def test_double_to_bfloat16_rounds_through_float_like_c10():
     x = torch.randn(1000, dtype=torch.float64) * 1e3
     fn = lambda x: (x * 3).to(torch.bfloat16)
     assert torch.equal(torch.compile(fn, backend="mlir", options={"strict": True})(x), fn(x))
+    assert_all_compiled(min_ops=2)
 
 
 NONZERO_STATIC_CASES = [
@@ -174,6 +176,7 @@ NONZERO_STATIC_CASES = [
 def test_nonzero_static_matches_eager(x, size, fill):
     fn = lambda x: torch.nonzero_static(x, size=size, fill_value=fill)
     assert torch.equal(torch.compile(fn, backend="mlir", options={"strict": True})(x), fn(x))
+    assert_all_compiled()
 
 
 def test_nonzero_static_of_a_random_3d_tensor_is_compiled():

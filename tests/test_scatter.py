@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import dynamo_mlir
 from dynamo_mlir.lowering.registry import lowered_ops
-from helpers import assert_all_compiled, read_stage
+from helpers import assert_all_compiled, assert_fallbacks, read_stage
 
 r = torch.randn
 
@@ -137,6 +137,10 @@ def test_bf16_index_add_stays_eager():
     assert any("half-precision accumulate" in why for why in reasons), reasons
 
 
+# Backward ops without an import rule yet: they run eagerly, the rest compiles.
+EAGER_BACKWARD = {"masked_scatter": {"aten.masked_scatter_backward.default": 1}}
+
+
 @pytest.mark.parametrize("fn,make", [
     (lambda x, v, i: torch.index_put(x, (i,), v, accumulate=True), lambda: (r(5, 3), r(4, 3), _idx(0, 4, 0, -1))),
     (lambda x, s, i: torch.scatter_reduce(x, 1, i, s, "amax", include_self=False), lambda: (r(3, 5), r(3, 4), torch.randint(0, 5, (3, 4)))),
@@ -144,7 +148,7 @@ def test_bf16_index_add_stays_eager():
     (lambda x, s: torch.diagonal_scatter(x, s, -1), lambda: (r(4, 4), r(3))),
     (lambda x, m, s: x.masked_scatter(m, s), lambda: (r(3, 4), torch.rand(3, 4) > 0.5, r(12))),
 ], ids=["index_put", "scatter_amax", "slice_scatter", "diagonal_scatter", "masked_scatter"])
-def test_gradients_match_eager(fn, make):
+def test_gradients_match_eager(fn, make, request):
     inputs = make()
     leaves = [x.clone().requires_grad_(x.is_floating_point()) for x in inputs]
     twins = [x.clone().requires_grad_(x.is_floating_point()) for x in inputs]
@@ -156,7 +160,7 @@ def test_gradients_match_eager(fn, make):
     for a, b in zip(leaves, twins):
         if a.requires_grad:
             _equal(a.grad, b.grad)
-    assert dynamo_mlir.stats()["partitions_failed"] == 0
+    assert_fallbacks(EAGER_BACKWARD.get(request.node.callspec.id, {}))
 
 
 def test_ir_is_a_serial_loop_nest(tmp_path):

@@ -49,10 +49,11 @@ def run(name: str) -> bool:
     print(f"\n=== {name}: input {tuple(x.shape)} ===")
     print(dynamo_mlir.explain())
     print(f"matches eager (rtol 1e-4): {ok}   max abs diff {float((got - expected).abs().max()):.2e}")
-    print(f"ops compiled {s['ops_compiled']}, eager fallbacks {s['ops_fallback']}, first call (compile) {compile_s:.2f} s")
+    print(f"ops compiled {s['ops_compiled']}, library calls {s['ops_library']}, eager fallbacks {s['ops_fallback']}, "
+          f"calls run eagerly at run time {s['runtime_fallback_calls']}, first call (compile) {compile_s:.2f} s")
     print(f"median time per call ({torch.get_num_threads()} thread): eager {eager_ms:.3f} ms, "
           f"mlir {mlir_ms:.3f} ms (eager/mlir = {eager_ms / mlir_ms:.2f}x)")
-    return ok and s["ops_fallback"] == 0
+    return ok and s["ops_fallback"] == 0 and s["runtime_fallback_calls"] == 0
 
 
 def main(argv=None) -> int:

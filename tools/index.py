@@ -28,6 +28,7 @@ class Unit:
     compiled: bool | None = None
     error: str | None = None
     ops: list[str] = field(default_factory=list)
+    library_ops: list[str] = field(default_factory=list)  # the ops of `ops` run as library calls
     fallbacks: list[list[str]] = field(default_factory=list)  # [aten op, reason]
 
 
@@ -85,7 +86,8 @@ def build(folder: str, result, model: str, target: Target) -> DumpIndex:
         for p in g.partitions:
             name = f"{g.name}_{p.name}"
             units.append(Unit(name, "partition", _ordered(files.get(name, {}), order), dict(p.stage_seconds),
-                              parent=g.name, compiled=p.compiled, error=p.error, ops=list(p.ops)))
+                              parent=g.name, compiled=p.compiled, error=p.error, ops=list(p.ops),
+                              library_ops=list(p.library_ops)))
     request = result.request
     return DumpIndex(model, target.name, order, units,
                      {"train": request.train, "dynamic": request.dynamic, "ran_on": result.ran_on},
@@ -149,6 +151,11 @@ def markdown(index: DumpIndex) -> str:
         lines += ["", "## Ran eagerly", ""]
         lines += [f"- partition {u.name} failed to compile: {u.error}" for u in failed]
         lines += [f"- {graph}: `{op}` (x{n}): {why}" for graph, op, why, n in fallbacks]
+    library = [u for u in index.units if u.library_ops]
+    if library:
+        lines += ["", "## Library calls (torch/cuBLAS/cuDNN, not our generated code)", ""]
+        lines += [f"- {u.name}: " + ", ".join(f"`{op}` (x{u.library_ops.count(op)})" for op in sorted(set(u.library_ops)))
+                  + ("" if u.compiled else " (had the region loaded)") for u in library]
     if index.graph_breaks:
         lines += ["", "## Graph breaks", ""] + [f"- {r} (x{n})" for r, n in index.graph_breaks.items()]
     return "\n".join(lines) + "\n"

@@ -51,6 +51,7 @@ def _header(index: DumpIndex) -> str:
     eager = sum(n for _, _, _, n in eager_ops(index))
     badges = [("graphs", sum(1 for u in index.units if u.kind not in ("partition", "resumed")), ""),
               ("partitions", len(partitions), ""), ("failed partitions", len(failed), "bad" if failed else ""),
+              ("library calls", sum(len(u.library_ops) for u in partitions if u.compiled), ""),
               ("eager ops", eager, "bad" if eager else "good"),
               ("graph breaks", sum(index.graph_breaks.values()), "bad" if index.graph_breaks else "")]
     options = ", ".join(f"{k}={v}" for k, v in index.options.items())
@@ -100,12 +101,16 @@ def _timing(index: DumpIndex) -> str:
 
 def _graph_classes(graph: fxgraph.Graph, unit: Unit, index: DumpIndex) -> dict[str, str]:
     eager = {op for op, _ in unit.fallbacks}
-    compiled = {op for u in index.units if u.parent == unit.name and u.compiled for op in u.ops}
+    regions = [u for u in index.units if u.parent == unit.name and u.compiled]
+    library = {op for u in regions for op in u.library_ops}  # by op name: every mm, if one ran as a call
+    compiled = {op for u in regions for op in u.ops} - library
     classes = {}
     for n in graph.nodes:
         op = fxgraph.aten_op(n.target)
         if n.kind == "call" and op in eager:
             classes[n.name] = "eager"
+        elif n.kind == "call" and op in library:
+            classes[n.name] = "library"
         elif n.kind == "call" and op in compiled:
             classes[n.name] = "compiled"
     return classes
@@ -129,7 +134,8 @@ def _graphs(folder: str, index: DumpIndex) -> str:
         figures.append(f'<figure class="graph-figure" data-unit="{_esc(unit.name)}"><figcaption><b>{_esc(unit.name)}</b>: '
                        f'{what}, {nodes} nodes</figcaption>'
                        f'<div class="scroll">{picture}</div></figure>')
-    legend = ('<p class="legend"><span class="key"><i class="k-compiled"></i>compiled</span>'
+    legend = ('<p class="legend"><span class="key"><i class="k-compiled"></i>compiled (generated code)</span>'
+              '<span class="key"><i class="k-library"></i>library call</span>'
               '<span class="key"><i class="k-eager"></i>ran eagerly</span>'
               '<span class="key"><i class="k-input"></i>input / output</span></p>')
     return f'<section id="graphs"><h2>Graphs</h2>{legend}<div class="graph-row">{"".join(figures) or "<p>No graph was dumped.</p>"}</div></section>'

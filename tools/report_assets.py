@@ -19,7 +19,7 @@ tr.fallback td { background: #fdecea; } .has-fallbacks h2 { color: var(--bad); }
 .barcell { width: 320px; } .bar { display: flex; height: 12px; width: 300px; background: var(--soft); }
 .bar span { display: block; height: 100%; }
 .legend .key { margin-right: 12px; } .legend i { display: inline-block; width: 11px; height: 11px; margin-right: 4px; vertical-align: -1px; border: 1px solid #8796a8; }
-.k-compiled { background: #e3f4e6; } .k-eager { background: #fde2e1; } .k-input { background: #eef2f7; }
+.k-compiled { background: #e3f4e6; } .k-library { background: #fff4d6; } .k-eager { background: #fde2e1; } .k-input { background: #eef2f7; }
 .graph-row { display: flex; flex-wrap: wrap; gap: 10px; align-items: flex-start; }
 .graph-figure { flex: 0 1 auto; max-width: 100%; margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 6px; }
 .scroll { overflow: auto; max-height: 640px; }

@@ -15,7 +15,7 @@ NODE_H, LAYER_GAP, NODE_GAP, CHAR_W, PAD = 26, 34, 14, 7, 10
 # node class -> fill, stroke (the legend in the report uses the same classes)
 STYLES = {"placeholder": ("#eef2f7", "#8796a8"), "output": ("#eef2f7", "#8796a8"),
           "get_attr": ("#eef2f7", "#8796a8"), "call": ("#ffffff", "#5b6b7f"),
-          "compiled": ("#e3f4e6", "#2e8b57"), "eager": ("#fde2e1", "#c0392b")}
+          "compiled": ("#e3f4e6", "#2e8b57"), "library": ("#fff4d6", "#b7791f"), "eager": ("#fde2e1", "#c0392b")}
 
 
 def display_label(node: Node) -> str:

@@ -26,5 +26,5 @@ TARGET = Target(
     load=runtime.load,
     available=runtime.available,
     extra_dumps={"host": ("txt", _host_schedule)},
-    doc="NVIDIA GPUs: generated PTX kernels through the CUDA driver, torch for matmul/conv.",
+    doc="NVIDIA GPUs: generated PTX kernels through the CUDA driver, torch for matmul/conv/pooling (library_matmul).",
 )

@@ -39,6 +39,11 @@ class CudaProgram:
     def kernels(self) -> list[str]:
         return [k for h in self.hosts.values() for k in h.kernels]
 
+    @property
+    def library_nodes(self) -> frozenset[str]:
+        """FX nodes whose work the host schedule hands to torch (see Target)."""
+        return frozenset(n for h in self.hosts.values() for n in h.library_nodes)
+
     def with_device(self, device, stage: str) -> "CudaProgram":
         return replace(self, device=device, stage=stage)
 

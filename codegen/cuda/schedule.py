@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from torch_mlir import ir
 
+from ..provenance import nodes_of
 from .loopnest import Unsupported, layout, op_name
 from .to_gpu import LIBRARY_OPS, OVERWRITE, VIEW_OPS
 
@@ -62,9 +63,11 @@ class Library:
     operands: tuple         # Views: inputs then the output
     overwrite: bool         # the output starts as zeros (no accumulate)
     attrs: tuple = ()       # (name, tuple of ints)
+    nodes: tuple = ()       # the FX nodes (ATen ops) this call computes, from the op's location
 
     def __str__(self):
-        return f"torch {self.op}({', '.join(map(str, self.operands))}) overwrite={self.overwrite} {dict(self.attrs)}"
+        return (f"torch {self.op}({', '.join(map(str, self.operands))}) overwrite={self.overwrite} {dict(self.attrs)}"
+                f" for {', '.join(self.nodes) or '?'}")
 
 
 @dataclass
@@ -78,6 +81,10 @@ class HostSchedule:
     kernels: list[str] = field(default_factory=list)
     max_elements: int = 0
     index_bits: int = 64  # width of `index` in the kernels (set by the nvvm stage)
+
+    @property
+    def library_nodes(self) -> frozenset[str]:
+        return frozenset(n for step in self.steps if isinstance(step, Library) for n in step.nodes)
 
     def __str__(self):
         args = ", ".join(f"%{i}: {'x'.join(map(str, s))}x{d}" for i, (s, d) in enumerate(self.arg_types))
@@ -186,7 +193,8 @@ class _Reader:
         views = tuple(self.views[v] for v in op.operands)
         attrs = tuple((name, tuple(int(x) for x in ir.DenseIntElementsAttr(op.attributes[name])))
                       for name in ("strides", "dilations") if name in op.attributes)
-        self.out.steps.append(Library(op_name(op), views, OVERWRITE in op.attributes, attrs))
+        nodes = tuple(sorted(nodes_of(op.location)))
+        self.out.steps.append(Library(op_name(op), views, OVERWRITE in op.attributes, attrs, nodes))
 
 
 HANDLERS = {

@@ -1,7 +1,9 @@
 """The `gpu` stage's own pass: every bufferized structured op of the host function becomes a
-`gpu.launch` (kernels.py), except matmul/conv/pooling, which stay for the host schedule to hand
-to torch (cuBLAS/cuDNN). Zero fills feeding those, and fills feeding a block reduction, are
-folded into their consumer instead of costing a launch of their own.
+`gpu.launch` (kernels.py), except matmul/conv/pooling, which (with `library_matmul` on) stay for
+the host schedule to hand to torch (cuBLAS/cuDNN). With it off they are generalized into
+linalg.generic and get generated kernels like any other op. Zero fills feeding library ops,
+and fills feeding a block reduction, are folded into their consumer instead of costing a
+launch of their own.
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ from __future__ import annotations
 import logging
 import os
 
-from torch_mlir import ir
-from torch_mlir.dialects import memref
+from torch_mlir import ir, passmanager
+from torch_mlir.dialects import func, memref
 
 from . import kernels, rowfuse
 from .rowkernel import row_kernel
@@ -71,9 +73,41 @@ def _folded_fills(ops: list, library: bool) -> dict[int, int]:
     return folded
 
 
+def generalize(op) -> ir.Operation:
+    """Replace the named linalg op `op` by the equivalent linalg.generic (MLIR's own
+    generalization). It runs on a copy of the op alone in a scratch function: over the host
+    function, the pass would turn the fills, copies and transposes into generics as well, and
+    the fill folding and row fusion here recognize those by name."""
+    operands = list(op.operands)
+    with op.context, op.location:
+        scratch = ir.Module.create()
+        with ir.InsertionPoint(scratch.body):
+            fn = func.FuncOp("scratch", ir.FunctionType.get([v.type for v in operands], []))
+            block = fn.add_entry_block()
+            with ir.InsertionPoint(block):
+                _rewire(op.clone(), block.arguments)
+                func.ReturnOp([])
+        passmanager.PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(scratch.operation)
+        generic = next(iter(block.operations)).operation
+        if generic.name != "linalg.generic":
+            raise Unsupported(f"'{op.name}' did not generalize into a linalg.generic (got '{generic.name}')")
+        with ir.InsertionPoint(op):
+            new = _rewire(generic.clone(), operands)
+    op.erase()
+    return new
+
+
+def _rewire(op: ir.Operation, values) -> ir.Operation:
+    for i, v in enumerate(values):
+        op.operands[i] = v
+    return op
+
+
 def convert_host(func_op, library: bool = True, fuse_rows: bool = True) -> list[str]:
     """Rewrite one host function in place; returns the schedule chosen per kernel, in order."""
     ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
+    if not library:  # our own kernels for matmul/conv/pooling too
+        ops = [generalize(op) if op.name in LIBRARY_OPS else op for op in ops]
     found = rowfuse.find_groups(ops) if fuse_rows else []
     found = _debug_select(found)
     groups = {g.indices[-1]: g for g in found}
