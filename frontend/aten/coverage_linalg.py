@@ -21,7 +21,7 @@ import torch
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
-from ..importer import DYN
+from ..importer import DYN, fake_value
 from ..registry import Unsupported, import_rule
 from .args import i64_attr as _attr, node_arg as _arg
 from .coverage_math import _iota
@@ -223,11 +223,25 @@ def _pivot_sign(ctx, piv):
     return reduce(ctx, flips, "prod", [1], False)
 
 
-def _square(ctx, node):
+def _square(ctx, node, transposed: bool = False):
+    """_factor of node's square matrix argument, or of its transpose."""
     a = ctx.tensor(node.args[0])
-    if ctx.shape_of(a)[-1] != ctx.shape_of(a)[-2]:
+    shape = ctx.shape_of(a)
+    if shape[-1] != shape[-2]:
         raise Unsupported("not a square matrix")
+    if transposed:
+        perm = list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2]
+        a = dy.PermuteOp(a, perm=ir.DenseI64ArrayAttr.get(perm), out=ctx.type_like(a)).out
     return _factor(ctx, a)
+
+
+def _det_factor(ctx, node):
+    """_square for _linalg_det/_linalg_slogdet, whose LU and pivots are outputs of the op: for a
+    contiguous (real) A eager factors A^T (det(A^T) = det(A), and LAPACK wants column-major
+    input), and the backward graph, traced by AOTAutograd from the same fake tensors, solves
+    with those factors as A^T's (linalg_lu_solve without adjoint). Factoring A here made that
+    solve give the cofactor matrix transposed: wrong gradients."""
+    return _square(ctx, node, transposed=fake_value(node.args[0]).is_contiguous())
 
 
 def _mul(ctx, a, b):
@@ -236,14 +250,14 @@ def _mul(ctx, a, b):
 
 @import_rule(aten._linalg_det.default)
 def _det(ctx, node):
-    dtype, batch, lu, piv, _ = _square(ctx, node)
+    dtype, batch, lu, piv, _ = _det_factor(ctx, node)
     det = _mul(ctx, reduce(ctx, _diagonal(ctx, lu), "prod", [1], False), _pivot_sign(ctx, piv))
     return ctx.cast(ctx.reshape(det, batch), dtype), _back(ctx, lu, batch, dtype), _back(ctx, piv, batch)
 
 
 @import_rule(aten._linalg_slogdet.default)
 def _slogdet(ctx, node):
-    dtype, batch, lu, piv, _ = _square(ctx, node)
+    dtype, batch, lu, piv, _ = _det_factor(ctx, node)
     diag = _diagonal(ctx, lu)
     unary = lambda name, x: ctx.emit(name, x, out=ctx.type_like(x))
     sign = _mul(ctx, reduce(ctx, unary("sign", diag), "prod", [1], False), _pivot_sign(ctx, piv))
