@@ -3,7 +3,10 @@
 Used inside the coverage worker processes (benchmarks/op_coverage.py). A sample is:
   compiled  ran with every node compiled by us, outputs (and grads with --train) match eager;
   fallback  matched eager but some node (or a graph break) ran eagerly;
-  mismatch  outputs differ from eager beyond the OpInfo's tolerance;
+  mismatch  outputs differ from eager beyond the OpInfo's tolerance (half types: and from the
+            float32 computation on the same values, rounded once, which is what a careful kernel
+            returns; eager's own half kernels round partial results, and which one runs depends
+            on the CPU);
   error     compiled raised where eager did not.
 Samples where eager itself raises are skipped. An op takes its worst sample's verdict.
 """
@@ -166,6 +169,29 @@ def _compare(expected, actual, tol, metadata_only: bool) -> str | None:
     return None
 
 
+HALF = (torch.bfloat16, torch.float16)
+
+
+def _float32_reference(fn, tensors, dtype, train: bool):
+    """fn on the half inputs' values widened to float32, its float32 results rounded once to
+    dtype; None where fn rejects the widened inputs."""
+    widen = lambda t: t.float().requires_grad_(t.requires_grad) if t.dtype == dtype else t  # noqa: E731
+    narrow = lambda x: x.to(dtype) if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x  # noqa: E731
+    try:
+        out, grads = _run(fn, [widen(t) for t in _clone(tensors)], train, seed=0)
+    except Exception:
+        return None
+    return pytree.tree_map(narrow, out), pytree.tree_map(narrow, grads)
+
+
+def _mismatch(expected, actual, tol, metadata_only: bool, train: bool) -> str | None:
+    why = _compare(expected[0], actual[0], tol, metadata_only)
+    if why is None and train:
+        why = _compare(expected[1], actual[1], tol, metadata_only)
+        why = why and f"grad {why}"
+    return why
+
+
 def _fallback_reason(graph_breaks: int) -> str | None:
     s = dynamo_mlir.stats()
     if graph_breaks:
@@ -197,10 +223,11 @@ def run_sample(op, sample, dtype, device, train: bool) -> SampleResult | None:
     breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
     tol = tolerances(op, dtype, device)
     metadata_only = op.name in NONDETERMINISTIC
-    why = _compare(expected[0], actual[0], tol, metadata_only)
-    if why is None and train:
-        why = _compare(expected[1], actual[1], tol, metadata_only)
-        why = why and f"grad {why}"
+    why = _mismatch(expected, actual, tol, metadata_only, train)
+    if why is not None and dtype in HALF:
+        reference = _float32_reference(fn, tensors, dtype, train)
+        if reference is not None and _mismatch(reference, actual, tol, metadata_only, train) is None:
+            why = None
     if why is not None:
         return SampleResult("mismatch", why[:300])
     fallback = _fallback_reason(breaks)
