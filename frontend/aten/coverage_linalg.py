@@ -15,9 +15,11 @@ eager (a compiled graph cannot raise), so linalg.cholesky/inv/solve/tensorinv/te
 compile all but that check.
 """
 
+import functools
 import math
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
@@ -235,13 +237,31 @@ def _square(ctx, node, transposed: bool = False):
     return _factor(ctx, a)
 
 
+# Ops whose LU factors are outputs (for their backward), and the factors' place among them.
+_LU_OUTPUT = {aten._linalg_det.default: 1, aten._linalg_slogdet.default: 2, aten._linalg_solve_ex.default: 1}
+
+
+@functools.cache
+def _eager_factors_transpose(op) -> bool:
+    """Whether eager's `op` returns the LU factors of A^T for a contiguous real A, sparing LAPACK
+    a copy into column-major order (torch 2.13 does so for det and slogdet, det(A^T) = det(A),
+    not for solve). Its backward, traced by AOTAutograd from the same fake tensors, then solves
+    with them as A^T's. Asked once, of a matrix whose two factorizations differ."""
+    with _disable_current_modes():
+        a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=F64)
+        lu = op(*([a, a] if op is aten._linalg_solve_ex.default else [a]))[_LU_OUTPUT[op]]
+        return torch.equal(lu, torch.linalg.lu_factor(a.mT).LU)
+
+
+def _factors_transpose(node) -> bool:
+    """Whether node's LU output must be that of A^T (see _eager_factors_transpose): factors of A
+    where eager's are A^T's made det's backward give the cofactor matrix transposed."""
+    return _eager_factors_transpose(node.target) and fake_value(node.args[0]).is_contiguous()
+
+
 def _det_factor(ctx, node):
-    """_square for _linalg_det/_linalg_slogdet, whose LU and pivots are outputs of the op: for a
-    contiguous (real) A eager factors A^T (det(A^T) = det(A), and LAPACK wants column-major
-    input), and the backward graph, traced by AOTAutograd from the same fake tensors, solves
-    with those factors as A^T's (linalg_lu_solve without adjoint). Factoring A here made that
-    solve give the cofactor matrix transposed: wrong gradients."""
-    return _square(ctx, node, transposed=fake_value(node.args[0]).is_contiguous())
+    """_square for _linalg_det/_linalg_slogdet: the factors eager returns."""
+    return _square(ctx, node, transposed=_factors_transpose(node))
 
 
 def _mul(ctx, a, b):
@@ -280,6 +300,8 @@ def _inv_ex(ctx, node):
 def _solve_ex(ctx, node):
     a, rhs = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
     left = bool(_arg(node, 2, "left", True))
+    if _factors_transpose(node):
+        raise Unsupported("this torch's _linalg_solve_ex returns the factors of A^T")
     dtype, a_batch, lu, piv, info = _square(ctx, node)
     _float(ctx, rhs)
     a_shape, b_shape = ctx.shape_of(a), ctx.shape_of(rhs)
