@@ -8,7 +8,10 @@ Used inside the coverage worker processes (benchmarks/op_coverage.py). A sample 
   fallback    matched eager, but some node ran eagerly (a graph break, an unsupported op, a
               region that failed to compile or fell back at run time), or no op at all ran in
               generated code;
-  mismatch    outputs differ from eager beyond the OpInfo's tolerance;
+  mismatch    outputs differ from eager beyond the OpInfo's tolerance (half types: and from the
+              float32 computation on the same values, rounded once, which is what a careful
+              kernel returns; eager's own half kernels round partial results, and which one runs
+              depends on the CPU);
   error       compiled raised where eager did not.
 Samples where eager itself raises are skipped. An op takes its worst sample's verdict.
 """

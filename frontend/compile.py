@@ -178,9 +178,10 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
 
 def _planned(fn, plan):
     """Re-expand the function's distinct results into the graph's outputs (see output_plan)."""
+    picks = [(kind.removeprefix("copy_"), i, kind.startswith("copy_")) for kind, i in plan]
 
     def call(*inputs):
-        results = fn(*inputs)
-        return [results[i] if kind == "result" else inputs[i] for kind, i in plan]
+        values = {"result": fn(*inputs), "input": inputs}
+        return [values[kind][i].clone() if copy else values[kind][i] for kind, i, copy in picks]
 
     return call

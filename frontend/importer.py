@@ -219,8 +219,9 @@ class ImportedGraph:
     signature: Signature
     ops: list[str]  # ATen ops imported, in graph order
     # Per FX output: ("result", k) is the function's k-th result, ("input", i) is graph input i
-    # returned as is. Outputs that repeat a value or pass an input through are not results:
-    # bufferizing a function that returns one value twice (or its own argument) is not supported.
+    # returned as is, ("copy_result", k)/("copy_input", i) a fresh copy of one. Outputs that
+    # repeat a value or pass an input through are not results: bufferizing a function that
+    # returns one value twice (or its own argument) is not supported.
     output_plan: tuple[tuple[str, int], ...] = ()
 
     @property
@@ -313,7 +314,8 @@ def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
                 elif node.op not in ("placeholder", "output"):
                     raise Unsupported(f"node kind '{node.op}' ({node.target}) is not importable")
             returned = [_exact(ctx, r) for r in results]
-            plan, unique = output_plan(list(block.arguments), returned)
+            sources = [storage_source(r) for r in results]
+            plan, unique = output_plan(list(block.arguments), returned, placeholders, sources)
             func.ReturnOp(unique)
         fn.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(arg_types, [v.type for v in unique]))
@@ -325,18 +327,41 @@ def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
     return ImportedGraph(module, Signature(name, tuple(in_specs), tuple(out_specs), shapes), ops, plan)
 
 
-def output_plan(arguments: list[ir.Value], returned: list[ir.Value]):
+def storage_source(node: fx.Node) -> fx.Node:
+    """The node whose storage `node`'s eager value shares: through views (ops whose schema says
+    their result aliases their input: alias, detach, view, ...) to the first node that is not one.
+    clone, _to_copy and every other functional op make fresh storage: they are their own source."""
+    while node.op == "call_function" and _returns_alias(node.target):
+        node = node.args[0]
+    return node
+
+
+def _returns_alias(target) -> bool:
+    schema = getattr(target, "_schema", None)
+    return schema is not None and bool(schema.returns) and schema.returns[0].alias_info is not None
+
+
+def output_plan(arguments: list[ir.Value], returned: list[ir.Value], placeholders: list[fx.Node],
+                sources: list[fx.Node]):
     """Where each FX output comes from, and the distinct computed values the function returns.
-    Two FX outputs may be one value (an alias or detach imports as its source)."""
+
+    Two FX outputs may be one value: an alias, detach, clone or _to_copy imports as its source.
+    Returning one tensor for both is right only where eager shares storage too (`sources`, see
+    storage_source); a clone returned as its input made the caller's copy the input itself (an
+    in-place update of one changed the other, and bumped the other's version counter, which
+    autograd then reported on a tensor saved for the backward). Such an output is a copy."""
     unique: list[ir.Value] = []
+    owners = {("input", i): p for i, p in enumerate(placeholders)}
     plan = []
-    for v in returned:
+    for v, source in zip(returned, sources):
         if v in arguments:
-            plan.append(("input", arguments.index(v)))
-            continue
-        if v not in unique:
-            unique.append(v)
-        plan.append(("result", unique.index(v)))
+            kind, index = "input", arguments.index(v)
+        else:
+            if v not in unique:
+                unique.append(v)
+            kind, index = "result", unique.index(v)
+        owner = owners.setdefault((kind, index), source)
+        plan.append((kind if owner is source else f"copy_{kind}", index))
     return tuple(plan), unique
 
 

@@ -37,3 +37,25 @@ def read_stage(dump_dir: str, stage: str) -> str:
     paths = sorted(glob.glob(os.path.join(dump_dir, f"*.{stage}.*")))
     assert paths, f"no {stage} dump in {dump_dir}: {os.listdir(dump_dir)}"
     return "\n".join(open(p).read() for p in paths)
+
+
+# torch.testing's default relative tolerances of the half types (about one ulp and a half).
+HALF_RTOL = {torch.bfloat16: 1.6e-2, torch.float16: 1e-3}
+
+
+def assert_close_to_float32(got: torch.Tensor, float32_result: torch.Tensor, magnitude_rtol: float | None = None):
+    """A half-type result against the float32 computation, rounded once to the half type.
+
+    Never against eager's half kernel bit by bit: which kernel eager runs for a half type (a slow
+    kernel rounding its partial sums to the half type, oneDNN, a vectorized one with the CPU's
+    vector width) depends on the CPU, and so does its rounding. Tolerance: the half type's
+    relative one per element, plus `magnitude_rtol` (default: that same one) times the largest
+    |value|, for elements where terms of that size cancel. A result computed in float32 and
+    rounded once meets a magnitude_rtol of 1e-5 (float32 summation order only); one that rounds
+    partial results to the half type, as eager's kernels may, needs the default."""
+    rtol = HALF_RTOL[got.dtype]
+    finite = float32_result[float32_result.isfinite()]
+    scale = float(finite.abs().max()) if finite.numel() else 0.0
+    atol = (rtol if magnitude_rtol is None else magnitude_rtol) * scale
+    want = float32_result.to(got.dtype).float()
+    torch.testing.assert_close(got.float(), want, rtol=rtol, atol=atol, equal_nan=True)

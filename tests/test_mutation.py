@@ -60,3 +60,24 @@ def test_zero_dim_zero_size_and_python_scalars():
     _check(lambda a, s: a * s + 1.5, torch.tensor(3.0), 2)
     _check(lambda a: (a + 1).sum(dim=0), torch.randn(0, 4))
     _check(lambda a, b: a + b, torch.randn(3), torch.tensor(2.0))
+
+
+def test_copies_are_fresh_tensors():
+    """clone/_to_copy import as their source value; the output is still a tensor of its own,
+    as in eager (one returned as its input made an in-place update of the copy write the input).
+    Views (detach, view) still share the input's storage."""
+    x = torch.randn(4)
+    saved = x.clone()
+    copies = torch.compile(lambda x: (x.clone(), x.to(torch.float32, copy=True)), backend="mlir")(x)
+    for c in copies:
+        assert c.data_ptr() != x.data_ptr()
+        c.add_(1)
+    assert torch.equal(x, saved)
+    torch._dynamo.reset()
+    e, c = torch.compile(lambda x: (lambda e: (e, e.clone()))(torch.exp(x)), backend="mlir")(x)
+    assert e.data_ptr() != c.data_ptr() and torch.equal(e, c)
+    torch._dynamo.reset()
+    d, v = torch.compile(lambda x: (x.detach(), x.view(2, 2)), backend="mlir")(x)
+    assert d.data_ptr() == x.data_ptr() and v.data_ptr() == x.data_ptr()
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["compiled_ops"].get("aten.exp.default") == 1, dynamo_mlir.explain()

@@ -99,7 +99,8 @@ HALF_CASES = [
 @pytest.mark.parametrize("name,fn,dtype", HALF_CASES, ids=[c[0] for c in HALF_CASES])
 def test_half_precision_ops_compile_without_libcalls(name, fn, dtype):
     """x86 has no bf16/f16 arithmetic: these once reached the JIT as compiler-rt libcalls it
-    cannot resolve, and the process crashed. They must compile and match eager exactly."""
+    cannot resolve, and the process crashed. They must compile and match eager exactly: each is
+    a selection, a conversion or one operation rounded once, which has one answer on every CPU."""
     x = torch.randn(6, 10).to(dtype)
     got = torch.compile(fn, backend="mlir", options={"strict": True})(x)
     assert torch.equal(got, fn(x))
@@ -184,3 +185,14 @@ def test_nonzero_static_of_a_random_3d_tensor_is_compiled():
     fn = lambda x: torch.nonzero_static(x, size=40, fill_value=7)
     assert torch.equal(torch.compile(fn, backend="mlir")(x), fn(x))
     assert_all_compiled()
+
+
+def test_movement_of_a_transposed_value_compiles():
+    """diagonal/flip read a value, whatever its strides (a column-major LU factor's diagonal in
+    det's backward ran eagerly)."""
+    x = r(4, 5)
+    by_value = lambda x: (x.mT.diagonal(1) * 2, x.mT.flip(0) + 1)
+    for a, e in zip(torch.compile(by_value, backend="mlir", dynamic=False)(x), by_value(x)):
+        torch.testing.assert_close(a, e)
+    s = assert_all_compiled(min_ops=4)
+    assert {"aten.diagonal.default", "aten.flip.default"} <= set(s["compiled_ops"]), s["compiled_ops"]

@@ -1,24 +1,39 @@
 """3-d convolution and pooling, and the general pooling rules (ceil_mode, count_include_pad=False,
-divisor_override, overlapping max-pool backward): compiled with no eager fallback, equal to eager."""
+divisor_override, overlapping max-pool backward): compiled with no eager fallback, equal to eager.
+Half types are compared with the float32 computation on the same values, rounded once (see
+helpers.assert_close_to_float32), never with eager's half kernel bit by bit."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import dynamo_mlir
-from helpers import assert_all_compiled, read_stage
+from dynamo_mlir.frontend.aten.coverage_pool import _grid_sample
+from helpers import HALF_RTOL, assert_all_compiled, assert_close_to_float32, read_stage
 
 r = torch.randn
 
 
-def _run(fn, *args, dtype=torch.float32, exact=False):
+def _tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _run(fn, *args, dtype=torch.float32, exact=False, magnitude_rtol=None):
+    """fn compiled vs eager; for a half dtype vs fn in float32 on the same values (indices exact)."""
     torch._dynamo.reset()
     dynamo_mlir.reset()
     args = [a.to(dtype) for a in args]
-    got, want = torch.compile(fn, backend="mlir")(*args), fn(*args)
+    got = torch.compile(fn, backend="mlir")(*args)
     assert_all_compiled()
+    if dtype in HALF_RTOL:
+        for g, w in zip(_tuple(got), _tuple(fn(*[a.float() for a in args]))):
+            if g.is_floating_point():
+                assert_close_to_float32(g, w, magnitude_rtol)
+            else:
+                assert torch.equal(g, w)
+        return
     tol = dict(rtol=0, atol=0) if exact else dict(rtol=1.3e-6, atol=1e-5)
-    for g, w in zip(got if isinstance(got, tuple) else [got], want if isinstance(want, tuple) else [want]):
+    for g, w in zip(_tuple(got), _tuple(fn(*args))):
         torch.testing.assert_close(g, w, **tol)
 
 
@@ -47,6 +62,10 @@ FORWARD = {
                                                                 align_corners=True), lambda: (r(2, 3, 10, 20),)),
     "max_pool2d_ceil_indices": (lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True),
                                 lambda: (r(2, 3, 9, 10),)),
+    # padding 1 where the kernel reaches 0 (its size is 1): the convolution crops its input
+    "conv_transpose2d_padding_beyond_kernel": (
+        lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1, dilation=(2, 3)),
+        lambda: (r(1, 2, 4, 5), r(2, 3, 4, 1))),
 }
 
 
@@ -66,10 +85,11 @@ def test_conv3d_ir(tmp_path):
     assert "linalg.generic" in read_stage(str(tmp_path), "linalg")
 
 
-def test_avg_pool_bf16_is_exact():
+def test_avg_pool_bf16():
+    """Windows past the padding and their divisors in bf16 (eager rounds its sums in bf16 too)."""
     torch.manual_seed(0)
     _run(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), r(2, 3, 9, 10),
-         dtype=torch.bfloat16, exact=True)
+         dtype=torch.bfloat16)
 
 
 BACKWARD = {  # overlapping, padded, dilated, ceil_mode windows: eager's scatter-add, replayed
@@ -78,34 +98,65 @@ BACKWARD = {  # overlapping, padded, dilated, ceil_mode windows: eager's scatter
 }
 
 
+def _input_grad(fn, x, g):
+    x = x.detach().requires_grad_()
+    return torch.autograd.grad(fn(x), x, g)[0]
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("name", BACKWARD)
-def test_max_pool_backward_is_exact(name, dtype):
+def test_max_pool_backward(name, dtype):
+    """float32: eager's scatter-add order, bit-exact; bf16: the float32 gradient of the same
+    values, rounded once, within bf16 precision (the windows each input position sums are right)."""
     fn, shape = BACKWARD[name]
     torch.manual_seed(0)
     torch._dynamo.reset()
     dynamo_mlir.reset()
-    x = r(*shape).to(dtype).requires_grad_()
-    y = fn(x)
-    g = torch.randn_like(y)
-    want = torch.autograd.grad(y, x, g)[0]
-    got = torch.autograd.grad(torch.compile(fn, backend="mlir")(x), x, g)[0]
+    x = r(*shape).to(dtype)
+    g = torch.randn_like(fn(x))
+    got = _input_grad(torch.compile(fn, backend="mlir"), x, g)
     s = assert_all_compiled()
     assert s["graphs_by_kind"].get("backward") == 1, dynamo_mlir.explain()
-    torch.testing.assert_close(got, want, rtol=0, atol=0)  # same order and roundings as eager
+    if dtype in HALF_RTOL:
+        assert_close_to_float32(got, _input_grad(fn, x.float(), g.float()))
+    else:
+        torch.testing.assert_close(got, _input_grad(fn, x, g), rtol=0, atol=0)  # eager's order
 
 
-@pytest.mark.parametrize("kwargs,dtype", [
-    (dict(stride=2, padding=2, output_padding=1), torch.float32),
-    (dict(stride=(2, 1, 2), padding=1, output_padding=(1, 0, 1), dilation=(1, 2, 1)), torch.float32),
-    (dict(stride=2, padding=1, output_padding=1), torch.bfloat16)])
-def test_conv_transpose3d_sums_like_eager(kwargs, dtype):
-    """Eager's slow kernel: fused multiply-add columns, then col2vol in kernel order (bf16: both
-    rounded to bf16 along the way): bit-exact."""
+@pytest.mark.parametrize("kwargs", [
+    dict(stride=2, padding=2, output_padding=1),
+    dict(stride=(2, 1, 2), padding=1, output_padding=(1, 0, 1), dilation=(1, 2, 1))])
+def test_conv_transpose3d_sums_like_eager(kwargs):
+    """float32, eager's slow kernel: fused multiply-add columns, then col2vol in kernel order: bit-exact."""
     torch.manual_seed(0)
     x, w, b = (torch.empty(s).uniform_(-9, 9) for s in [(1, 4, 4, 4, 4), (4, 3, 3, 3, 3), (3,)])
     fn = lambda x, w, b: F.conv_transpose3d(x, w, b, **kwargs)  # noqa: E731
-    _run(fn, x, w, b, dtype=dtype, exact=True)
+    _run(fn, x, w, b, exact=True)
+
+
+HALF_CONV_TRANSPOSE = {
+    "strided": ([(1, 4, 4, 4, 4), (4, 3, 3, 3, 3)], dict(stride=2, padding=1, output_padding=1), torch.bfloat16),
+    "onednn": ([(2, 3, 5, 4, 6), (3, 5, 2, 3, 2)], dict(stride=(1, 2, 1), padding=(0, 1, 0)), torch.bfloat16),
+    "onednn_f16": ([(2, 3, 5, 4, 6), (3, 5, 2, 3, 2)], dict(stride=(1, 2, 1), padding=(0, 1, 0)), torch.float16),
+    "grouped_dilated": ([(2, 4, 3, 3, 3), (4, 2, 3, 3, 3)], dict(stride=2, groups=2, dilation=(1, 2, 1)), torch.bfloat16),
+    "padding_beyond_kernel": ([(1, 1, 4, 5, 2), (1, 1, 4, 3, 1)],
+                              dict(stride=2, padding=1, output_padding=1, dilation=(2, 3, 2)), torch.bfloat16),
+    "2d": ([(2, 4, 6, 5), (4, 3, 3, 2)], dict(stride=(2, 1), padding=(1, 2), output_padding=(1, 0)), torch.bfloat16),
+}
+
+
+@pytest.mark.parametrize("name", HALF_CONV_TRANSPOSE)
+def test_conv_transpose_half_is_float32_rounded_once(name):
+    """Half inputs: the float32 computation, rounded once. Rounding the columns and col2vol's
+    partial sums to bf16 as eager's slow kernel does was up to 8 off (values near 0 where terms
+    of several hundred cancel), and on CPUs where eager runs oneDNN it matched nothing."""
+    shapes, kwargs, dtype = HALF_CONV_TRANSPOSE[name]
+    torch.manual_seed(0)
+    x, w = (torch.empty(s).uniform_(-9, 9) for s in shapes)
+    b = torch.empty(w.shape[1] * kwargs.get("groups", 1)).uniform_(-9, 9)
+    conv = F.conv_transpose3d if x.dim() == 5 else F.conv_transpose2d
+    _run(lambda x, w, b: conv(x, w, b, **kwargs), x, w, b, dtype=dtype, magnitude_rtol=1e-5)
+    assert dynamo_mlir.stats()["compiled_ops"].get("aten.convolution.default") == 1, dynamo_mlir.explain()
 
 
 @pytest.mark.parametrize("mode,padding_mode,align_corners", [(0, 2, False), (1, 1, True)])
@@ -116,10 +167,19 @@ def test_grid_sampler_3d_is_exact(mode, padding_mode, align_corners):
 
 
 @pytest.mark.parametrize("spatial,mode,padding_mode,align_corners", [(2, 0, 2, True), (3, 0, 0, False), (2, 1, 1, False)])
-def test_grid_sample_bf16_rounds_like_eager(spatial, mode, padding_mode, align_corners):
-    """Eager's half kernels compute every step in bfloat16; so do our steps (bit-exact)."""
+def test_grid_sample_bf16_rounds_every_step(spatial, mode, padding_mode, align_corners):
+    """Our half grid sampling rounds every step to bf16, as eager's scalar half kernel does: equal
+    to the bit to those same steps run eagerly, each one bf16 op rounded once (the same on every
+    CPU). So rounded, coordinates of size ~10 are off by up to 1/32 of a pixel: bilinear results
+    lie within a tenth of the values' magnitude of the float32 result, not within bf16's
+    precision; nearest ones may take the neighbouring pixel."""
     torch.manual_seed(0)
-    x = torch.empty(2, 3, *[9, 10, 11][-spatial:]).uniform_(-9, 9)
-    g = torch.empty(2, 4, *[3, 5][:spatial - 1], spatial).uniform_(-1.3, 1.3)
+    x = torch.empty(2, 3, *[9, 10, 11][-spatial:]).uniform_(-9, 9).bfloat16()
+    g = torch.empty(2, 4, *[3, 5][:spatial - 1], spatial).uniform_(-1.3, 1.3).bfloat16()
     sampler = torch.grid_sampler_2d if spatial == 2 else torch.grid_sampler_3d
-    _run(lambda x, g: sampler(x, g, mode, padding_mode, align_corners), x, g, dtype=torch.bfloat16, exact=True)
+    fn = lambda x, g: sampler(x, g, mode, padding_mode, align_corners)  # noqa: E731
+    got = torch.compile(fn, backend="mlir")(x, g)
+    assert_all_compiled()
+    torch.testing.assert_close(got, _grid_sample(x, g, mode, padding_mode, align_corners), rtol=0, atol=0)
+    if mode == 0:
+        assert_close_to_float32(got, fn(x.float(), g.float()), magnitude_rtol=0.1)

@@ -15,13 +15,15 @@ eager (a compiled graph cannot raise), so linalg.cholesky/inv/solve/tensorinv/te
 compile all but that check.
 """
 
+import functools
 import math
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
-from ..importer import DYN
+from ..importer import DYN, fake_value
 from ..registry import Unsupported, import_rule
 from .args import i64_attr as _attr, node_arg as _arg
 from .coverage_math import _iota
@@ -223,11 +225,43 @@ def _pivot_sign(ctx, piv):
     return reduce(ctx, flips, "prod", [1], False)
 
 
-def _square(ctx, node):
+def _square(ctx, node, transposed: bool = False):
+    """_factor of node's square matrix argument, or of its transpose."""
     a = ctx.tensor(node.args[0])
-    if ctx.shape_of(a)[-1] != ctx.shape_of(a)[-2]:
+    shape = ctx.shape_of(a)
+    if shape[-1] != shape[-2]:
         raise Unsupported("not a square matrix")
+    if transposed:
+        perm = list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2]
+        a = dy.PermuteOp(a, perm=ir.DenseI64ArrayAttr.get(perm), out=ctx.type_like(a)).out
     return _factor(ctx, a)
+
+
+# Ops whose LU factors are outputs (for their backward), and the factors' place among them.
+_LU_OUTPUT = {aten._linalg_det.default: 1, aten._linalg_slogdet.default: 2, aten._linalg_solve_ex.default: 1}
+
+
+@functools.cache
+def _eager_factors_transpose(op) -> bool:
+    """Whether eager's `op` returns the LU factors of A^T for a contiguous real A, sparing LAPACK
+    a copy into column-major order (torch 2.13 does so for det and slogdet, det(A^T) = det(A),
+    not for solve). Its backward, traced by AOTAutograd from the same fake tensors, then solves
+    with them as A^T's. Asked once, of a matrix whose two factorizations differ."""
+    with _disable_current_modes():
+        a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=F64)
+        lu = op(*([a, a] if op is aten._linalg_solve_ex.default else [a]))[_LU_OUTPUT[op]]
+        return torch.equal(lu, torch.linalg.lu_factor(a.mT).LU)
+
+
+def _factors_transpose(node) -> bool:
+    """Whether node's LU output must be that of A^T (see _eager_factors_transpose): factors of A
+    where eager's are A^T's made det's backward give the cofactor matrix transposed."""
+    return _eager_factors_transpose(node.target) and fake_value(node.args[0]).is_contiguous()
+
+
+def _det_factor(ctx, node):
+    """_square for _linalg_det/_linalg_slogdet: the factors eager returns."""
+    return _square(ctx, node, transposed=_factors_transpose(node))
 
 
 def _mul(ctx, a, b):
@@ -236,14 +270,14 @@ def _mul(ctx, a, b):
 
 @import_rule(aten._linalg_det.default)
 def _det(ctx, node):
-    dtype, batch, lu, piv, _ = _square(ctx, node)
+    dtype, batch, lu, piv, _ = _det_factor(ctx, node)
     det = _mul(ctx, reduce(ctx, _diagonal(ctx, lu), "prod", [1], False), _pivot_sign(ctx, piv))
     return ctx.cast(ctx.reshape(det, batch), dtype), _back(ctx, lu, batch, dtype), _back(ctx, piv, batch)
 
 
 @import_rule(aten._linalg_slogdet.default)
 def _slogdet(ctx, node):
-    dtype, batch, lu, piv, _ = _square(ctx, node)
+    dtype, batch, lu, piv, _ = _det_factor(ctx, node)
     diag = _diagonal(ctx, lu)
     unary = lambda name, x: ctx.emit(name, x, out=ctx.type_like(x))
     sign = _mul(ctx, reduce(ctx, unary("sign", diag), "prod", [1], False), _pivot_sign(ctx, piv))
@@ -266,6 +300,8 @@ def _inv_ex(ctx, node):
 def _solve_ex(ctx, node):
     a, rhs = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
     left = bool(_arg(node, 2, "left", True))
+    if _factors_transpose(node):
+        raise Unsupported("this torch's _linalg_solve_ex returns the factors of A^T")
     dtype, a_batch, lu, piv, info = _square(ctx, node)
     _float(ctx, rhs)
     a_shape, b_shape = ctx.shape_of(a), ctx.shape_of(rhs)

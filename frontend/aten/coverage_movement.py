@@ -46,11 +46,19 @@ def _real_source(arg) -> object:
     raise Unsupported("more than one tensor argument")
 
 
+# Ops that address the input's storage rather than its value: the contiguous stand-in gives their
+# index map only for an input whose storage is laid out like its value. The others (diagonal of
+# a column-major LU factor, ...) read by value, whatever the strides (a region's inputs are
+# made contiguous before the call).
+_READS_STORAGE = ("as_strided", "as_strided_copy")
+
+
 def _index_map(node, x_val: torch.Tensor):
     """Run node.target on a real index tensor shaped like x; returns its output(s)."""
     shape = static_shape(x_val)
     numel = int(np.prod(shape)) if shape else 1
-    if not x_val.is_contiguous() or x_val.storage_offset() != 0:
+    reads_storage = getattr(node.target, "__name__", "").split(".")[0] in _READS_STORAGE
+    if reads_storage and (not x_val.is_contiguous() or x_val.storage_offset() != 0):
         raise Unsupported("strided or offset input (storage layout differs from the value's)")
     args = [_real_source(a) for a in node.args[1:]]
     kwargs = {k: _real_source(v) for k, v in node.kwargs.items()}

@@ -64,11 +64,16 @@ def _dilate(ctx, x, stride):
 def _conv_transpose(ctx, x, w, stride, padding, dilation, output_padding, groups):
     k = ctx.shape_of(w)[2:]
     pad = [dilation[i] * (k[i] - 1) - padding[i] for i in range(len(k))]
-    if min(pad) < 0:
-        raise Unsupported("transposed convolution with padding beyond the kernel's reach")
     x = _dilate(ctx, x, list(stride))
     x = _pad(ctx, x, [0] * (2 + len(k)), [0, 0, *output_padding])
-    return _conv(ctx, x, _transposed_weight(ctx, w, groups), [1] * len(k), pad, dilation, groups)
+    # Padding beyond the kernel's reach makes `pad` negative: the convolution then drops that
+    # many positions at both ends of its input instead.
+    crop = [max(-p, 0) for p in pad]
+    if any(crop):
+        n, c, *sizes = ctx.shape_of(x)
+        x = _slice(ctx, x, [0, 0, *crop], [n, c, *[size - 2 * cut for size, cut in zip(sizes, crop)]])
+    w = _transposed_weight(ctx, w, groups)
+    return _conv(ctx, x, w, [1] * len(k), [max(p, 0) for p in pad], dilation, groups)
 
 
 MAX_COLUMN_GATHER = 1 << 24  # elements of the [out positions, K, N*C_out] gather of col2vol
@@ -154,10 +159,11 @@ def ordered_sum(ctx, x, dim: int, dtype):
     return total
 
 
-def _conv_transpose_col2vol(ctx, x, w, stride, padding, dilation, output_padding, groups, dtype):
-    """Transposed convolution as eager's slow kernel takes it: per group, columns = weight^T @ x
-    ([C_out/g * K, input positions], a BLAS matmul, fused multiply-adds; rounded for half types), then each output element adds its columns
-    over the kernel offsets in ascending order (col2vol), here a gather and an ordered sum."""
+def _conv_transpose_col2vol(ctx, x, w, stride, padding, dilation, output_padding, groups):
+    """Float transposed convolution as eager's slow kernel takes it: per group, columns =
+    weight^T @ x ([C_out/g * K, input positions], a BLAS matmul, fused multiply-adds), then each
+    output element adds its columns over the kernel offsets in ascending order (col2vol), here a
+    gather and an ordered sum."""
     n, cin, *ins = ctx.shape_of(x)
     _, cout_g, *kernel = ctx.shape_of(w)
     outs = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1
@@ -175,16 +181,24 @@ def _conv_transpose_col2vol(ctx, x, w, stride, padding, dilation, output_padding
                      [n * groups, cout_g * n_k, cin_g])
     xs = ctx.reshape(x, [n * groups, cin_g, n_in])
     cols = _fma_matmul(ctx, wt, xs)
-    if dtype in HALF:  # eager's columns are a half tensor
-        cols = ctx.cast(ctx.cast(cols, dtype), ctx.dtype_of(cols))
     rows = _permute(ctx, ctx.reshape(cols, [planes, n_k * n_in]), [1, 0])  # (K, in) rows, planes
     table, valid = _col2vol_table(ins, outs, kernel, stride, padding, dilation)
     wide = [n_out, n_k, planes]
     g = dy.GatherOp(rows, _const(ctx, table, torch.int64), out=ctx.type_like(rows, shape=wide)).out
     keep = ctx.broadcast(ctx.cast(_const(ctx, valid.reshape(n_out, n_k, 1).astype(np.int64), torch.int64), torch.bool), wide)
     g = dy.SelectOp(keep, g, ctx.broadcast(ctx.scalar(0, ctx.dtype_of(g)), wide), out=ctx.type_like(g)).out
-    y = _permute(ctx, ordered_sum(ctx, g, 1, dtype), [1, 0])
+    y = _permute(ctx, ordered_sum(ctx, g, 1, ctx.dtype_of(g)), [1, 0])
     return ctx.reshape(y, [n, groups * cout_g, *outs])
+
+
+def _transposed_conv(ctx, x, w, spatial: int, half: bool, *params):
+    """x, w in the compute dtype (float32 for half types). Float 3-d: eager's slow kernel, its
+    order of sums. Half types: the float32 computation, rounded once by the caller, as a careful
+    kernel does. Eager's half kernels round their columns and partial sums to the half type (off
+    by several ulps where terms cancel), and which one eager runs depends on the CPU (its slow
+    kernel, or oneDNN where the CPU has avx512_bf16): their rounding is no reference to copy."""
+    use_col2vol = spatial == 3 and not half
+    return (_conv_transpose_col2vol if use_col2vol else _conv_transpose)(ctx, x, w, *params)
 
 
 def _per_dim(values, spatial: int, unit):
@@ -209,13 +223,8 @@ def _convolution(ctx, node):
     spatial = rank - 2
     stride, padding, dilation = (_per_dim(v, spatial, u) for v, u in ((stride, 1), (padding, 0), (dilation, 1)))
     if transposed:
-        output_padding = _per_dim(output_padding, spatial, 0)
-        if spatial == 3:
-            y = _conv_transpose_col2vol(ctx, xv, wv, stride, padding, dilation, output_padding, groups, val.dtype)
-        elif val.dtype in HALF:
-            raise Unsupported("half-precision transposed convolution: eager's kernel rounds its partial sums differently")
-        else:
-            y = _conv_transpose(ctx, xv, wv, stride, padding, dilation, output_padding, groups)
+        params = stride, padding, dilation, _per_dim(output_padding, spatial, 0), groups
+        y = _transposed_conv(ctx, xv, wv, spatial, val.dtype in HALF, *params)
     else:
         y = _conv(ctx, xv, wv, stride, padding, dilation, groups)
     y = ctx.reshape(y, static_shape(val))
