@@ -30,6 +30,9 @@ from dynamo_mlir.codegen.target import get_target, register_target
 from dynamo_mlir.tools.models import TinyGPT, cnn, mlp, randomize_batchnorm, transformer_block
 
 TOLERANCE = {torch.float32: 1e-3, torch.bfloat16: 5e-2}  # per tensor: max |error| / max |eager value|
+# ... or at most this absolute error: gradients that are rounding noise in eager too (a conv bias
+# followed by batch norm has a true gradient of 0) have no meaningful relative error.
+ABSOLUTE = 1e-5
 
 
 def odd_cnn() -> nn.Module:
@@ -63,10 +66,11 @@ def run(model, x, train: bool, options: dict):
 
 
 def max_errors(want: list, got: list) -> tuple[float, float]:
-    """Largest absolute error, and largest error relative to its tensor's largest eager value."""
+    """Largest absolute error, and largest error relative to its tensor's largest eager value
+    (over the tensors whose error is above ABSOLUTE)."""
     errors = [((g.float() - w.float()).abs().max().item(), w.float().abs().max().item() or 1.0)
               for w, g in zip(want, got)]
-    return max(e for e, _ in errors), max(e / scale for e, scale in errors)
+    return max(e for e, _ in errors), max([e / scale for e, scale in errors if e > ABSOLUTE] or [0.0])
 
 
 def check(name: str, train: bool, library: bool, dtype, device: str) -> bool:
