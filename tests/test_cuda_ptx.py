@@ -385,3 +385,18 @@ def test_library_off_batch_matmul_from_mlir():
     steps = run.artifact.hosts["attn"].steps
     assert not [s for s in steps if hasattr(s, "op")] and run.artifact.library_nodes == frozenset()
     assert "linalg.batch_matmul" not in run.records[2].text  # the gpu stage
+
+
+def test_row_fusion_never_gathers_from_a_buffer_the_group_writes(tmp_path):
+    """flip(cumsum(x, 1)): the flip is a gather (memref.load at computed positions) from the
+    scan's result. Fused into the scan's row kernel it read other rows' elements, which other
+    blocks had not stored yet (4.35 off on an H100): the gather must be a kernel of its own."""
+    import torch
+
+    compiled = torch.compile(lambda x: torch.flip(torch.cumsum(x, 1), [1]), backend="mlir",
+                             options={"target": "cuda", "cuda_arch": "sm_90", "dump_dir": str(tmp_path)})
+    with pytest.raises(Exception, match="not a CUDA device"):
+        compiled(torch.randn(5, 5, 5))
+    (host,) = [p.read_text() for p in tmp_path.glob("*.host.txt")]
+    launches = [line for line in host.splitlines() if "launch" in line]
+    assert len(launches) == 2, host

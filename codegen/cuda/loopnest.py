@@ -7,7 +7,7 @@ arithmetic, which is what lets them decide on 16-byte vector accesses (they know
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from torch_mlir import ir
@@ -78,6 +78,9 @@ class LoopNest:
     body: Callable[[Sequence[ir.Value], Sequence[ir.Value], Callable[[int], ir.Value]], list[ir.Value]]
     combiners: list[ir.Operation | None]  # per output: the reduction's combining op, if one
     out_used: list[bool]                  # per output: whether the body reads the old value
+    # Roots of the buffers the body reads by memref.load at computed positions (a gather: flip,
+    # index, embedding), which no indexing map describes.
+    gathers: list[ir.Value] = field(default_factory=list)
 
     @property
     def rank(self) -> int:
@@ -191,6 +194,19 @@ def _combiner(block: ir.Block, yielded: ir.Value, out_arg: ir.Value) -> ir.Opera
     return owner if len(uses) == 1 else None
 
 
+def gathered_roots(block: ir.Block) -> list[ir.Value]:
+    """Root buffers read by memref.load inside `block`, or by a host load whose scalar the body
+    uses (materialize re-reads it in the kernel)."""
+    roots = []
+    for op in block.operations:
+        if op_name(op) == "memref.load":
+            roots.append(root_of(op.operands[0]))
+        for v in op.operands:
+            if op_name(v) == "memref.load" and v.owner.operation.parent != op.parent:
+                roots.append(root_of(v.owner.operands[0]))
+    return roots
+
+
 def from_generic(op) -> LoopNest:
     maps = [ir.AffineMapAttr(a).value for a in op.indexing_maps]
     n_in = len(op.inputs)
@@ -203,7 +219,7 @@ def from_generic(op) -> LoopNest:
     combiners = [_combiner(block, y, a) if has_reduction else None for y, a in zip(yields, out_args)]
     out_used = [any(u == a for o in block.operations for u in o.operands) for a in out_args]
     return LoopNest("generic", loop_sizes(len(iterators), accesses), iterators, accesses[:n_in],
-                    accesses[n_in:], clone_region_body(block), combiners, out_used)
+                    accesses[n_in:], clone_region_body(block), combiners, out_used, gathered_roots(block))
 
 
 def from_fill(op) -> LoopNest:
@@ -247,8 +263,9 @@ def from_map(op) -> LoopNest:
     ident = ir.AffineMap.get_identity(rank)
     ins = [access(v, ident) for v in op.inputs]
     dst = access(op.init, ident)
+    block = op.regions[0].blocks[0]
     return LoopNest("map", list(dst.shape), [PARALLEL] * rank, ins, [dst],
-                    clone_region_body(op.regions[0].blocks[0]), [None], [False])
+                    clone_region_body(block), [None], [False], gathered_roots(block))
 
 
 # op name -> LoopNest builder: the ops the cuda target turns into generated kernels.

@@ -31,6 +31,7 @@ MAX_VEC = 8            # lanes per chunk when no access of an op touches memory 
 # Host ops that neither read nor write buffers: a fused group may span them.
 NEUTRAL = ("arith.constant", "memref.alloc", "memref.alloca", "memref.get_global") + VIEW_OPS
 REDUCIBLE_TYPES = ("f32", "i32")  # what gpu.all_reduce combines here
+GATHERED = ("gathered",)  # the read key of a buffer a body loads from at computed positions
 
 
 @dataclass
@@ -114,6 +115,8 @@ class _Check:
             return False
         if any(self.written.get(k[0], k) != k for k in rkeys):
             return False  # reads elements of a written buffer some other way: another thread's
+        if any(root in self.written for root in nest.gathers):
+            return False  # gathers from a buffer the group writes: other rows' elements, not yet stored
         for k in wkeys:
             if self.written.get(k[0], k) != k or any(r != k for r in self.read.get(k[0], ())):
                 return False
@@ -122,6 +125,8 @@ class _Check:
                 return False
         for k in rkeys:
             self.read.setdefault(k[0], set()).add(k)
+        for root in nest.gathers:  # any later write to it would race with the gather
+            self.read.setdefault(root, set()).add(GATHERED)
         for k in wkeys:
             self.written[k[0]] = k
         return True
