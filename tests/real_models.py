@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import transformers
 
-from dynamo_mlir.tools.models import mlp
+from dynamo_mlir.tools.models import mlp, randomize_batchnorm
 
 VOCAB, BATCH, SEQ = 1000, 2, 16
 
@@ -129,7 +129,8 @@ CASES = {
             num_attention_heads=4, intermediate_size=128, image_size=16, patch_size=4, num_labels=10,
             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
         _image_batch, "logits", F.cross_entropy),
-    "resnet": Case(lambda _: ResNetCNN(), _image_batch, None, F.cross_entropy, transformer=False),
+    # Non-trivial running statistics, so that inference's batch norm is really exercised.
+    "resnet": Case(lambda _: randomize_batchnorm(ResNetCNN()), _image_batch, None, F.cross_entropy, transformer=False),
     "mlp": Case(lambda _: mlp(), lambda g: ({"input": torch.randn(BATCH * 8, 10, generator=g)},
                                             torch.randn(BATCH * 8, 1, generator=g)),
                 None, F.mse_loss, transformer=False),
