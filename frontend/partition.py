@@ -38,7 +38,7 @@ DYNAMIC_SHAPE_OPS = frozenset({
     aten.sum, aten.mean, aten.amax, aten.amin, aten._softmax, aten._log_softmax,
     aten.permute, aten.transpose, aten.t,
     aten.view, aten._unsafe_view, aten.reshape, aten.unsqueeze, aten.squeeze, aten.flatten,
-    aten.expand, aten.mm, aten.bmm, aten.select, aten.var_mean, aten.var, aten.any, aten.all,
+    aten.expand, aten.mm, aten.bmm, aten.select, aten.var_mean, aten.var, aten.any, aten.all, aten.cat,
     aten.full, aten.full_like, aten.zeros, aten.zeros_like, aten.ones, aten.ones_like,
     aten.new_zeros, aten.new_ones, aten.new_full, aten.empty_like,
 })

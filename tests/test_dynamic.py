@@ -77,6 +77,22 @@ def test_transformer_block_over_sequence_lengths_compiles_once_with_no_eager_op(
     assert '"dynamo.reshape"' in ir_text and "index" in ir_text
 
 
+@pytest.mark.parametrize("dim", [1, 2], ids=["along_the_dynamic_dim", "off_it"])
+def test_cat_with_a_dynamic_dim_compiles_once(dim):
+    """A KV cache's append: cat([past, new], dim=1) with the past's length dynamic; and a cat
+    along a static dim of tensors that share the dynamic one."""
+    def f(past, new):
+        return torch.cat([past * 2, new], dim=dim).sum(dim=-1)
+
+    compiled = torch.compile(f, backend="mlir", dynamic=True)
+    for n in SIZES:
+        past = torch.randn(3, n, 4)
+        new = torch.randn(3, 1 if dim == 1 else n, 5 if dim == 2 else 4)
+        torch.testing.assert_close(compiled(past, new), f(past, new), rtol=1e-5, atol=1e-5)
+    s = assert_all_compiled()
+    assert s["graphs"] == 1 and "aten.cat.default" in s["compiled_ops"], dynamo_mlir.explain()
+
+
 def test_output_shapes_are_precompiled_python():
     """FloorDiv/Mod size expressions become one Python lambda at compile time."""
     import sympy

@@ -95,8 +95,8 @@ def _cat(ctx, node):
     values = [ctx.cast(ctx.tensor(t), out.dtype) for t in tensors]
     result = values[0]
     for v in values[1:]:  # a chain of binary concats
-        shape = ctx.shape_of(result)
-        shape[dim] += ctx.shape_of(v)[dim]
+        shape, extra = ctx.shape_of(result), ctx.shape_of(v)[dim]
+        shape[dim] = DYN if DYN in (shape[dim], extra) else shape[dim] + extra
         result = dy.ConcatOp(result, v, _dim_attr(dim), out=ctx.type_like(result, shape=shape)).out
     return result
 

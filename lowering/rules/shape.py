@@ -72,17 +72,40 @@ def _lower_slice(op):
     return tensor.extract_slice(out, op.x, [], sizes, [], start, list(out.shape), step)
 
 
+def _size(value: ir.Value, dim: int):
+    """value's size along `dim`: an int where static, an index value where dynamic."""
+    n = ranked(value).shape[dim]
+    return tensor.dim(value, const(INDEX.get(), dim)) if n == dy.DYN else n
+
+
+def _as_index(n) -> ir.Value:
+    return const(INDEX.get(), n) if isinstance(n, int) else n
+
+
+def _add_sizes(a, b):
+    return a + b if isinstance(a, int) and isinstance(b, int) else arith.addi(_as_index(a), _as_index(b))
+
+
+def _insert_slice(source: ir.Value, dest: ir.Value, offsets: list, sizes: list) -> ir.Value:
+    """tensor.insert_slice with unit strides; offsets and sizes mix ints and index values."""
+    dynamic = lambda xs: [x for x in xs if not isinstance(x, int)]  # noqa: E731
+    static = lambda xs: [x if isinstance(x, int) else dy.DYN for x in xs]  # noqa: E731
+    return tensor.insert_slice(source, dest, dynamic(offsets), dynamic(sizes), [], static(offsets),
+                               static(sizes), [1] * len(sizes))
+
+
 @register_lowering(dy.ConcatOp)
 def _lower_concat(op):
     out, dim = ranked(op.out), ir.IntegerAttr(op.dim).value
-    result, offset = empty(out), 0
-    for v in (op.lhs, op.rhs):
-        shape = list(ranked(v).shape)
-        offsets = [0] * out.rank
-        offsets[dim] = offset
-        result = tensor.insert_slice(v, result, [], [], [], offsets, shape, [1] * out.rank)
-        offset += shape[dim]
-    return result
+    # Off `dim` the operands agree (the verifier checks it); a `?` dim there is read off lhs.
+    lhs_sizes, rhs_sizes = ([_size(v, d) for d in range(out.rank)] for v in (op.lhs, op.rhs))
+    out_sizes = list(lhs_sizes)
+    out_sizes[dim] = _add_sizes(lhs_sizes[dim], rhs_sizes[dim])
+    result = tensor.empty([_as_index(s) if n == dy.DYN else n for s, n in zip(out_sizes, out.shape)], out.element_type)
+    result = _insert_slice(op.lhs, result, [0] * out.rank, lhs_sizes)
+    offsets = [0] * out.rank
+    offsets[dim] = lhs_sizes[dim]
+    return _insert_slice(op.rhs, result, offsets, rhs_sizes)
 
 
 @register_lowering(dy.PadOp)
