@@ -17,7 +17,8 @@ from torch_mlir.dialects import arith, linalg, tensor
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const, highest, is_float, lowest
-from .common import PARALLEL, REDUCTION, affine_map, elementwise, filled, generic, loop_index, ranked, sized_shape
+from .common import (PARALLEL, REDUCTION, affine_map, elementwise, filled, generic, loop_index, ranked, sized_shape,
+                     slice_dim)
 
 DYN = ir.ShapedType.get_dynamic_size()
 INDEX = ir.IndexType
@@ -163,7 +164,7 @@ def _sum_dynamic_dim(x, dim: int, row_limit: int, levels: int) -> ir.Value:
     whole = arith.muli(blocks, _index(SUM_BLOCK))
     partial = _block_sums(x, dim, SUM_BLOCK, blocks, None)
     total = cascade_sum(partial, [dim], row_limit, levels - 1)
-    tail = _reduce(_slice(x, dim, whole, arith.subi(n, whole)), "sum", [dim])
+    tail = _reduce(slice_dim(x, dim, whole, arith.subi(n, whole)), "sum", [dim])
     return elementwise([total, tail], ranked(total), arith.addf)
 
 
@@ -187,15 +188,6 @@ def _sizes(x, dim: int, replaced: list) -> tuple[list[int], list[ir.Value]]:
                 static.append(DYN)
                 values.append(size if not isinstance(size, int) else _dim(x, d))
     return static, values
-
-
-def _slice(x, dim: int, start: ir.Value, size: ir.Value) -> ir.Value:
-    """Elements start .. start + size (run-time values) of x along `dim`."""
-    src = ranked(x)
-    static, sizes = _sizes(x, dim, [size])
-    offsets = [DYN if d == dim else 0 for d in range(src.rank)]
-    out = ir.RankedTensorType.get(static, src.element_type)
-    return tensor.extract_slice(out, x, [start], sizes, [], offsets, static, [1] * src.rank)
 
 
 @register_lowering(dy.ArgReduceOp)
