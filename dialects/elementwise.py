@@ -30,6 +30,7 @@ BINARY_OPS = {
     "floordiv": "floor(a / b)", "truncdiv": "trunc(a / b)",
     "rem": "a - floor(a / b) * b (Python remainder)", "fmod": "C fmod (sign of a)",
     "pow": "a ^ b", "max": "max(a, b), NaN-propagating", "min": "min(a, b), NaN-propagating",
+    "fmax": "max(a, b), NaN only if both are", "fmin": "min(a, b), NaN only if both are",
     "and": "a & b", "or": "a | b", "xor": "a ^ b", "atan2": "atan2(a, b)",
     "shl": "a << b", "shr": "a >> b (arithmetic)", "copysign": "|a| with b's sign",
 }

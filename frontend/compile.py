@@ -23,6 +23,7 @@ from .region_sizes import is_host_size_node, route_sizes
 from .registry import Unsupported
 from .seeding import is_seed_node, seed_random_ops
 from .stats import REGISTRY, GraphReport, PartitionReport, op_name
+from .storage_views import rebase_as_strided
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -100,7 +101,8 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     # A graph on one device compiles for the chosen target (an explicit target="cuda" on CPU
     # tensors still dumps PTX); in a graph mixing devices, nodes off the target's device stay eager.
     mixed = len(_graph_devices(gm, example_inputs)) > 1
-    fused, oracle = partition(seed_random_ops(gm), target, target.device_type if mixed else None)
+    graph = rebase_as_strided(seed_random_ops(gm))
+    fused, oracle = partition(graph, target, target.device_type if mixed else None)
     for node in list(fused.graph.nodes):
         if node.op == "call_module" and node.target.startswith("fused_"):
             route_sizes(fused, node)

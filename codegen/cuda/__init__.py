@@ -5,7 +5,7 @@ PTX generation needs no GPU (tests run it in CI); running needs one and cuda-bin
 """
 
 from ..target import Stage, Target
-from . import pipeline, runtime
+from . import pipeline, rules, runtime  # noqa: F401  (rules registers cuda-specific lowerings)
 
 
 def _host_schedule(program) -> str:

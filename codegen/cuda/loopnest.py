@@ -97,7 +97,8 @@ def affine_dims(e) -> set[int]:
 
 
 def eval_affine(e, index_of: Callable[[int], ir.Value]) -> ir.Value:
-    """Index arithmetic for dim/constant/add/mul exprs (the forms linalg's ops produce here)."""
+    """Index arithmetic for dim/constant/add/mul/mod exprs (the forms linalg's ops produce here;
+    mod: a blocked sum's last block wrapping around, lowering/rules/reduction.py)."""
     index = ir.IndexType.get()
     if isinstance(e, ir.AffineDimExpr):
         return index_of(e.position)
@@ -109,6 +110,9 @@ def eval_affine(e, index_of: Callable[[int], ir.Value]) -> ir.Value:
     if isinstance(e, ir.AffineMulExpr):
         b = e
         return arith.muli(eval_affine(b.lhs, index_of), eval_affine(b.rhs, index_of))
+    if isinstance(e, ir.AffineModExpr):  # indices and the constant modulus are non-negative
+        b = e
+        return arith.remui(eval_affine(b.lhs, index_of), eval_affine(b.rhs, index_of))
     raise Unsupported(f"affine expression {e} in an indexing map")
 
 

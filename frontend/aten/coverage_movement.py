@@ -4,7 +4,8 @@ A pure data-movement op with static shapes picks, for every output element, one 
 Which one does not depend on the data, so the import rule runs the op itself on
 `arange(numel)` (real tensors, at import time) and gets the source index of every output
 element; the result is `dynamo.gather` of the flattened input with that constant index.
-One rule covers every op in the table below, with ATen's exact semantics.
+One rule covers every op in the table below, with ATen's exact semantics. as_strided, which
+reads its input's storage rather than its value, has its own rule (_as_strided).
 """
 
 import numpy as np
@@ -29,15 +30,15 @@ MOVEMENT_NAMES = (
     "swapaxes", "swapdims", "moveaxis", "squeeze_copy", "unsqueeze_copy", "transpose_copy", "t_copy",
     "expand_copy", "alias_copy", "detach_copy", "unbind", "unbind_copy", "split_copy", "tensor_split",
     "chunk", "hsplit", "vsplit", "dsplit", "unsafe_split", "unsafe_chunk", "fliplr", "flipud", "ravel",
-    "im2col", "as_strided", "as_strided_copy", "split_with_sizes_copy", "unsafe_split_with_sizes",
+    "im2col", "split_with_sizes_copy", "unsafe_split_with_sizes",
 )
 MOVEMENT_OPS = [getattr(aten, n) for n in MOVEMENT_NAMES if hasattr(aten, n)]
 MOVEMENT_OPS += [aten.split.sizes, aten.repeat_interleave.self_int]
 
 
 def _real_source(arg) -> object:
-    """A real stand-in for an FX argument: tensors become arange(numel) with the same
-    shape and strides (as_strided reads storage), Python values pass through."""
+    """A real stand-in for an FX argument: Python values pass through (a second tensor
+    argument is not a data-movement op's)."""
     if isinstance(arg, (list, tuple)):
         return type(arg)(_real_source(a) for a in arg)
     val = fake_value(arg)
@@ -99,6 +100,45 @@ def _movement(ctx, node):
     arrays, is_list, _ = _index_map(node, x_val)
     values = [gather_const(ctx, x, a, ctx.out_type(node, i if is_list else None)) for i, a in enumerate(arrays)]
     return tuple(values) if is_list else values[0]
+
+
+@import_rule(aten.as_strided.default, aten.as_strided_copy.default)
+def _as_strided(ctx, node):
+    """as_strided(x, size, stride, offset) picks elements of x's storage: x is the tensor that
+    owns it (frontend/storage_views.py rewrote views of it to x), with the strides and storage
+    offset x really has (a graph input: channels-last, a slice of a larger tensor, ...).
+    Storage positions holding none of x's elements stay eager, which reads the real storage."""
+    x_node, size, stride = node.args[:3]
+    x_val = fake_value(x_node)
+    offset = node.args[3] if len(node.args) > 3 and node.args[3] is not None else x_val.storage_offset()
+    index = storage_index(x_val, list(size), list(stride), offset)
+    if index.size and int(index.min()) < 0:
+        raise Unsupported("as_strided reads storage outside its input's elements")
+    return gather_const(ctx, ctx.tensor(x_node), index, ctx.out_type(node))
+
+
+def _positions(size, stride, offset) -> np.ndarray:
+    """The storage position of every element of a strided view, shaped like the view."""
+    pos = np.full(size, offset, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(size, stride)):
+        pos = pos + (np.arange(n, dtype=np.int64) * st).reshape([n if e == d else 1 for e in range(len(size))])
+    return pos
+
+
+def storage_index(holder: torch.Tensor, size, stride, offset) -> np.ndarray:
+    """For each element of the view (size, stride, offset) of `holder`'s storage: the flat
+    (row-major) index of the element of `holder` stored there, -1 where none is. (Where
+    `holder` overlaps itself, expand's way, a shared position holds equal values: any will do.)"""
+    held = _positions(list(static_shape(holder)), list(holder.stride()), holder.storage_offset())
+    wanted = _positions(size, stride, offset)
+    if wanted.size == 0:
+        return wanted
+    extent = max(int(wanted.max()), int(held.max()) if held.size else 0) + 1
+    if extent > 4 * MAX_INDEX_ELEMENTS:
+        raise Unsupported("as_strided over a storage too large to map")
+    storage = np.full(extent, -1, dtype=np.int64)
+    storage[held.reshape(-1)] = np.arange(held.size, dtype=np.int64)
+    return storage[wanted]
 
 
 @import_rule(aten.copy)

@@ -18,6 +18,7 @@ from .. import dtypes
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 from .coverage_index import _permute
+from .coverage_movement import storage_index
 
 aten = torch.ops.aten
 I64 = torch.int64
@@ -338,26 +339,27 @@ def _diagonal_scatter(ctx, node):
 
 @import_rule(aten.as_strided_scatter.default)
 def _as_strided_scatter(ctx, node):
-    """The strided view's element positions in self's (contiguous) storage are constants."""
+    """self.clone(), with src copied into its strided view: the clone has the layout the op's
+    result has (self's strides where self is dense, else contiguous), and the view addresses
+    the clone's storage, so the element each view position lands on is a constant."""
     a = _bound(node)
-    self_val = a["self"].meta["val"]
-    if not self_val.is_contiguous():
-        raise Unsupported("as_strided_scatter on a non-contiguous self")
     dest = ctx.tensor(a["self"])
-    shape = ctx.shape_of(dest)
+    shape, out_val = ctx.shape_of(dest), node.meta["val"]
     size, stride = list(a["size"]), list(a["stride"])
-    offset = a["storage_offset"] or 0
-    flat_pos = np.full(size, offset, dtype=np.int64)
-    for d, (s, st) in enumerate(zip(size, stride)):
-        flat_pos = flat_pos + (np.arange(s) * st).reshape([s if e == d else 1 for e in range(len(size))])
+    offset = out_val.storage_offset() if a["storage_offset"] is None else a["storage_offset"]
     n, total = _numel(size), _numel(shape)
     if n == 0:
         return dest
-    if flat_pos.min() < 0 or flat_pos.max() >= total:
-        raise Unsupported("as_strided_scatter view outside self's storage")
+    # Positions off the clone's elements (gaps of a non-dense layout) change nothing it shows.
+    at = storage_index(out_val, size, stride, offset).reshape(-1)
     src = ctx.reshape(ctx.cast(ctx.tensor(a["src"]), ctx.dtype_of(dest)), [n])
+    if int(at.min()) < 0:
+        kept = np.flatnonzero(at >= 0)
+        if kept.size == 0:
+            return dest
+        src, at = dy.GatherOp(src, _const(ctx, kept), out=ctx.type_like(src, shape=[kept.size])).out, at[kept]
     flat = ctx.reshape(dest, [total])
-    out = dy.IndexPutOp(flat, src, [_const(ctx, flat_pos.reshape(-1))], _i64_attr(0), out=ctx.type_like(flat)).out
+    out = dy.IndexPutOp(flat, src, [_const(ctx, at)], _i64_attr(0), out=ctx.type_like(flat)).out
     return ctx.reshape(out, shape)
 
 

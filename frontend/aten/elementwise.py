@@ -14,7 +14,7 @@ aten = torch.ops.aten
 # ATen op -> dynamo binary op. Scalar overloads (add.Scalar, ...) are covered by the packet.
 BINARY = {
     aten.add: "add", aten.sub: "sub", aten.mul: "mul", aten.maximum: "max", aten.minimum: "min",
-    aten.fmax: "max", aten.fmin: "min", aten.remainder: "rem", aten.fmod: "fmod", aten.atan2: "atan2",
+    aten.fmax: "fmax", aten.fmin: "fmin", aten.remainder: "rem", aten.fmod: "fmod", aten.atan2: "atan2",
     aten.bitwise_and: "and", aten.bitwise_or: "or", aten.bitwise_xor: "xor", aten.logical_and: "and",
     aten.logical_or: "or", aten.logical_xor: "xor", aten.copysign: "copysign",
     aten.bitwise_left_shift: "shl", aten.bitwise_right_shift: "shr",

@@ -45,6 +45,19 @@ def empty_from(t: ir.RankedTensorType, sources) -> ir.Value:
     return tensor.empty(sized_shape(t, sizes), t.element_type)
 
 
+def slice_dim(x: ir.Value, dim: int, start, size) -> ir.Value:
+    """Elements start .. start + size of x along `dim` (ints, or index values at run time)."""
+    src, dynamic = ranked(x), ir.ShapedType.get_dynamic_size()
+    static_size = size if isinstance(size, int) else dynamic
+    shape = [static_size if d == dim else s for d, s in enumerate(src.shape)]
+    sizes = [size if d == dim else tensor.dim(x, const(ir.IndexType.get(), d))
+             for d, s in enumerate(shape) if s == dynamic]
+    offsets = [(start if isinstance(start, int) else dynamic) if d == dim else 0 for d in range(src.rank)]
+    out = ir.RankedTensorType.get(shape, src.element_type)
+    return tensor.extract_slice(out, x, [] if isinstance(start, int) else [start], sizes, [],
+                                offsets, shape, [1] * src.rank)
+
+
 def filled(t: ir.RankedTensorType, scalar: ir.Value, like: ir.Value | None = None, dim_map=None) -> ir.Value:
     return linalg.fill(scalar, outs=[empty(t, like, dim_map)])
 

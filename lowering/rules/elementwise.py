@@ -108,17 +108,18 @@ FLOAT_BINARY = {
     "add": arith.addf, "sub": arith.subf, "mul": arith.mulf, "div": arith.divf,
     "floordiv": lambda a, b: math.floor(arith.divf(a, b)), "truncdiv": lambda a, b: math.trunc(arith.divf(a, b)),
     "rem": _rem_float, "fmod": arith.remf, "pow": math.powf, "max": arith.maximumf, "min": arith.minimumf,
-    "atan2": math.atan2, "copysign": _copysign,
+    # IEEE maxNum/minNum: a NaN operand yields the other one, as C's fmax/fmin (torch.fmax).
+    "fmax": arith.maxnumf, "fmin": arith.minnumf, "atan2": math.atan2, "copysign": _copysign,
 }
 INT_BINARY = {
     "add": arith.addi, "sub": arith.subi, "mul": arith.muli, "truncdiv": arith.divsi,
     "floordiv": arith.floordivsi, "rem": _rem_int, "fmod": arith.remsi, "max": arith.maxsi,
-    "min": arith.minsi, "and": arith.andi, "or": arith.ori, "xor": arith.xori,
-    "shl": arith.shli, "shr": arith.shrsi,
+    "min": arith.minsi, "fmax": arith.maxsi, "fmin": arith.minsi, "and": arith.andi, "or": arith.ori,
+    "xor": arith.xori, "shl": arith.shli, "shr": arith.shrsi,
 }
 # bool tensors: max/min are or/and; arithmetic on bools is promoted away by the importer.
-BOOL_BINARY = {"max": arith.ori, "min": arith.andi, "and": arith.andi, "or": arith.ori, "xor": arith.xori,
-               "add": arith.ori, "mul": arith.andi}
+BOOL_BINARY = {"max": arith.ori, "min": arith.andi, "fmax": arith.ori, "fmin": arith.andi, "and": arith.andi,
+               "or": arith.ori, "xor": arith.xori, "add": arith.ori, "mul": arith.andi}
 
 FLOAT_COMPARE = {"eq": "OEQ", "ne": "UNE", "lt": "OLT", "le": "OLE", "gt": "OGT", "ge": "OGE"}
 SIGNED_COMPARE = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}

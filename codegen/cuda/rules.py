@@ -1,0 +1,19 @@
+"""cuda-specific lowering rules (they win over the generic ones for target "cuda").
+
+reduce: a float sum over the operand's innermost dims runs as a row kernel (kernels.row_reduce,
+rowfuse.py): ROW_THREADS threads each add up their own strided share of the row, and
+gpu.all_reduce combines the shares in a tree, a cascade already. Blocking such a row the way the
+generic rule does (lowering/rules/reduction.py) would only split the row groups rowfuse.py fuses
+into one kernel (softmax, layernorm). So a row of up to ROW_THREADS * SUM_BLOCK terms, where no
+thread's share exceeds SUM_BLOCK, stays one generic; other sums are blocked as on every target.
+"""
+
+from ...dialects import dynamo as dy
+from ...lowering import register_lowering
+from ...lowering.rules.reduction import SUM_BLOCK, lower_reduce
+from .kernels import ROW_THREADS
+
+
+@register_lowering(dy.ReduceOp, target="cuda")
+def _lower_reduce(op):
+    return lower_reduce(op, ROW_THREADS * SUM_BLOCK)
