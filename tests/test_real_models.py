@@ -12,6 +12,8 @@ import copy
 import pytest
 import torch
 
+import dynamo_mlir
+
 from helpers import assert_all_compiled
 from real_models import CASES
 
@@ -55,10 +57,18 @@ def _setup(name, attn, device):
     return case, model, copy.deepcopy(model), inputs, target.to(device)
 
 
-def _assert_compiled(caplog, graphs_by_kind):
-    """Every op compiled, in the graphs expected (no graph break), and no compiled region ran
-    eagerly at call time either (it would if its inputs differed from what the graph promised)."""
-    s = assert_all_compiled(min_ops=10)
+# What the cuda target hands to torch's libraries (cuBLAS, cuDNN) instead of generating code.
+CUDA_LIBRARY_OPS = {"aten.mm.default", "aten.bmm.default", "aten.convolution.default",
+                    "aten.convolution_backward.default", "aten.max_pool2d_with_indices.default"}
+
+
+def _assert_compiled(caplog, graphs_by_kind, device="cpu"):
+    """Every op compiled (on cuda: matmul/conv/pooling as library calls, nothing else), in the
+    graphs expected (no graph break), and no compiled region ran eagerly at call time either (it
+    would if its inputs differed from what the graph promised)."""
+    library = dynamo_mlir.stats()["library_ops"]
+    assert set(library) <= (CUDA_LIBRARY_OPS if device == "cuda" else set()), library
+    s = assert_all_compiled(min_ops=10, library=library)
     assert s["graphs_by_kind"] == graphs_by_kind, s["graphs_by_kind"]
     ran_eagerly = [r.getMessage() for r in caplog.records if r.name == "dynamo_mlir" and "eagerly" in r.getMessage()]
     assert not ran_eagerly, ran_eagerly
@@ -77,7 +87,7 @@ def test_inference_matches_eager(name, attn, device, caplog):
         got = _main_output(case, torch.compile(model, backend="mlir", options=OPTIONS)(**inputs))
         want = _main_output(case, ref(**inputs))
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
-    _assert_compiled(caplog, {"inference": 1})
+    _assert_compiled(caplog, {"inference": 1}, device)
 
 
 GRAD_TOL = dict(rtol=1e-3, atol=1e-5)
@@ -139,4 +149,4 @@ def test_training_matches_eager(name, attn, device, caplog):
             for optimizer in optimizers:
                 optimizer.step()
         assert abs(got.item() - want.item()) <= 5e-3 * abs(want.item()), f"loss after {STEPS} steps: {got} vs eager {want}"
-    _assert_compiled(caplog, {"forward": 1, "backward": 1})
+    _assert_compiled(caplog, {"forward": 1, "backward": 1}, device)
