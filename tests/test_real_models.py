@@ -14,7 +14,7 @@ import torch
 
 import dynamo_mlir
 
-from helpers import assert_all_compiled
+from helpers import assert_fallbacks
 from real_models import CASES
 
 # LLVM's optimisation level does not change f32 results (no fast-math), and at the default level
@@ -62,13 +62,22 @@ CUDA_LIBRARY_OPS = {"aten.mm.default", "aten.bmm.default", "aten.convolution.def
                     "aten.convolution_backward.default", "aten.max_pool2d_with_indices.default"}
 
 
+# What stays eager on cuda, and why: the cuda target has no kernel for scatter-style writes
+# (their CPU lowerings are serial loop nests; a GPU version needs atomic adds for index_put's
+# accumulation). Training hits them in the embedding backward (index_put, accumulate) and in
+# cross-entropy's backward (scatter of the target positions).
+CUDA_EAGER_OPS = {"aten.index_put.default", "aten.scatter.value"}
+
+
 def _assert_compiled(caplog, graphs_by_kind, device="cpu"):
-    """Every op compiled (on cuda: matmul/conv/pooling as library calls, nothing else), in the
-    graphs expected (no graph break), and no compiled region ran eagerly at call time either (it
-    would if its inputs differed from what the graph promised)."""
-    library = dynamo_mlir.stats()["library_ops"]
+    """Every op compiled (on cuda: matmul/conv/pooling as library calls, and the scatter writes
+    above eager, nothing else), in the graphs expected (no graph break), and no compiled region
+    ran eagerly at call time either (it would if its inputs differed from what the graph promised)."""
+    s = dynamo_mlir.stats()
+    library, eager = s["library_ops"], s["fallback_ops"]
     assert set(library) <= (CUDA_LIBRARY_OPS if device == "cuda" else set()), library
-    s = assert_all_compiled(min_ops=10, library=library)
+    assert set(eager) <= (CUDA_EAGER_OPS if device == "cuda" else set()), dynamo_mlir.explain()
+    s = assert_fallbacks(eager, min_ops=10, library=library)
     assert s["graphs_by_kind"] == graphs_by_kind, s["graphs_by_kind"]
     ran_eagerly = [r.getMessage() for r in caplog.records if r.name == "dynamo_mlir" and "eagerly" in r.getMessage()]
     assert not ran_eagerly, ran_eagerly
