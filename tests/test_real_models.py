@@ -79,7 +79,8 @@ def _assert_compiled(caplog, graphs_by_kind, device="cpu"):
     assert set(eager) <= (CUDA_EAGER_OPS if device == "cuda" else set()), dynamo_mlir.explain()
     s = assert_fallbacks(eager, min_ops=10, library=library)
     assert s["graphs_by_kind"] == graphs_by_kind, s["graphs_by_kind"]
-    ran_eagerly = [r.getMessage() for r in caplog.records if r.name == "dynamo_mlir" and "eagerly" in r.getMessage()]
+    assert s["runtime_fallback_calls"] == 0, s["runtime_fallbacks"]
+    ran_eagerly = [r.getMessage() for r in caplog.records if r.name == "dynamo_mlir" and "region eagerly" in r.getMessage()]
     assert not ran_eagerly, ran_eagerly
 
 

@@ -174,10 +174,11 @@ class _Reader:
         args = []
         for v in lf.kernelOperands:
             if isinstance(v.type, ir.MemRefType):
-                view = self.views[v]
-                if view.offset:
-                    raise Unsupported("a kernel argument with an offset")  # kernels take flat roots
-                args.append(("ptr", view.slot))
+                # The root's base pointer, also for a view with an offset (a gather from a
+                # subview): views are read off static memref types, and the bare-pointer
+                # convention rebuilds the kernel's memref from that type, offset included, so
+                # the kernel adds the offset itself.
+                args.append(("ptr", self.views[v].slot))
             else:
                 args.append(self.scalar(v))
         kernel = str(lf.kernel).split("::")[0].lstrip("@")  # the gpu.module's name (see ptx.py)
