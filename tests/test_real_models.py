@@ -41,10 +41,15 @@ def one_cpu_thread():
 @pytest.fixture(autouse=True)
 def exact_f32_matmuls():
     """Eager's convolutions on CUDA would round through TF32: compare f32 against f32."""
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+    cudnn = torch.backends.cudnn
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    # cudnn's flags only through its context manager: torch's test utilities (imported by other
+    # test files) forbid setting them directly.
+    with cudnn.flags(enabled=cudnn.enabled, benchmark=cudnn.benchmark, deterministic=cudnn.deterministic,
+                     allow_tf32=False):
+        yield
+    torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 def _setup(name, attn, device):
