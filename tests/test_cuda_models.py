@@ -10,6 +10,7 @@ import glob
 import pytest
 import torch
 
+import dynamo_mlir
 from dynamo_mlir.codegen.target import get_target
 from helpers import assert_fallbacks
 from dynamo_mlir.tools.models import TinyGPT, cnn, mlp, randomize_batchnorm, transformer_block
@@ -107,3 +108,7 @@ def test_models_compile_to_ptx_without_a_gpu(name, dtype, tmp_path):
         text = open(path).read()
         assert ".entry" in text or "torch linalg" in text  # kernels, or library calls only
     assert any("ld.global.v4" in open(p).read() for p in ptx_files)
+    # What was built: the inference graph in our kernels, only matmul/conv/pooling handed to torch.
+    s = dynamo_mlir.stats()
+    assert s["graphs_by_kind"] == {"inference": 1} and s["ops_fallback"] == 0, dynamo_mlir.explain()
+    assert s["ops_compiled"] >= 5 and set(s["library_ops"]) <= set(LIBRARY[name]), dynamo_mlir.explain()
