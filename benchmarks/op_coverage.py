@@ -213,6 +213,18 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def accepted_by_reference(rows: list[dict]) -> str:
+    """The entries whose values differ from eager but were accepted by the wider reference."""
+    by_note = {}
+    for r in sorted(rows, key=lambda r: r["name"]):
+        for note in r.get("notes", ()):
+            by_note.setdefault(note, []).append(r["name"])
+    if not by_note:
+        return "No result was accepted by the wider reference: every compared value matched eager."
+    return "Accepted by the wider reference instead of eager: " + "; ".join(
+        f"{note} ({len(names)}): {', '.join(names)}" for note, names in by_note.items()) + "."
+
+
 def markdown(rows: list[dict], label: str, command: str, seconds: float, samples: int) -> str:
     ran = sum(r.get("samples", 0) for r in rows)
     return "\n".join([
@@ -222,15 +234,20 @@ def markdown(rows: list[dict], label: str, command: str, seconds: float, samples
         f"samples eager itself rejects are not counted): {ran} samples over {len(rows)} entries. "
         "An entry takes its worst sample's verdict.", "",
         "compiled: in every sample at least one op ran in code dynamo-mlir generated (library "
-        "calls do not count), no node ran eagerly, and the output values matched eager; "
+        "calls do not count), no node ran eagerly, and the output values matched eager (or a "
+        "wider reference, as listed below the totals); "
         "unverified: compiled so, but only shapes and dtypes can be compared (random or "
         "uninitialized outputs), so not counted as compiled; "
         "fallback: matches eager, but some node ran eagerly (unsupported, failed region, run-time "
-        "fallback, graph break) or nothing ran in generated code; mismatch: differs from eager; "
+        "fallback, graph break) or nothing ran in generated code; mismatch: differs from eager "
+        "and is not accepted by a wider reference (half types: the float32 computation rounded "
+        "once; any type: as accurate as eager against the float64 computation by torch._dynamo's "
+        "accuracy check; see benchmarks/coverage_sample.py); "
         "error: compiled raised where eager did not; skipped: the op has no sample for this dtype "
         "(or eager rejects every sample).", "",
         f"**{summary(rows, label)}**", "",
         f"**{in_scope_summary(rows)}**", "",
+        accepted_by_reference(rows), "",
         "Allowed to fall back (issue 6), by OpInfo name: "
         + "; ".join(f"{f}: `{rx}`" for f, rx in ALLOWED_TO_FALL_BACK.items()) + ".", "",
         table(rows), "",

@@ -120,9 +120,17 @@ _DATA_DEPENDENT = (
 )
 
 
-def _data_dependent_op(error: Exception) -> str:
+def _data_dependent_reason(error: Exception) -> str:
     func = getattr(error, "func", None)
-    return str(func) if func is not None else type(error).__name__
+    op = str(func) if func is not None else type(error).__name__
+    return (f"the graph's shapes depend on tensor values ({op}), so it cannot be traced ahead of "
+            "time: the whole graph ran eagerly")
+
+
+def _untraceable_reason(error: Exception) -> str:
+    first = str(error).splitlines()[0] if str(error) else ""
+    return (f"AOTAutograd could not trace the graph ({type(error).__name__}: {first[:200]}), e.g. a "
+            "torch meta function failed: the whole graph ran eagerly (strict=True raises instead)")
 
 
 def _call_name(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
@@ -134,10 +142,8 @@ def _call_name(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
     return op_name(node.target)
 
 
-def _eager_graph_report(gm: torch.fx.GraphModule, error: Exception, options: config.Options) -> GraphReport:
+def _eager_graph_report(gm: torch.fx.GraphModule, reason: str, options: config.Options) -> GraphReport:
     """The whole Dynamo graph runs eagerly: every call in it is an eager op, for one reason."""
-    reason = (f"the graph's shapes depend on tensor values ({_data_dependent_op(error)}), so it cannot "
-              "be traced ahead of time: the whole graph ran eagerly")
     report = GraphReport(new_graph_name("dynamo"), "inference", options.target or "eager")
     calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")
              and n.target is not operator.getitem]
@@ -159,8 +165,9 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     )
     try:
         return compile_with_aot(gm, example_inputs)
-    except _DATA_DEPENDENT as e:
+    except Exception as e:  # noqa: BLE001  our own compilers catch their failures: this is tracing
         if options.strict:
             raise
-        REGISTRY.add(_eager_graph_report(gm, e, options))
-        return gm.forward
+        reason = _data_dependent_reason(e) if isinstance(e, _DATA_DEPENDENT) else _untraceable_reason(e)
+    REGISTRY.add(_eager_graph_report(gm, reason, options))
+    return gm.forward

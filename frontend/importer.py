@@ -65,6 +65,8 @@ class ImportContext:
         self.values: dict[fx.Node, object] = {}
         self.node: fx.Node | None = None  # the node being imported (its inputs give dynamic sizes)
         self.sizes = sizes or SizeBuilder()
+        # half results of float32 arithmetic -> the float32 values they were rounded from
+        self.unrounded: dict[ir.Value, ir.Value] = {}
 
     def dims(self, shape) -> tuple[list[int], list[ir.Value]]:
         """A torch shape (ints and SymInts) as a static shape with `?` and the index values of
@@ -112,6 +114,23 @@ class ImportContext:
         if self.dtype_of(value) == dtype:
             return value
         return dy.CastOp(value, out=self.type_like(value, dtype)).out
+
+    def rounded(self, value: ir.Value, dtype: torch.dtype) -> ir.Value:
+        """A result computed in float32 for a half-precision output, rounded to it. Consumers that
+        compute in float32 too (`operand(..., fused=True)`, `opmath`) read the float32 value
+        instead: a chain of float ops on half tensors rounds once, where its result is stored, as
+        a fused kernel does (inductor's semantics; eager rounds once per kernel, and one kernel
+        of its may be several ops here, e.g. addcdiv, which Dynamo decomposes)."""
+        out = self.cast(value, dtype)
+        if out is not value and dtype in dtypes.UPCAST_DTYPES and self.dtype_of(value) == torch.float32:
+            self.unrounded[out] = value
+        return out
+
+    def opmath(self, value: ir.Value, dtype: torch.dtype) -> ir.Value:
+        """`value` cast to dtype; to float32, a rounded chain result's float32 value (`rounded`)."""
+        if dtype == torch.float32:
+            value = self.unrounded.get(value, value)
+        return self.cast(value, dtype)
 
     def scalar(self, number, dtype: torch.dtype) -> ir.Value:
         """A 0-d constant tensor holding a Python number converted as torch would."""
@@ -170,10 +189,11 @@ class ImportContext:
                 return self.values[a]
         return None
 
-    def operand(self, arg, dtype: torch.dtype, shape, like: ir.Value | None = None) -> ir.Value:
-        """An elementwise operand: a tensor node or Python number, cast to dtype, broadcast to shape."""
+    def operand(self, arg, dtype: torch.dtype, shape, like: ir.Value | None = None, fused: bool = False) -> ir.Value:
+        """An elementwise operand: a tensor node or Python number, cast to dtype, broadcast to shape.
+        fused: a continuous float op, which reads a rounded chain result unrounded (`rounded`)."""
         if isinstance(arg, fx.Node):
-            value = self.cast(self.tensor(arg), dtype)
+            value = self.opmath(self.tensor(arg), dtype) if fused else self.cast(self.tensor(arg), dtype)
         elif isinstance(arg, (bool, int, float)):
             value = self.scalar(arg, dtype)
         else:

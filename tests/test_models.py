@@ -195,6 +195,49 @@ def test_graph_whose_shapes_need_tensor_values_runs_eagerly_and_says_why():
     assert "depend on tensor values (aten._local_scalar_dense.default)" in reason
 
 
+@torch.library.custom_op("dynamo_mlir_test::scaled", mutates_args=())
+def _scaled(x: torch.Tensor) -> torch.Tensor:
+    return x * 3
+
+
+@torch.library.custom_op("dynamo_mlir_test::scaled_backward", mutates_args=())
+def _scaled_backward(grad: torch.Tensor) -> torch.Tensor:
+    return grad * 3
+
+
+_scaled.register_fake(torch.empty_like)
+_scaled.register_autograd(lambda ctx, grad: _scaled_backward(grad))
+
+
+@_scaled_backward.register_fake
+def _(grad):
+    # as torch 2.11's meta function of _efficient_attention_backward does: the forward traces,
+    # the backward's meta raises while AOTAutograd traces the joint graph
+    raise TypeError("meta_scaled_backward() got multiple values for argument 'scale'")
+
+
+def test_graph_aotautograd_cannot_trace_runs_eagerly_and_says_why():
+    """A meta function that raises stops AOTAutograd's tracing: the graph runs eagerly (forward
+    and backward), reported, instead of failing the user's call."""
+    fn = lambda x: _scaled(x.sin()).sum()  # noqa: E731
+    x = torch.randn(5, requires_grad=True)
+    got = torch.compile(fn, backend="mlir")(x)
+    got.backward()
+    x2 = x.detach().clone().requires_grad_()
+    want = fn(x2)
+    want.backward()
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x.grad, x2.grad)
+    s = dynamo_mlir.stats()
+    assert s["ops_compiled"] == 0 and s["targets"] == ["eager"], s
+    assert s["fallback_ops"] == {"Tensor.sin": 1, "dynamo_mlir_test.scaled.default": 1, "Tensor.sum": 1}
+    (reason,) = {why for _, why in s["fallback_reasons"]}
+    assert "AOTAutograd could not trace the graph (TypeError: meta_scaled_backward()" in reason
+    with pytest.raises(Exception, match="multiple values for argument"):
+        torch._dynamo.reset()
+        torch.compile(fn, backend="mlir", options={"strict": True})(x)
+
+
 def test_graph_whose_shapes_need_tensor_values_keeps_fullgraph():
     # The backend hands the graph back to run eagerly: no graph break, so fullgraph holds.
     fn = lambda x, start: torch.narrow(x, 1, start, 2)

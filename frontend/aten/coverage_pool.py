@@ -294,34 +294,13 @@ def _max_pool3d_backward(ctx, node):
 
 
 def full_precision_decompositions() -> dict:
-    """Grid sampling as gathers and arithmetic we import. 2-d: float32/64 go through torch's
-    reference (eager's vectorized float kernel rounds as it does), half inputs through our own
-    steps, which round as eager's scalar half kernel does (every step in the half type); 3-d
-    (one scalar kernel for all types): our own steps."""
-    references = get_decompositions([aten.grid_sampler_2d])
-
-    def sampler_2d(reference):
-        float32_reference = in_float32(reference)
-
-        def decompose(x, grid, interpolation_mode, padding_mode, align_corners):
-            if x.dtype not in (torch.bfloat16, torch.float16) or x.device.type != "cpu":
-                return float32_reference(x, grid, interpolation_mode, padding_mode, align_corners)
-            return _grid_sample(x, grid, interpolation_mode, padding_mode, align_corners)
-        return decompose
-
-    table = {op: sampler_2d(ref) for op, ref in references.items()}
-    table[aten.grid_sampler_3d.default] = _grid_sampler_3d
+    """Grid sampling as gathers and arithmetic we import: 2-d through torch's reference, 3-d
+    through our own steps (one scalar kernel for all types in eager). Half inputs are computed in
+    float32 and rounded once, as CUDA's kernels do (eager's CPU kernels round every step in the
+    half type, and how depends on the CPU's vector width: not followed)."""
+    table = {op: in_float32(ref) for op, ref in get_decompositions([aten.grid_sampler_2d]).items()}
+    table[aten.grid_sampler_3d.default] = in_float32(lambda *args: _grid_sample(*args))
     return table
-
-
-_grid_sample_in_float32 = in_float32(lambda *args: _grid_sample(*args))
-
-
-def _grid_sampler_3d(x, grid, interpolation_mode, padding_mode, align_corners):
-    """On CPU, eager's scalar kernel (every step in the input's type); CUDA's kernel computes
-    half inputs in float32 and rounds once."""
-    sample = _grid_sample if x.device.type == "cpu" else _grid_sample_in_float32
-    return sample(x, grid, interpolation_mode, padding_mode, align_corners)
 
 
 def _source_index(coord, size: int, padding_mode: int, align_corners: bool):

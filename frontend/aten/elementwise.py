@@ -32,6 +32,13 @@ UNARY = {
 FLOAT_ONLY = {"exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
               "tan", "tanh", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf",
               "sigmoid", "atan2", "pow", "div"}
+# Ops whose result moves by about a rounding error when an input does: they read a half-precision
+# chain's float32 values (ImportContext.rounded). Rounding, comparing, sign and remainder ops read
+# the rounded values, as eager does: one rounding can move their result by a whole unit.
+CONTINUOUS = {"add", "sub", "mul", "div", "max", "min", "fmax", "fmin", "atan2", "pow", "neg", "abs",
+              "exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
+              "tan", "tanh", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf",
+              "sigmoid", "relu", "gelu", "gelu_tanh"}
 COMPARE = {aten.eq: "eq", aten.ne: "ne", aten.lt: "lt", aten.le: "le", aten.gt: "gt", aten.ge: "ge"}
 
 
@@ -53,8 +60,9 @@ def binary_op(ctx, node, name: str, a, b, result_dtype=None):
     compute = compute_dtype(out_dtype)
     if name in ("and", "or", "xor") and node.target.__name__.startswith("logical"):
         compute = torch.bool
-    lhs, rhs = ctx.operand(a, compute, shape), ctx.operand(b, compute, shape)
-    return ctx.cast(ctx.emit(name, lhs, rhs, out=ctx.type_like(lhs)), out_dtype)
+    fused = name in CONTINUOUS
+    lhs, rhs = ctx.operand(a, compute, shape, fused=fused), ctx.operand(b, compute, shape, fused=fused)
+    return ctx.rounded(ctx.emit(name, lhs, rhs, out=ctx.type_like(lhs)), out_dtype)
 
 
 def _alpha(node):
@@ -72,10 +80,10 @@ def _binary(ctx, node):
         else:
             val, shape = _out(ctx, node)
             compute = compute_dtype(val.dtype)
-            rhs = ctx.operand(b, compute, shape)
+            rhs = ctx.operand(b, compute, shape, fused=True)
             scaled = ctx.emit("mul", rhs, ctx.operand(alpha, compute, shape), out=ctx.type_like(rhs))
-            lhs = ctx.operand(a, compute, shape)
-            return ctx.cast(ctx.emit(name, lhs, scaled, out=ctx.type_like(lhs)), val.dtype)
+            lhs = ctx.operand(a, compute, shape, fused=True)
+            return ctx.rounded(ctx.emit(name, lhs, scaled, out=ctx.type_like(lhs)), val.dtype)
     if _is_times_one(ctx, node, name, a, b):
         return ctx.tensor(a)
     return binary_op(ctx, node, name, a, b)
@@ -116,10 +124,10 @@ def _unary(ctx, node):
     name = UNARY[node.target.overloadpacket]
     val, shape = _out(ctx, node)
     compute = compute_dtype(val.dtype)
-    x = ctx.operand(node.args[0], compute, shape)
+    x = ctx.operand(node.args[0], compute, shape, fused=name in CONTINUOUS)
     if name in ("abs", "neg", "relu", "sign") and val.dtype == torch.bool:
         raise Unsupported(f"{name} on bool")
-    return ctx.cast(ctx.emit(name, x, out=ctx.type_like(x)), val.dtype)
+    return ctx.rounded(ctx.emit(name, x, out=ctx.type_like(x)), val.dtype)
 
 
 @import_rule(aten.logical_not)
@@ -142,9 +150,9 @@ def _float_predicate(ctx, node):
 def _gelu(ctx, node):
     approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
     val, shape = _out(ctx, node)
-    x = ctx.operand(node.args[0], compute_dtype(val.dtype), shape)
+    x = ctx.operand(node.args[0], compute_dtype(val.dtype), shape, fused=True)
     name = "gelu_tanh" if approximate == "tanh" else "gelu"
-    return ctx.cast(ctx.emit(name, x, out=ctx.type_like(x)), val.dtype)
+    return ctx.rounded(ctx.emit(name, x, out=ctx.type_like(x)), val.dtype)
 
 
 @import_rule(*COMPARE)
@@ -176,12 +184,12 @@ def _clamp(ctx, node):
     hi = (node.args[2] if len(node.args) > 2 else node.kwargs.get("max")) if packet is aten.clamp else None
     if packet is aten.clamp_max:
         hi, lo = node.args[1], None
-    x = ctx.operand(node.args[0], compute, shape)
+    x = ctx.operand(node.args[0], compute, shape, fused=True)
     if lo is not None:
-        x = ctx.emit("max", x, ctx.operand(lo, compute, shape), out=ctx.type_like(x))
+        x = ctx.emit("max", x, ctx.operand(lo, compute, shape, fused=True), out=ctx.type_like(x))
     if hi is not None:
-        x = ctx.emit("min", x, ctx.operand(hi, compute, shape), out=ctx.type_like(x))
-    return ctx.cast(x, val.dtype)
+        x = ctx.emit("min", x, ctx.operand(hi, compute, shape, fused=True), out=ctx.type_like(x))
+    return ctx.rounded(x, val.dtype)
 
 
 @import_rule(aten._to_copy, aten.to, aten.clone, aten.alias, aten.lift_fresh_copy, aten.detach)

@@ -59,7 +59,7 @@ def _sum_mean(ctx, node):
     x = ctx.tensor(node.args[0])
     packet = node.target.overloadpacket
     acc = compute_dtype(val.dtype)
-    x = ctx.cast(x, acc)
+    x = ctx.opmath(x, acc)
     rank = len(ctx.shape_of(x))
     is_default = node.target in (aten.sum.default, aten.mean.default, aten.prod.default)
     dims = list(range(rank)) if is_default else _dims(node, rank)
@@ -72,7 +72,7 @@ def _sum_mean(ctx, node):
         if not acc.is_floating_point:
             raise Unsupported("mean of an integer tensor")
         r = ctx.emit("div", r, ctx.broadcast(divisor(ctx, x, dims, acc), ctx.shape_of(r), like=r), out=ctx.type_like(r))
-    return ctx.cast(r, val.dtype)
+    return ctx.rounded(r, val.dtype)
 
 
 @import_rule(aten.amax, aten.amin, aten.any.dim, aten.any.dims, aten.any.default, aten.all.dim, aten.all.default,
@@ -132,7 +132,7 @@ def _var_mean(ctx, node):
     val = ctx.out_meta(node)
     out_dtype = (val[0] if isinstance(val, (tuple, list)) else val).dtype
     acc = compute_dtype(out_dtype)
-    x = ctx.cast(ctx.tensor(node.args[0]), acc)
+    x = ctx.opmath(ctx.tensor(node.args[0]), acc)
     shape = ctx.shape_of(x)
     dims = _dims(node, len(shape))
     correction = node.kwargs.get("correction", 1)
@@ -148,7 +148,7 @@ def _var_mean(ctx, node):
     sq = reduce(ctx, ctx.emit("mul", centered, centered, out=ctx.type_like(x)), "sum", dims, keep)
     var = ctx.emit("div", sq, ctx.broadcast(ctx.scalar(max(n - correction, 0), acc), ctx.shape_of(sq), like=sq), out=ctx.type_like(sq))
     mean = mean_k if keep else ctx.reshape(mean_k, ctx.shape_of(var))
-    var, mean = ctx.cast(var, out_dtype), ctx.cast(mean, out_dtype)
+    var, mean = ctx.rounded(var, out_dtype), ctx.rounded(mean, out_dtype)
     return (var, mean) if node.target.overloadpacket is aten.var_mean else var
 
 
@@ -171,6 +171,6 @@ def _softmax(ctx, node):
     if rank == 0:
         raise Unsupported("softmax of a 0-d tensor")
     dim = node.args[1] + rank if node.args[1] < 0 else node.args[1]
-    x = ctx.cast(x, compute_dtype(val.dtype))
+    x = ctx.opmath(x, compute_dtype(val.dtype))
     log = node.target.overloadpacket in (aten._log_softmax, aten.log_softmax)
-    return ctx.cast(softmax(ctx, x, dim, log), val.dtype)
+    return ctx.rounded(softmax(ctx, x, dim, log), val.dtype)
