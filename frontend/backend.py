@@ -17,6 +17,7 @@ from ..codegen import config, driver
 from . import aten as _rules  # noqa: F401  (registers the import rules)
 from .compile import compile_graph, new_graph_name
 from .half_precision import half_overrides
+from .foreach import decompositions as foreach_decompositions
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
 from .aten.coverage_pool import full_precision_decompositions
 from .stats import REGISTRY, GraphReport, op_name
@@ -46,6 +47,7 @@ def decompositions() -> dict:
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
     table.update(linear_cross_entropy_decompositions())
+    table.update(foreach_decompositions())  # torch.optim's multi-tensor updates, per tensor
     table.update(full_precision_decompositions())  # grid_sampler_2d (frontend/aten/coverage_pool.py)
     table.update(half_overrides(table))  # eager CPU kernels' own roundings for bf16/f16
     return table
