@@ -15,8 +15,8 @@ Airy Ai combines the same pieces (Maclaurin series, K_1/3, an asymptotic expansi
 f32 kernel is dominated by rounding the phase of an oscillating expansion to f32 (J, Y, Ai for
 large |x|), that one rounding is repeated, so results follow eager rather than the mathematics.
 
-The loops live inside the generic's body; the CUDA pipeline is not taught them, so every rule is
-registered for the CPU target only (CUDA keeps these ops eager).
+The loops live inside the generic's body; the CUDA pipeline is not taught them, so every rule
+requires the "scalar_math" capability (CUDA keeps these ops eager).
 """
 
 import math as pymath
@@ -308,7 +308,7 @@ def _lower_polynomial(op):
 
 
 for _name, _cls in bz.POLYNOMIAL_CLASSES.items():
-    register_lowering(_cls, _lower_polynomial, target="cpu")
+    register_lowering(_cls, _lower_polynomial, requires={"scalar_math"})
 
 
 # ----------------------------------------------------------------------------- Bessel functions
@@ -572,4 +572,4 @@ def _lower_bessel(op):
 
 
 for _name in BESSEL:
-    register_lowering(bz.BESSEL_CLASSES[_name], _lower_bessel, target="cpu")
+    register_lowering(bz.BESSEL_CLASSES[_name], _lower_bessel, requires={"scalar_math"})

@@ -1,4 +1,4 @@
-"""LU, Cholesky, triangular solves and LU permutations as serial scf.for loop nests (CPU only).
+"""LU, Cholesky, triangular solves and LU permutations as serial scf.for loop nests.
 
 Each op works on [batch, rows, cols] tensors: an outer loop walks the batch and the textbook
 right-looking algorithm runs inside it, reading with tensor.extract and writing with
@@ -9,7 +9,7 @@ first failing pivot) are written with arith.select, so every loop has a static t
 
 The import rules run these in float64 (also for float32 inputs, rounding once at the end), so
 the few-ulp differences of another summation order than LAPACK's stay within tolerance.
-Registered for the CPU target only: the loops run outside any linalg op.
+The rules require "serial_loops": the loops run outside any linalg op.
 """
 
 from torch_mlir import ir
@@ -59,7 +59,7 @@ def _first_failure(info, j, failed):
     return arith.select(fresh, arith.addi(arith.index_cast(I32(), j), const(I32(), 1)), info)
 
 
-@register_lowering(dy.LuFactorOp, target="cpu")
+@register_lowering(dy.LuFactorOp, requires={"serial_loops"})
 def _lower_lu_factor(op):
     _static(op.x)
     batch, m, n = ranked(op.x).shape
@@ -109,7 +109,7 @@ def _lower_lu_factor(op):
     return _for(0, batch, [lu0, piv0, info0], matrix)
 
 
-@register_lowering(dy.CholeskyOp, target="cpu")
+@register_lowering(dy.CholeskyOp, requires={"serial_loops"})
 def _lower_cholesky(op):
     _static(op.x)
     batch, n, _ = ranked(op.x).shape
@@ -141,7 +141,7 @@ def _lower_cholesky(op):
     return _for(0, batch, [_filled([batch, n, n], elem, 0.0), tensor.empty([batch], I32())], matrix)
 
 
-@register_lowering(dy.TriangularSolveOp, target="cpu")
+@register_lowering(dy.TriangularSolveOp, requires={"serial_loops"})
 def _lower_triangular_solve(op):
     _static(op.a, op.b)
     batch, n, k = ranked(op.b).shape
@@ -166,7 +166,7 @@ def _lower_triangular_solve(op):
     return _for(0, batch, [_copy(op.b)], matrix)[0]
 
 
-@register_lowering(dy.LuPermutationOp, target="cpu")
+@register_lowering(dy.LuPermutationOp, requires={"serial_loops"})
 def _lower_lu_permutation(op):
     _static(op.pivots)
     batch, k = ranked(op.pivots).shape

@@ -1,11 +1,11 @@
-"""Scatters -> serial scf.for loop nests (CPU only).
+"""Scatters -> serial scf.for loop nests.
 
 Each op starts from a fresh copy of dest and walks the update's iteration space row-major,
 carrying the result tensor through the loops as an iter_arg: tensor.extract reads the target,
 tensor.insert writes the combined value (one-shot bufferization makes that an in-place store).
 Serial, row-major order is the order of PyTorch's CPU kernels, so duplicate targets combine as in
-eager. Loops outside a linalg.generic are not for the CUDA pipeline: the rules are cpu-only and
-the CUDA partitioner leaves these ops to eager.
+eager. Loops outside a linalg.generic are not for the CUDA pipeline: the rules require "serial_loops",
+which cuda lacks, and the CUDA partitioner leaves these ops to eager.
 """
 
 from typing import Callable, Sequence
@@ -115,7 +115,7 @@ COMBINES = {
 # ----------------------------------------------------------------------------- index_put
 
 
-@register_lowering(dy.IndexPutOp, target="cpu")
+@register_lowering(dy.IndexPutOp, requires={"serial_loops"})
 def _lower_index_put(op):
     indices = list(op.indices)
     k, nb = len(indices), ranked(indices[0]).rank
@@ -137,7 +137,7 @@ def _lower_index_put(op):
 # ----------------------------------------------------------------------------- scatter
 
 
-@register_lowering(dy.ScatterOp, target="cpu")
+@register_lowering(dy.ScatterOp, requires={"serial_loops"})
 def _lower_scatter(op):
     dim = ir.IntegerAttr(op.dim).value
     reduce = ir.StringAttr(op.reduce).value
@@ -196,7 +196,7 @@ def _scatter_mean(op, acc, bounds, target, include_self):
 # ----------------------------------------------------------------------------- masked_scatter
 
 
-@register_lowering(dy.MaskedScatterOp, target="cpu")
+@register_lowering(dy.MaskedScatterOp, requires={"serial_loops"})
 def _lower_masked_scatter(op):
     """A running count of the true positions seen so far picks each one's source element; it is
     capped at the last source element (eager raises when the source is too short)."""

@@ -1,4 +1,4 @@
-"""dynamo.sort -> a bottom-up merge sort written as scf.for loops over tensors (CPU only).
+"""dynamo.sort -> a bottom-up merge sort written as scf.for loops over tensors.
 
 Each line along `dim` is sorted independently: an outer loop walks the other dims (one linear
 counter, split into coordinates), and the merge sort runs on a scratch pair of tensors whose `dim`
@@ -9,7 +9,7 @@ the left run's element unless the right one sorts strictly before it, which make
 O(n log n) per line. Reads are tensor.extract and writes tensor.insert on loop-carried tensors,
 which one-shot bufferization turns into in-place memref code.
 
-Registered for the CPU target only: the loops run outside any linalg op, which the CUDA pipeline
+The rule requires "serial_loops": the loops run outside any linalg op, which the CUDA pipeline
 does not map to the GPU, so the CUDA partitioner leaves sort to eager.
 """
 
@@ -64,7 +64,7 @@ def _at(coords: list, position: ir.Value) -> list:
     return [position if c is None else c for c in coords]
 
 
-@register_lowering(dy.SortOp, target="cpu")
+@register_lowering(dy.SortOp, requires={"serial_loops"})
 def _lower_sort(op):
     t = ranked(op.x)
     shape, dim = list(t.shape), ir.IntegerAttr(op.dim).value

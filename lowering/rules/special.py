@@ -18,7 +18,7 @@ algorithms are far more accurate than those types need, so each body is plain ma
 Bernoulli numbers come from their defining recurrence at import time. Special values (poles,
 infinities, NaN, signed zeros) follow eager PyTorch's kernels; each function lists them.
 
-Rules are registered for the cpu target: the bodies use libm functions (erfc, ...) and loops.
+The rules require the "scalar_math" capability: the bodies use libm functions (erfc, ...) and loops.
 """
 
 import math as pymath
@@ -448,7 +448,7 @@ def nextafter(a: ir.Value, b: ir.Value) -> ir.Value:
     return arith.select(cmp("UNO", a, b), arith.addf(a, b), out)
 
 
-@register_lowering(dy.NextafterOp, target="cpu")
+@register_lowering(dy.NextafterOp, requires={"scalar_math"})
 def _lower_nextafter(op):
     return elementwise([op.lhs, op.rhs], ranked(op.out), nextafter)
 
@@ -480,6 +480,6 @@ def _lower_binary(op):
 
 
 for _name in UNARY:
-    register_lowering(dy.SPECIAL_UNARY_CLASSES[_name], _lower_unary, target="cpu")
+    register_lowering(dy.SPECIAL_UNARY_CLASSES[_name], _lower_unary, requires={"scalar_math"})
 for _name in BINARY:
-    register_lowering(dy.SPECIAL_BINARY_CLASSES[_name], _lower_binary, target="cpu")
+    register_lowering(dy.SPECIAL_BINARY_CLASSES[_name], _lower_binary, requires={"scalar_math"})
