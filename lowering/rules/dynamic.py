@@ -6,7 +6,7 @@ from torch_mlir.dialects import arith, tensor
 from ...dialects import dynamo as dy
 from ...dialects import sizes
 from ..registry import register_lowering
-from ..scalar import const, convert
+from ..scalar import convert, index
 from .common import PARALLEL, affine_map, empty, generic, identity, ranked
 
 
@@ -23,10 +23,9 @@ def _lower_broadcast_like(op):
 
 @register_lowering(dy.NumelOp)
 def _lower_numel(op):
-    index = ir.IndexType.get()
-    n = const(index, 1)
+    n = index(1)
     for d in dy.int_list(op.dims):
-        n = arith.muli(n, tensor.dim(op.x, const(index, d)))
+        n = arith.muli(n, tensor.dim(op.x, index(d)))
     out = ranked(op.out)
     value = convert(arith.index_cast(ir.IntegerType.get_signless(64), n), out.element_type)
     return tensor.from_elements(out, [value])
@@ -34,4 +33,4 @@ def _lower_numel(op):
 
 @register_lowering(sizes.DimOp)
 def _lower_dim(op):
-    return tensor.dim(op.x, const(ir.IndexType.get(), ir.IntegerAttr(op.dim).value))
+    return tensor.dim(op.x, index(ir.IntegerAttr(op.dim).value))

@@ -8,7 +8,7 @@ from torch_mlir.dialects import arith, math
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const, convert, is_bool, is_float
-from .common import elementwise, ranked
+from .common import elementwise, op_kind, ranked
 
 
 def _gelu(x):
@@ -132,12 +132,8 @@ def _scalar_table(elem: ir.Type, float_table, int_table, bool_table=None):
     return (bool_table if bool_table is not None and is_bool(elem) else int_table)
 
 
-def _op_kind(op) -> str:
-    return op.name.split(".", 1)[1]
-
-
 def _lower_unary(op):
-    name, elem = _op_kind(op), ranked(op.x).element_type
+    name, elem = op_kind(op), ranked(op.x).element_type
     fn = _scalar_table(elem, FLOAT_UNARY, INT_UNARY).get(name)
     if fn is None:
         raise NotImplementedError(f"dynamo.{name} has no scalar rule for element type {elem}")
@@ -145,7 +141,7 @@ def _lower_unary(op):
 
 
 def _lower_binary(op):
-    name, elem = _op_kind(op), ranked(op.lhs).element_type
+    name, elem = op_kind(op), ranked(op.lhs).element_type
     fn = _scalar_table(elem, FLOAT_BINARY, INT_BINARY, BOOL_BINARY).get(name)
     if fn is None:
         raise NotImplementedError(f"dynamo.{name} has no scalar rule for element type {elem}")

@@ -16,20 +16,13 @@ does not map to the GPU, so the CUDA partitioner leaves sort to eager.
 import math
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, scf, tensor
+from torch_mlir.dialects import arith, tensor
 
 from ...dialects import dynamo as dy
+from ..loops import for_range
 from ..registry import register_lowering
 from ..scalar import const, is_bool, is_float
 from .common import PARALLEL, generic, identity, loop_index, ranked
-
-
-def _for(lb, ub, step, inits, body):
-    """scf.for over [lb, ub) by step carrying `inits`; body(iv, *carried) -> new carried values."""
-    loop = scf.ForOp(lb, ub, step, list(inits))
-    with ir.InsertionPoint(loop.body):
-        scf.YieldOp(list(body(loop.induction_variable, *loop.inner_iter_args)))
-    return list(loop.results)
 
 
 def _before(elem: ir.Type, descending: bool):
@@ -109,13 +102,13 @@ def _lower_sort(op):
                     return [tensor.insert(arith.select(right, b, a), keys, out), tensor.insert(pos, positions, out),
                             arith.addi(i, arith.subi(c(1), taken)), arith.addi(j, taken)]
 
-                return _for(lo, hi, c(1), [keys, positions, lo, mid], step)[:2]
+                return for_range(lo, hi, [keys, positions, lo, mid], step)[:2]
 
-            return _for(c(0), c(n), arith.shli(width, c(1)), [keys, positions], merge)
+            return for_range(c(0), c(n), [keys, positions], merge, step=arith.shli(width, c(1)))
 
-        return _for(c(0), c(passes), c(1), [keys, positions], merge_pass)
+        return for_range(c(0), c(passes), [keys, positions], merge_pass)
 
-    keys, positions = _for(c(0), c(lines), c(1), [keys, positions], line)
+    keys, positions = for_range(c(0), c(lines), [keys, positions], line)
     offsets = [0] * len(shape)
     offsets[dim] = n * (passes % 2)
     out_elem = ir.RankedTensorType.get(shape, elem)
