@@ -5,7 +5,7 @@ from typing import Callable, Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, linalg, tensor
 
-from ..scalar import const, index
+from ..scalar import index
 
 PARALLEL = "parallel"
 REDUCTION = "reduction"
@@ -86,8 +86,10 @@ def filled(t: ir.RankedTensorType, scalar: ir.Value, like: ir.Value | None = Non
 
 
 def affine_map(n_dims: int, exprs: Sequence) -> ir.AffineMapAttr:
-    """`exprs`: per result, a loop-dim index (int) or the constant 0 written as None."""
-    results = [ir.AffineConstantExpr.get(0) if e is None else ir.AffineDimExpr.get(e) for e in exprs]
+    """`exprs`: per result, a loop-dim index (int), the constant 0 written as None, or an
+    ir.AffineExpr (e.g. a window position, window_expr)."""
+    results = [ir.AffineConstantExpr.get(0) if e is None else ir.AffineDimExpr.get(e) if isinstance(e, int) else e
+               for e in exprs]
     return ir.AffineMapAttr.get(ir.AffineMap.get(n_dims, 0, results))
 
 
@@ -129,3 +131,31 @@ def matmul_init(op, value) -> ir.Value:
     out = ranked(op.out)
     sources = [(op.lhs, d) for d in range(out.rank - 1)] + [(op.rhs, out.rank - 1)]
     return linalg.fill(value, outs=[empty_from(out, sources)])
+
+
+# ----------------------------------------------------------------------------- windows (conv, pool)
+
+
+def pad_spatial(x, padding, value):
+    """Pad the spatial dims (all but N, C) of an NC[D]HW tensor with a scalar on both sides."""
+    if not any(padding):
+        return x
+    src = ranked(x)
+    low = [0, 0, *padding]
+    shape = [s + 2 * p for s, p in zip(src.shape, low)]
+    out = ir.RankedTensorType.get(shape, src.element_type)
+    pad = tensor.PadOp(out, x, [], [], low, low)
+    block = pad.regions[0].blocks.append(*([ir.IndexType.get()] * src.rank))
+    with ir.InsertionPoint(block):
+        tensor.YieldOp(value)
+    return pad.result
+
+
+def window_attrs(stride, dilation) -> dict:
+    return dict(strides=list(stride), dilations=list(dilation))
+
+
+def window_expr(out_dim: int, win_dim: int, stride: int, dilation: int) -> ir.AffineExpr:
+    """The input position `o * stride + k * dilation` of window slot k at output o."""
+    o, k = ir.AffineDimExpr.get(out_dim), ir.AffineDimExpr.get(win_dim)
+    return o * ir.AffineConstantExpr.get(stride) + k * ir.AffineConstantExpr.get(dilation)

@@ -1,4 +1,5 @@
-"""Shape ops -> linalg.broadcast-like generics, tensor.reshape, linalg.transpose, slices, pads."""
+"""Data movement -> broadcasting generics (static, or like another tensor), tensor.reshape,
+linalg.transpose, slices, concats, pads."""
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
@@ -111,3 +112,14 @@ def _lower_pad(op):
     with ir.InsertionPoint(block):
         tensor.YieldOp(value)
     return pad.result
+
+
+@register_lowering(dy.BroadcastLikeOp)
+def _lower_broadcast_like(op):
+    src, out = ranked(op.x), ranked(op.out)
+    dims = dy.int_list(op.dims)
+    # A size-1 operand dim facing a result dim that is not statically 1 is stretched (index 0).
+    exprs = [None if (src.shape[i] == 1 and out.shape[d] != 1) else d for i, d in enumerate(dims)]
+    init = empty(out, op.like)
+    return generic([op.x], [init], [affine_map(out.rank, exprs), identity(out.rank)],
+                   [PARALLEL] * out.rank, lambda x, _: [x])[0]
