@@ -35,6 +35,7 @@ CAPABILITIES = {
 _Key = tuple[str | None, frozenset[str]]  # (target, requirements)
 _RULES: dict[str, dict[_Key, Rule]] = {}  # op name -> its rules
 _TARGETS: dict[str, frozenset[str]] = {}  # declared target name -> its capabilities
+_FOUND: dict[tuple[str, str | None], Rule] = {}  # lookup's answers, until a registration changes
 
 
 class NoLoweringRule(NotImplementedError):
@@ -58,6 +59,7 @@ def declare_target(name: str, capabilities: Iterable[str] = ()) -> None:
     """Make a target known to the registry (codegen's Target does this when it is built): its
     name, which target-specific rules are checked against, and the capabilities rules may need."""
     _TARGETS[name] = _checked_capabilities(capabilities)
+    _FOUND.clear()
 
 
 def _checked_capabilities(names: Iterable[str]) -> frozenset[str]:
@@ -98,6 +100,7 @@ def register_lowering(op, rule: Rule | None = None, *, requires: Iterable[str] =
                 raise DuplicateLoweringRule(name, key)
         for name in names:
             _RULES.setdefault(name, {})[key] = fn
+        _FOUND.clear()
         return fn
 
     return add(rule) if rule is not None else add
@@ -105,6 +108,7 @@ def register_lowering(op, rule: Rule | None = None, *, requires: Iterable[str] =
 
 def remove_lowering(op, *, requires: Iterable[str] = (), target: str | None = None) -> Rule:
     """Unregister and return the rule under that exact key (tests, plugins replacing a rule)."""
+    _FOUND.clear()
     return _RULES[_op_name(op)].pop((target, _checked_capabilities(requires)))
 
 
@@ -126,6 +130,13 @@ def _usable(op_name: str, target: str | None) -> list[tuple[tuple[bool, int], Ru
 
 def lookup(op_name: str, target: str | None) -> Rule:
     """The rule for op_name on `target` (None: generic rules that require nothing)."""
+    found = _FOUND.get((op_name, target))
+    if found is None:
+        found = _FOUND[(op_name, target)] = _most_specific(op_name, target)
+    return found
+
+
+def _most_specific(op_name: str, target: str | None) -> Rule:
     usable = _usable(op_name, target)
     if not usable:
         missing = {str(sorted(r)) for t, r in _RULES.get(op_name, {}) if t in (None, target) and r}

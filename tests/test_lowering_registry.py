@@ -24,7 +24,8 @@ def scratch_op():
     """OP's rules are removed afterwards, whatever the test registered."""
     get_target("cpu"), get_target("cuda")  # the targets are built: their names are declared
     yield OP
-    registry._RULES.pop(OP, None)
+    for target, requires in list(registry._RULES.get(OP, {})):
+        registry.remove_lowering(OP, requires=requires, target=target)
 
 
 def test_a_second_rule_for_one_key_raises_unless_it_overrides(scratch_op):
@@ -87,4 +88,5 @@ def test_an_op_the_target_lists_as_unsupported_runs_eagerly_and_says_why():
         assert "aten.mul.Tensor" in s["compiled_ops"]
     finally:
         del target_module._TARGETS[name], registry._TARGETS[name]
+        registry._FOUND.clear()
         dynamo_mlir.reset()
