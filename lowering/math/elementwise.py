@@ -8,6 +8,7 @@ import math as pymath
 from torch_mlir import ir
 from torch_mlir.dialects import arith, math
 
+from .. import scalar
 from ..scalar import const, is_bool
 
 
@@ -67,11 +68,11 @@ def relu(x):
 
 
 def isnan(x):
-    return arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+    return scalar.isnan(x).v
 
 
 def isinf(x):
-    return arith.cmpf(arith.CmpFPredicate.OEQ, math.absf(x), const(x.type, pymath.inf))
+    return scalar.isinf(x).v
 
 
 def floordiv(a, b):

@@ -20,7 +20,7 @@ from ..scalar import const, highest, identity_of, index, is_float, lowest
 from .common import (PARALLEL, REDUCTION, affine_map, dim_value, elementwise, filled, generic, loop_index, ranked,
                      sized_shape, slice_dim)
 
-DYN = ir.ShapedType.get_dynamic_size()
+DYN = dy.DYN
 
 # Longest run of terms one running float sum adds up (see the module docstring).
 SUM_BLOCK = 64
