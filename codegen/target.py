@@ -9,6 +9,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..lowering.registry import declare_target
+
 log = logging.getLogger("dynamo_mlir")
 
 ENTRY_POINT_GROUP = "dynamo_mlir.targets"
@@ -33,6 +35,9 @@ class Target:
     available(): whether this machine can run it (e.g. a GPU is present); PTX can be generated
     without one, so `stages` must not need it.
     unsupported_ops: dynamo op names this target cannot lower (the partitioner keeps them eager).
+    capabilities: what lowering rules may require of it (lowering.registry.CAPABILITIES); building
+    a Target declares its name and capabilities to the lowering registry, so build it before
+    importing its own rules (register_lowering(..., target=name) checks the name).
     extra_dumps: name -> (ext, fn(artifact) -> text), dump-only views (e.g. LLVM IR, assembly).
 
     Library calls: a target whose last artifact runs some ops through a vendor library (torch,
@@ -49,6 +54,10 @@ class Target:
     unsupported_ops: frozenset[str] = frozenset()
     extra_dumps: dict[str, tuple[str, Callable[[Any], str]]] = field(default_factory=dict)
     doc: str = ""
+    capabilities: frozenset[str] = frozenset()
+
+    def __post_init__(self):
+        declare_target(self.name, self.capabilities)
 
     def stage_names(self) -> list[str]:
         return [s.name for s in self.stages]

@@ -85,7 +85,7 @@ def broken_exp_lowering():
 
     lowering_registry.register_lowering("dynamo.exp", broken, target="cpu")
     yield
-    del lowering_registry._RULES[("dynamo.exp", "cpu")]
+    lowering_registry.remove_lowering("dynamo.exp", target="cpu")
 
 
 def test_compile_failure_names_stage_and_op_and_saves_repro(broken_exp_lowering, tmp_path):

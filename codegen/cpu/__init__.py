@@ -4,7 +4,7 @@ from torch_mlir import ir
 
 from ..llvm_text import to_llvmlite_text
 from ..target import Stage, Target
-from . import pipeline, rules, runtime  # noqa: F401  (rules registers cpu-specific lowerings)
+from . import pipeline, runtime
 
 
 def _llvm_ir(module: ir.Module) -> str:
@@ -38,4 +38,7 @@ TARGET = Target(
     load=runtime.load,
     extra_dumps={"ll": ("ll", _llvm_ir), "s": ("s", _assembly)},
     doc="Host CPU through MLIR's ExecutionEngine (LLVM ORC JIT).",
+    capabilities=frozenset({"serial_loops", "scalar_math"}),  # loops run as written, one thread
 )
+
+from . import rules  # noqa: E402,F401  (cpu-specific lowerings; after TARGET, which declares the name)

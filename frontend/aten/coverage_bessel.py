@@ -3,7 +3,7 @@ special.bessel_j0, ...), imported as the ops of dialects/bessel.py."""
 
 import torch
 
-from ...dialects import bessel as bz
+from ...dialects import special as bz
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 
