@@ -9,6 +9,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .options import TargetOptions
+
 log = logging.getLogger("dynamo_mlir")
 
 ENTRY_POINT_GROUP = "dynamo_mlir.targets"
@@ -39,6 +41,10 @@ class Target:
     cuBLAS, cuDNN, MKL) instead of its generated code says which graph nodes those serve with a
     `library_nodes` attribute on that artifact (FX node names, read from the ops' locations with
     codegen.provenance.nodes_of); stats() counts them as library ops, not as compiled ones.
+
+    options_class: the target's own options (a frozen `TargetOptions` subclass in the target's
+    package); the driver parses them from `options={...}` and `DYNAMO_MLIR_*` once the target is
+    chosen, and every stage and the loader read them as `options.target_options`.
     """
 
     name: str
@@ -49,6 +55,7 @@ class Target:
     unsupported_ops: frozenset[str] = frozenset()
     extra_dumps: dict[str, tuple[str, Callable[[Any], str]]] = field(default_factory=dict)
     doc: str = ""
+    options_class: type[TargetOptions] = TargetOptions
 
     def stage_names(self) -> list[str]:
         return [s.name for s in self.stages]

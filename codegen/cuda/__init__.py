@@ -6,6 +6,7 @@ PTX generation needs no GPU (tests run it in CI); running needs one and cuda-bin
 
 from ..target import Stage, Target
 from . import pipeline, rules, runtime  # noqa: F401  (rules registers cuda-specific lowerings)
+from .options import CUDAOptions
 
 
 def _host_schedule(program) -> str:
@@ -26,5 +27,6 @@ TARGET = Target(
     load=runtime.load,
     available=runtime.available,
     extra_dumps={"host": ("txt", _host_schedule)},
+    options_class=CUDAOptions,
     doc="NVIDIA GPUs: generated PTX kernels through the CUDA driver, torch for matmul/conv/pooling (library_matmul).",
 )
