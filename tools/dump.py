@@ -41,14 +41,14 @@ def check_stage(stage: str | None, target_name: str) -> None:
 
 def run(args) -> int:
     check_stage(args.stage, args.target)
+    options = option_flags(args.option)
     if args.from_stage and not args.model.endswith(".mlir"):
         raise UsageError("--from applies to an .mlir file (a MODEL is compiled from the start)")
     out = args.out or (None if args.stage else DEFAULT_OUT)
     with contextlib.ExitStack() as stack:
         if out is None:  # --stage alone: the files are only a means to print one stage
             out = stack.enter_context(tempfile.TemporaryDirectory(prefix="dynamo-mlir-"))
-        request = CompileRequest(args.target, out, args.train, args.dynamic, args.print_after_all,
-                                 option_flags(args.option))
+        request = CompileRequest(args.target, out, args.train, args.dynamic, args.print_after_all, options)
         # Resuming with --stage stops there: what comes after it would not be printed anyway.
         index = dump(args.model, request, args.from_stage, args.stage)
         if args.stage:
