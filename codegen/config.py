@@ -85,8 +85,8 @@ def _owners(key: str) -> list[str]:
 
 
 def _check_keys(keys, target) -> None:
-    """Keys neither core nor (with `target`) the target's, else nobody's, are an error naming
-    where each key does belong, if anywhere, and the options that would be accepted."""
+    """Raise for keys that neither the core nor `target` declares (without a target: no option
+    set at all), saying which target each belongs to, if any, and which options are accepted."""
     accepted = set(Options.names()) | set(target.options_class.names() if target else
                                           (n for cls in option_sets().values() for n in cls.names()))
     wrong = sorted(k for k in keys if k not in accepted)
