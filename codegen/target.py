@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..lowering.registry import declare_target
+from .options import TargetOptions
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -44,6 +45,10 @@ class Target:
     cuBLAS, cuDNN, MKL) instead of its generated code says which graph nodes those serve with a
     `library_nodes` attribute on that artifact (FX node names, read from the ops' locations with
     codegen.provenance.nodes_of); stats() counts them as library ops, not as compiled ones.
+
+    options_class: the target's own options (a frozen `TargetOptions` subclass in the target's
+    package); the driver parses them from `options={...}` and `DYNAMO_MLIR_*` once the target is
+    chosen, and every stage and the loader read them as `options.target_options`.
     """
 
     name: str
@@ -55,6 +60,7 @@ class Target:
     extra_dumps: dict[str, tuple[str, Callable[[Any], str]]] = field(default_factory=dict)
     doc: str = ""
     capabilities: frozenset[str] = frozenset()
+    options_class: type[TargetOptions] = TargetOptions
 
     def __post_init__(self):
         declare_target(self.name, self.capabilities)

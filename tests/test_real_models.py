@@ -19,7 +19,8 @@ from real_models import CASES
 
 # LLVM's optimisation level does not change f32 results (no fast-math), and at the default level
 # the JIT takes ~10x longer on these graphs: the whole file would not fit its CPU time budget.
-OPTIONS = {"opt_level": 0}
+# opt_level is the cpu target's option (the cuda target refuses it).
+OPTIONS = {"cpu": {"opt_level": 0}, "cuda": {}}
 STEPS = 100
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"))]
@@ -99,7 +100,7 @@ def test_inference_matches_eager(name, attn, device, caplog):
     case, model, ref, inputs, _ = _setup(name, attn, device)
     model.eval(), ref.eval()
     with torch.no_grad():
-        got = _main_output(case, torch.compile(model, backend="mlir", options=OPTIONS)(**inputs))
+        got = _main_output(case, torch.compile(model, backend="mlir", options=OPTIONS[device])(**inputs))
         want = _main_output(case, ref(**inputs))
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     _assert_compiled(caplog, {"inference": 1}, device)
@@ -140,7 +141,7 @@ def test_training_matches_eager(name, attn, device, caplog):
     case, model, ref, inputs, target = _setup(name, attn, device)
     model.train(), ref.train()
     compiled = torch.compile(lambda: case.loss(_main_output(case, model(**inputs)), target), backend="mlir",
-                             options=OPTIONS)
+                             options=OPTIONS[device])
     eager = lambda: case.loss(_main_output(case, ref(**inputs)), target)
     # The optimizer runs eagerly on both sides (compiled optimizer steps: tests/test_training.py).
     optimizers = [torch.optim.AdamW(m.parameters(), lr=1e-3) for m in (model, ref)]

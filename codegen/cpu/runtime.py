@@ -115,4 +115,4 @@ def check_symbols_resolve(module) -> None:
 def load(artifact, signature: Signature, options):
     check_symbols_resolve(artifact)
     kind = CpuFunction if signature.is_static else DynamicCpuFunction
-    return kind(artifact, signature, opt_level=options.opt_level)
+    return kind(artifact, signature, opt_level=options.target_options.opt_level)

@@ -6,6 +6,7 @@ PTX generation needs no GPU (tests run it in CI); running needs one and cuda-bin
 
 from ..target import Stage, Target
 from . import pipeline, runtime
+from .options import CUDAOptions
 
 
 def _host_schedule(program) -> str:
@@ -26,6 +27,7 @@ TARGET = Target(
     load=runtime.load,
     available=runtime.available,
     extra_dumps={"host": ("txt", _host_schedule)},
+    options_class=CUDAOptions,
     doc="NVIDIA GPUs: generated PTX kernels through the CUDA driver, torch for matmul/conv/pooling (library_matmul).",
     # Kernels come from linalg ops mapped to blocks/threads: no place for serial loop nests, and
     # the math library's bodies are not validated on it (those ops stay eager).
