@@ -40,8 +40,7 @@ from filecheck import CheckFailure, Directive, check, directives
 IR_DIR = os.path.join(os.path.dirname(__file__), "ir")
 RULES_DIR = os.path.join(os.path.dirname(__file__), "..", "lowering", "rules")
 # lowering/rules/<file>.py -> the tests/ir/<family>.mlir files that cover it (where not the same name).
-RULE_TESTS = {"shape": ["movement"], "linalg_factor": ["linalg"], "structured": ["matmul", "conv", "pool", "indexing"],
-              "common": ["dynamic", "matmul"]}
+RULE_TESTS = {"common": ["sizes", "matmul"]}
 SPLIT = re.compile(r"^// -----\s*$", re.MULTILINE)
 RUN = re.compile(r"^//\s*RUN:(.*)$", re.MULTILINE)
 
