@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .options import ENV_PREFIX, OptionSet, TargetOptions, env_var, option, parse_text
+from .options import ENV_PREFIX, OptionError, OptionSet, TargetOptions, env_var, option, parse_text
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -56,7 +56,7 @@ def check_mode(mode: str | None) -> None:
     if mode in MODES:
         return
     why = REJECTED_MODES.get(mode, "it is not a torch.compile mode this backend knows")
-    raise ValueError(
+    raise OptionError(
         f"dynamo-mlir: mode={mode!r} is not supported: {why}. Supported modes: 'default' and "
         "'reduce-overhead' (cuda target: the host schedule replayed as a CUDA graph). Use "
         "mode='default' (or leave mode out), or backend='inductor' for autotuned kernels.")
@@ -71,7 +71,7 @@ def _targets() -> dict:
 def _target(name: str):
     targets = _targets()
     if name not in targets:
-        raise ValueError(f"dynamo-mlir: unknown target '{name}'; known targets: {sorted(targets)}")
+        raise OptionError(f"dynamo-mlir: unknown target '{name}'; known targets: {sorted(targets)}")
     return targets[name]
 
 
@@ -95,8 +95,8 @@ def _check_keys(keys, target) -> None:
     said = ", ".join(f"'{k}'" + (f" (an option of {', '.join(_owners(k))})" if _owners(k) else "") for k in wrong)
     if target is None:
         listed = "; ".join(f"{owner}: {cls.names()}" for owner, cls in option_sets().items())
-        raise ValueError(f"dynamo-mlir: unknown option(s) {said}; known options: {listed}")
-    raise ValueError(f"dynamo-mlir: unknown option(s) {said} for target '{target.name}', which compiles "
+        raise OptionError(f"dynamo-mlir: unknown option(s) {said}; known options: {listed}")
+    raise OptionError(f"dynamo-mlir: unknown option(s) {said} for target '{target.name}', which compiles "
                      f"this graph; its options: {target.options_class.names()}; core options: {Options.names()}")
 
 
@@ -141,7 +141,7 @@ def bind(options: Options, target, environ: Mapping[str, str] | None = None) -> 
         return options
     clash = sorted(set(target.options_class.names()) & set(Options.names()))
     if clash:
-        raise ValueError(f"dynamo-mlir: target '{target.name}' declares option(s) {clash}, which are core options")
+        raise OptionError(f"dynamo-mlir: target '{target.name}' declares option(s) {clash}, which are core options")
     explicit = dict(options.requested)
     _check_keys(explicit, target)
     parsed = target.options_class.parse(explicit, target.name, os.environ if environ is None else environ)

@@ -14,6 +14,11 @@ import os
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, Callable, Mapping
 
+
+class OptionError(ValueError):
+    """A wrong option (unknown key, bad value, a mode not supported): the user's to fix, so it
+    is raised to the caller, never turned into a fallback to eager."""
+
 ENV_PREFIX = "DYNAMO_MLIR_"
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
@@ -45,13 +50,13 @@ def parse_text(f: Field, text: str) -> Any:
     if kind == "bool":
         word = text.strip().lower()
         if word not in _TRUE + _FALSE:
-            raise ValueError(f"dynamo-mlir: option '{f.name}' takes a boolean (1/0, true/false), got {text!r}")
+            raise OptionError(f"dynamo-mlir: option '{f.name}' takes a boolean (1/0, true/false), got {text!r}")
         return word in _TRUE
     if kind == "int":
         try:
             return int(text)
         except ValueError:
-            raise ValueError(f"dynamo-mlir: option '{f.name}' takes an integer, got {text!r}") from None
+            raise OptionError(f"dynamo-mlir: option '{f.name}' takes an integer, got {text!r}") from None
     if optional and text == "":
         return None
     return text
@@ -107,7 +112,7 @@ class OptionSet:
             if why is None and f.metadata["check"] is not None and value is not None:
                 why = f.metadata["check"](value)
             if why:
-                raise ValueError(f"dynamo-mlir: invalid value for option '{name}' ({owner}): {why}")
+                raise OptionError(f"dynamo-mlir: invalid value for option '{name}' ({owner}): {why}")
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,7 @@ class TargetOptions(OptionSet):
         """Explicit options over `DYNAMO_MLIR_*` variables over defaults; unknown keys are an error."""
         unknown = sorted(set(explicit) - set(cls.names()))
         if unknown:
-            raise ValueError(f"dynamo-mlir: unknown option(s) {unknown} for target '{target}'; "
+            raise OptionError(f"dynamo-mlir: unknown option(s) {unknown} for target '{target}'; "
                              f"its options: {cls.names()}")
         merged = {**cls.from_env(environ), **explicit}
         cls.validate(merged, f"target '{target}'")
