@@ -44,7 +44,9 @@ class Target:
     Library calls: a target whose last artifact runs some ops through a vendor library (torch,
     cuBLAS, cuDNN, MKL) instead of its generated code says which graph nodes those serve with a
     `library_nodes` attribute on that artifact (FX node names, read from the ops' locations with
-    codegen.provenance.nodes_of); stats() counts them as library ops, not as compiled ones.
+    codegen.provenance.nodes_of); stats() counts them as library ops, not as compiled ones. An
+    artifact that cannot carry an attribute (an MLIR module) is read by the target's
+    `find_library_nodes(artifact)` instead.
 
     options_class: the target's own options (a frozen `TargetOptions` subclass in the target's
     package); the driver parses them from `options={...}` and `DYNAMO_MLIR_*` once the target is
@@ -61,6 +63,7 @@ class Target:
     doc: str = ""
     capabilities: frozenset[str] = frozenset()
     options_class: type[TargetOptions] = TargetOptions
+    find_library_nodes: Callable[[Any], frozenset[str]] | None = None
 
     def __post_init__(self):
         declare_target(self.name, self.capabilities)
@@ -69,8 +72,10 @@ class Target:
         return [s.name for s in self.stages]
 
 
-def library_nodes(artifact: Any) -> frozenset[str]:
+def library_nodes(artifact: Any, target: Target | None = None) -> frozenset[str]:
     """FX node names the artifact runs as library calls (none unless the target says so)."""
+    if target is not None and target.find_library_nodes is not None:
+        return frozenset(target.find_library_nodes(artifact))
     return frozenset(getattr(artifact, "library_nodes", ()))
 
 

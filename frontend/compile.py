@@ -171,7 +171,7 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
     if stage_seconds is not None:
         stage_seconds.update({r.name: r.seconds for r in run.records})
     if library is not None:
-        library.update(library_nodes(run.artifact))
+        library.update(library_nodes(run.artifact, target))
     t1 = time.perf_counter()
     fn = target.load(run.artifact, imported.signature, run.options)
     if stage_seconds is not None:

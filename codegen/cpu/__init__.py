@@ -4,7 +4,7 @@ from torch_mlir import ir
 
 from ..llvm_text import to_llvmlite_text
 from ..target import Stage, Target
-from . import pipeline, runtime
+from . import library, pipeline, runtime
 from .options import CPUOptions
 
 
@@ -39,6 +39,7 @@ TARGET = Target(
     load=runtime.load,
     extra_dumps={"ll": ("ll", _llvm_ir), "s": ("s", _assembly)},
     options_class=CPUOptions,
+    find_library_nodes=library.library_nodes,  # matmuls run as MKL sgemm_/dgemm_ calls (library_matmul)
     doc="Host CPU through MLIR's ExecutionEngine (LLVM ORC JIT).",
     capabilities=frozenset({"serial_loops", "scalar_math"}),  # loops run as written, one thread
 )
