@@ -10,8 +10,8 @@ instead of our i-k-j loops (rules.py), a transpose feeding it becomes the op's i
 so each call is `gemm_(opB, opA, N, M, K, 1, B, ldb, A, lda, 0, C, ldc)` (Fortran: every argument
 by pointer, scalars in stack slots). A row-major operand is passed as is ('N', ld = its row
 stride), a column-major one (a transpose) as 'T' (ld = its column stride). A batch matmul is an
-scf.for of one call per batch. C is a zero fill before the matmul; beta = 1 keeps that contract
-exact (and costs one read of C).
+scf.for of one call per batch. C's accumulator is a zero fill just before the matmul: the fill is
+dropped and beta = 0 (BLAS then only writes C); any other accumulator is kept with beta = 1.
 
 Our loops stay for: other element types (MKL has no integer or half GEMM here), dynamic shapes,
 zero-size dims, and operands whose memref layout BLAS cannot take (neither stride of a matrix is
@@ -237,7 +237,23 @@ def _batch_stride(t: ir.MemRefType) -> int | None:
     return None if _dynamic(stride) else stride
 
 
-def _emit_call(name, slots, op, layout_b, layout_a, ldc, sizes, batch_offsets=None) -> None:
+def _zero_fill_before(op) -> ir.Operation | None:
+    """The linalg.fill of 0 into op's C right before op (the matmul accumulator), if any."""
+    block, previous = op.block, None
+    for other in block.operations:
+        if other.operation == op:
+            break
+        previous = other.operation
+    if previous is None or previous.name != "linalg.fill" or previous.operands[1] != op.opview.outputs[0]:
+        return None
+    value = previous.operands[0].owner
+    if getattr(value, "name", None) != "arith.constant":
+        return None
+    attr = value.attributes["value"]
+    return previous if isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0 else None
+
+
+def _emit_call(name, slots, op, layout_b, layout_a, ldc, sizes, batch_offsets=None, beta=1.0) -> None:
     """One gemm_ call at the insertion point: C^T = op(B) . op(A), column-major (see above)."""
     i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
     elem = ir.MemRefType(op.opview.outputs[0].type).element_type
@@ -252,13 +268,13 @@ def _emit_call(name, slots, op, layout_b, layout_a, ldc, sizes, batch_offsets=No
         _store(slots.scalars[0], arith.constant(elem, 1.0)),
         _ptr(b, offsets[1]), _store(slots.ints[3], arith.constant(i32, layout_b[1])),
         _ptr(a, offsets[0]), _store(slots.ints[4], arith.constant(i32, layout_a[1])),
-        _store(slots.scalars[1], arith.constant(elem, 1.0)),  # C holds the accumulator (a zero fill)
+        _store(slots.scalars[1], arith.constant(elem, beta)),
         _ptr(c, offsets[2]), _store(slots.ints[5], arith.constant(i32, ldc)),
     ]
     func.call([], name, args)
 
 
-def _batch_loop(name, slots, op, plan_rest) -> None:
+def _batch_loop(name, slots, op, plan_rest, beta) -> None:
     """One call per batch: each operand's pointer advanced by its batch stride."""
     index = ir.IndexType.get()
     operands = [*op.opview.inputs, op.opview.outputs[0]]
@@ -268,7 +284,7 @@ def _batch_loop(name, slots, op, plan_rest) -> None:
     with ir.InsertionPoint(loop.body):
         i = loop.induction_variable
         offsets = [arith.muli(i, arith.constant(index, s)) for s in steps]
-        _emit_call(name, slots, op, *plan_rest, batch_offsets=offsets)
+        _emit_call(name, slots, op, *plan_rest, batch_offsets=offsets, beta=beta)
         scf.yield_([])
 
 
@@ -289,12 +305,16 @@ def call_blas(module: ir.Module) -> None:
             if str(elem) not in slots:
                 slots[str(elem)] = _Slots(fn.regions[0].blocks[0], elem)
             _declare(module, name)
+            fill = _zero_fill_before(op)
+            beta = 1.0 if fill is None else 0.0
             with ir.InsertionPoint(op), op.location:
                 if op.name == "linalg.matmul":
-                    _emit_call(name, slots[str(elem)], op, layout_b, layout_a, ldc, sizes)
+                    _emit_call(name, slots[str(elem)], op, layout_b, layout_a, ldc, sizes, beta=beta)
                 else:
-                    _batch_loop(name, slots[str(elem)], op, (layout_b, layout_a, ldc, sizes))
+                    _batch_loop(name, slots[str(elem)], op, (layout_b, layout_a, ldc, sizes), beta)
             op.erase()
+            if fill is not None:
+                fill.erase()
 
 
 # ----------------------------------------------------------------------------- after the llvm stage

@@ -1,9 +1,12 @@
-// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu -O library_matmul=false --stage linalg | check
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check --prefix MKL-LINALG
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix MKL
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage llvm | check --prefix MKL-LLVM
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage linalg | check --prefix CUDA
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage gpu | check --prefix LIBRARY
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda -O library_matmul=false --stage gpu | check --prefix OWN
 
-// cpu: the matmul as a generic (i, k, j): multiply, accumulate into a zero fill (the matmul
+// cpu, library_matmul off: the matmul as a generic (i, k, j): multiply, accumulate into a zero fill (the matmul
 // accumulator, common.py's), with the reduction dim k in the middle.
 // CHECK: #[[A:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK: #[[B:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
@@ -30,6 +33,27 @@
 // OWN: gpu.module @main_kernel
 // OWN: arith.mulf
 // OWN: gpu.all_reduce add
+// cpu (library_matmul, the default): a float32 matmul stays the named op, and after
+// bufferization becomes one call to MKL's sgemm_, column-major: C^T = B^T . A^T, so the call is
+// (transb 'N' = 78, transa 'N', n = 4, m = 4, k = 8, alpha, B, ldb = 4, A, lda = 8, beta, C,
+// ldc = 4), every argument by pointer; the zero fill is dropped (beta = 0): no loop is left.
+// MKL-LINALG: linalg.matmul ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<8x4xf32>)
+// MKL-LINALG-NOT: linalg.generic
+// MKL: func.func @main(%arg0: memref<4x8xf32>, %arg1: memref<8x4xf32>, %arg2: memref<4x4xf32>)
+// MKL-DAG: %[[ZERO:cst[_0-9]*]] = arith.constant 0.000000e+00 : f32
+// MKL-DAG: arith.constant 78 : i8
+// MKL-DAG: arith.constant 8 : i32
+// MKL-NOT: scf.for
+// MKL: extract_strided_metadata %arg1 : memref<8x4xf32>
+// MKL: extract_strided_metadata %arg0 : memref<4x8xf32>
+// MKL: memref.store %[[ZERO]]
+// MKL: extract_strided_metadata %arg2 : memref<4x4xf32>
+// MKL: call @sgemm_(
+// MKL-SAME: (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// MKL-NEXT: return
+// MKL: func.func private @sgemm_(
+// MKL-LLVM: llvm.call @sgemm_(
+// MKL-LLVM: llvm.func @sgemm_(
 func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<8x4xf32>) -> tensor<4x4xf32> {
   %0 = "dynamo.matmul"(%arg0, %arg1) : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
@@ -45,4 +69,38 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<8x4xf32>) -> tensor<4x4xf3
 func.func @main(%arg0: tensor<2x4x8xf32>, %arg1: tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
   %0 = "dynamo.matmul"(%arg0, %arg1) : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
   return %0 : tensor<2x4x4xf32>
+}
+
+// -----
+// A float64 batch matmul whose B is a transpose of the last two dims (attention's q @ k^T): the
+// transpose becomes B's indexing map (no copy), and the loops stage calls dgemm_ once per batch,
+// B read as 'T' (84) in place, each pointer advanced by its batch stride in bytes (4*8*8 = 256
+// for A and B, 4*4*8 = 128 for C).
+// MKL-LINALG: #[[A:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// MKL-LINALG: #[[B:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// MKL-LINALG: #[[C:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// MKL-LINALG-NOT: linalg.transpose
+// MKL-LINALG: linalg.batch_matmul indexing_maps = [#[[A]], #[[B]], #[[C]]] ins(%arg0, %arg1 : tensor<2x4x8xf64>, tensor<2x4x8xf64>)
+// MKL-DAG: arith.constant 84 : i8
+// MKL-DAG: arith.constant 256 : index
+// MKL-DAG: arith.constant 128 : index
+// MKL: scf.for %[[I:arg[0-9]+]] = %c0 to %c2 step %c1 {
+// MKL: func.call @dgemm_(
+// MKL-NEXT: }
+// MKL: func.func private @dgemm_(
+// CHECK: linalg.generic
+func.func @main(%arg0: tensor<2x4x8xf64>, %arg1: tensor<2x4x8xf64>) -> tensor<2x4x4xf64> {
+  %t = "dynamo.permute"(%arg1) {perm = array<i64: 0, 2, 1>} : (tensor<2x4x8xf64>) -> tensor<2x8x4xf64>
+  %0 = "dynamo.matmul"(%arg0, %t) : (tensor<2x4x8xf64>, tensor<2x8x4xf64>) -> tensor<2x4x4xf64>
+  return %0 : tensor<2x4x4xf64>
+}
+
+// -----
+// An integer matmul stays in our loops (MKL has no integer GEMM here).
+// MKL-LINALG: linalg.generic
+// MKL-LINALG-NOT: linalg.matmul
+// MKL-NOT: call
+func.func @main(%arg0: tensor<4x8xi64>, %arg1: tensor<8x4xi64>) -> tensor<4x4xi64> {
+  %0 = "dynamo.matmul"(%arg0, %arg1) : (tensor<4x8xi64>, tensor<8x4xi64>) -> tensor<4x4xi64>
+  return %0 : tensor<4x4xi64>
 }
