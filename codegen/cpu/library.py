@@ -69,10 +69,8 @@ def keep_library_matmuls(module: ir.Module) -> None:
     """Before lowering: lower each eligible dynamo.matmul with the generic rule (a named linalg
     op) instead of the cpu rule's loops, so that a later stage can recognise it."""
     generic = registry.lookup("dynamo.matmul", None)
-    found = []
-    module.operation.walk(lambda op: (found.append(op.opview) if op.name == "dynamo.matmul" else None,
-                                      ir.WalkResult.ADVANCE)[1])
-    for op in found:
+    for op in _ops_named(module, ("dynamo.matmul",)):
+        op = op.opview
         if not _eligible(op):
             continue
         with ir.InsertionPoint(op), op.location:
@@ -98,13 +96,23 @@ def _maps(rank: int, transposed: tuple[bool, bool]) -> list[ir.AffineMap]:
     return [a, b, c]
 
 
+def _ops_named(root, names) -> list[ir.Operation]:
+    found = []
+
+    def visit(op):
+        if op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.operation.walk(visit)
+    return found
+
+
 def _transpose_source(value: ir.Value, rank: int) -> ir.Value | None:
     """x when `value` is linalg.transpose(x) swapping the last two dims, else None."""
-    owner = value.owner
-    if not isinstance(owner, ir.Operation) or owner.name != "linalg.transpose":
-        owner = getattr(owner, "operation", None)
-        if owner is None or owner.name != "linalg.transpose":
-            return None
+    owner = getattr(value.owner, "operation", value.owner)  # a block, for a block argument
+    if getattr(owner, "name", None) != "linalg.transpose":
+        return None
     perm = list(ir.DenseI64ArrayAttr(owner.attributes["permutation"]))
     return owner.operands[0] if perm == _SWAPPED[rank] else None
 
@@ -112,10 +120,9 @@ def _transpose_source(value: ir.Value, rank: int) -> ir.Value | None:
 def fold_transposes(module: ir.Module) -> None:
     """matmul(transpose(x), y) -> matmul with x's indexing map transposed: BLAS reads x as is.
     The transpose, if nothing else uses it, is left dead for canonicalize."""
-    found = []
-    module.operation.walk(lambda op: (found.append(op) if op.name in NAMED and "indexing_maps" not in op.attributes
-                                      else None, ir.WalkResult.ADVANCE)[1])
-    for op in found:
+    for op in _ops_named(module, NAMED):
+        if "indexing_maps" in op.attributes:
+            continue
         view = op.opview
         a, b = view.inputs
         rank = ir.ShapedType(a.type).rank
@@ -124,7 +131,8 @@ def fold_transposes(module: ir.Module) -> None:
             continue
         named = linalg.matmul if op.name == "linalg.matmul" else linalg.batch_matmul
         with ir.InsertionPoint(op), op.location:
-            new = named(sources[0] or a, sources[1] or b, outs=[view.outputs[0]],
+            new = named(a if sources[0] is None else sources[0], b if sources[1] is None else sources[1],
+                        outs=[view.outputs[0]],
                         indexing_maps=_maps(rank, (sources[0] is not None, sources[1] is not None)))
         op.results[0].replace_all_uses_with(new)
         op.erase()
@@ -293,10 +301,8 @@ def call_blas(module: ir.Module) -> None:
     for fn in list(module.body.operations):
         if fn.operation.name != "func.func" or not fn.regions[0].blocks:
             continue
-        found = []
-        fn.operation.walk(lambda op: (found.append(op) if op.name in NAMED else None, ir.WalkResult.ADVANCE)[1])
         slots = {}
-        for op in found:
+        for op in _ops_named(fn, NAMED):
             plan = _plan(op)
             if plan is None:
                 continue
