@@ -13,24 +13,43 @@ parameter spread over the spatial dims) and which outputs of a multi-output node
 import operator
 
 
-class Args(dict):
-    """A node's arguments by schema name; also readable as attributes (`a.dim`)."""
+class Args:
+    """A node's arguments by schema name: `a.dim`, `a["from"]`, `"dim" in a`, `a.get("step", 1)`.
+    Not a dict subclass: an argument may be called `values` or `items`."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict):
+        self._values = values
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"the op has no argument '{name}'") from None
+
+    def __getitem__(self, name):
+        return self._values[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self._values
+
+    def get(self, name, default=None):
+        """The argument `name`, or `default` where this overload has no such argument."""
+        return self._values.get(name, default)
 
     @property
     def first(self):
         """The first argument: a unary op's input, whatever its schema calls it (self, x, a)."""
-        return next(iter(self.values()))
+        return next(iter(self._values.values()))
 
     def leading(self, n: int) -> list:
         """The first n arguments in schema order, for a family of overloads that name them
         differently (add.Tensor's self/other, add.int's a/b)."""
-        return list(self.values())[:n]
+        return list(self._values.values())[:n]
 
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"the op has no argument '{name}'") from None
+    def __repr__(self) -> str:
+        return f"Args({self._values!r})"
 
 
 def bind(node, schema=None, skip: int = 0) -> Args:
@@ -38,11 +57,10 @@ def bind(node, schema=None, skip: int = 0) -> Args:
     target wraps an ATen op (the seeded random ops: the op's schema, after `skip` leading
     arguments of the wrapper's own)."""
     schema = schema if schema is not None else node.target._schema
-    names = [a.name for a in schema.arguments]
-    args = Args({a.name: a.default_value if a.has_default_value() else None for a in schema.arguments})
-    args.update(zip(names, node.args[skip:]))
-    args.update(node.kwargs)
-    return args
+    values = {a.name: a.default_value if a.has_default_value() else None for a in schema.arguments}
+    values.update(zip(list(values), node.args[skip:]))  # positional arguments fill the schema's order
+    values.update(node.kwargs)
+    return Args(values)
 
 
 def norm_dim(dim: int, rank: int) -> int:

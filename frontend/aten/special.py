@@ -1,7 +1,6 @@
 """Special functions: gamma family (lgamma, digamma, polygamma), zeta, incomplete gamma, erfinv,
-ndtri, erfcx (the ops of dialects/special.py), Bessel functions (i0, special.i0e,
-special.bessel_j0, ...) and orthogonal polynomials (torch.special.*_polynomial_*), the ops of
-dialects/bessel.py.
+ndtri, erfcx, Bessel functions (i0, special.i0e, special.bessel_j0, ...) and orthogonal
+polynomials (torch.special.*_polynomial_*): the special-function ops of the dialect.
 
 The special-function ops compute in f64 inside their bodies, which makes float32/bfloat16/float16
 results correctly rounded or nearly so; float64 inputs would need more care than those
@@ -12,7 +11,6 @@ import math
 
 import torch
 
-from ...dialects import bessel as bz
 from ...dialects import dynamo as dy
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
@@ -108,7 +106,7 @@ def _trigamma_as_eager(ctx, x, y):
 # aten op -> dynamo op name. Every overload (Tensor/Scalar x, Tensor/Scalar n) promotes both to
 # the result's float dtype, as eager's kernel sees them.
 POLYNOMIALS = {
-    getattr(aten, f"special_{name}"): name for name in bz.POLYNOMIAL_OPS
+    getattr(aten, f"special_{name}"): name for name in dy.POLYNOMIAL_OPS
 }
 # The polynomial bodies repeat eager's f32 operations exactly, its fused multiply-adds emulated
 # in f64 (exact for f32 only); eager has no bf16/f16 kernel.
@@ -123,7 +121,7 @@ def _polynomial(ctx, node):
         raise Unsupported(f"{node.target} on {val.dtype}")
     shape = list(static_shape(val))
     x, n = ctx.operand(a.x, val.dtype, shape), ctx.operand(a.n, val.dtype, shape)
-    cls = bz.POLYNOMIAL_CLASSES[POLYNOMIALS[node.target.overloadpacket]]
+    cls = dy.POLYNOMIAL_CLASSES[POLYNOMIALS[node.target.overloadpacket]]
     return cls(x, n, out=ctx.type_like(x)).out
 
 
@@ -153,5 +151,5 @@ def _bessel(ctx, node):
     if val.dtype == torch.float32 and node.target.overloadpacket in EAGER_F32:
         raise Unsupported(f"{node.target} on float32: eager's kernel is less accurate than its tolerance")
     x = ctx.cast(ctx.tensor(bind(node).first), val.dtype)
-    cls = bz.BESSEL_CLASSES[BESSEL[node.target.overloadpacket]]
+    cls = dy.BESSEL_CLASSES[BESSEL[node.target.overloadpacket]]
     return cls(x, out=ctx.type_like(x)).out
