@@ -19,6 +19,7 @@ from torch_mlir import ir
 
 from ...dialects import dynamo as dy
 from .. import dtypes
+from ..registry import Unsupported
 
 I64 = torch.int64
 
@@ -43,6 +44,12 @@ def i64s(values) -> ir.DenseI64ArrayAttr:
 
 def numel(shape) -> int:
     return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+
+
+def require_static(ctx, x, what: str) -> None:
+    """Raise Unsupported where x has a dynamic dim (`what`: the op, for the reason)."""
+    if any(s == dy.DYN for s in ctx.shape_of(x)):
+        raise Unsupported(f"{what} with a dynamic dim")
 
 
 # ----------------------------------------------------------------------------- elementwise
@@ -163,10 +170,17 @@ def reduce(ctx, x, kind: str, dims: list[int], keepdim: bool = False) -> ir.Valu
     if not dims:  # reducing a 0-d tensor is the identity
         return x
     kept = [s for i, s in enumerate(shape) if i not in dims]
-    r = dy.ReduceOp(x, ir.StringAttr.get(kind), ir.DenseI64ArrayAttr.get(dims), out=ctx.type_like(x, shape=kept)).out
+    r = dy.ReduceOp(x, ir.StringAttr.get(kind), i64s(dims), out=ctx.type_like(x, shape=kept)).out
     if keepdim:
         r = ctx.reshape(r, [1 if i in dims else s for i, s in enumerate(shape)])
     return r
+
+
+def arg_reduce(ctx, x, kind: str, dim: int) -> ir.Value:
+    """The i64 position of the first max (or min) along dim, that dim dropped (dynamo.arg_reduce)."""
+    shape = ctx.shape_of(x)
+    out = ctx.type_like(x, I64, shape[:dim] + shape[dim + 1:])
+    return dy.ArgReduceOp(x, ir.StringAttr.get(kind), i64(dim), out=out).out
 
 
 HALF = (torch.bfloat16, torch.float16)

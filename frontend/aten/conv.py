@@ -17,7 +17,7 @@ from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, per_dim
 from .builders import (HALF, const, compute_dtype, emit_like, flip, i64, i64s, ordered_sum, outer, pad, permute,
-                       reduce, row_major_strides, slice_box)
+                       reduce, row_major_strides, select, slice_box)
 
 aten = torch.ops.aten
 
@@ -145,7 +145,7 @@ def _conv_transpose_col2vol(ctx, x, w, stride, padding, dilation, output_padding
     wide = [n_out, n_k, planes]
     g = dy.GatherOp(rows, const(ctx, table, torch.int64), out=ctx.type_like(rows, shape=wide)).out
     keep = ctx.broadcast(ctx.cast(const(ctx, valid.reshape(n_out, n_k, 1).astype(np.int64), torch.int64), torch.bool), wide)
-    g = dy.SelectOp(keep, g, ctx.broadcast(ctx.scalar(0, ctx.dtype_of(g)), wide), out=ctx.type_like(g)).out
+    g = select(ctx, keep, g, ctx.broadcast(ctx.scalar(0, ctx.dtype_of(g)), wide))
     y = permute(ctx, ordered_sum(ctx, g, 1, ctx.dtype_of(g)), [1, 0])
     return ctx.reshape(y, [n, groups * cout_g, *outs])
 

@@ -45,4 +45,5 @@ def _arange(ctx, node):
     acc = ARANGE_ACC.get(val.dtype, compute_dtype(val.dtype))
     zero = ctx.scalar(0, acc)
     start, step = ctx.scalar(a.get("start", 0), acc), ctx.scalar(a.get("step", 1), acc)
-    return ctx.cast(dy.IotaOp(start, step, i64(0), out=ctx.type_like(zero, acc, list(static_shape(val)))).out, val.dtype)
+    values = dy.IotaOp(start, step, i64(0), out=ctx.type_like(zero, acc, list(static_shape(val)))).out
+    return ctx.cast(values, val.dtype)

@@ -78,7 +78,7 @@ def _index_select(ctx, node):
         return ctx.reshape(x, static_shape(ctx.out_meta(node)))
     dim = norm_dim(a.dim, rank)
     perm = [dim] + [d for d in range(rank) if d != dim]
-    moved = dy.PermuteOp(x, perm=i64s(perm), out=ctx.type_like(x, shape=[shape[p] for p in perm])).out
+    moved = permute(ctx, x, perm)
     n = ctx.shape_of(index)
     gathered_shape = [n[0] if n else 1] + [shape[p] for p in perm[1:]]
     index = ctx.reshape(index, [gathered_shape[0]])

@@ -209,7 +209,8 @@ def _pivot_sign(ctx, piv):
     """+-1.0 [B]: the parity of the row swaps pivots [B, n] describe."""
     b, n = ctx.shape_of(piv)
     step = iota(ctx, [b, n], 1)
-    moved = compare(ctx, ctx.cast(piv, torch.int64), emit_like(ctx, "add", step, ctx.full(1, [b, n], torch.int64)), "ne")
+    one_based = emit_like(ctx, "add", step, ctx.full(1, [b, n], torch.int64))
+    moved = compare(ctx, ctx.cast(piv, torch.int64), one_based, "ne")
     flips = select(ctx, moved, ctx.full(-1.0, [b, n], F64), ctx.full(1.0, [b, n], F64))
     return reduce(ctx, flips, "prod", [1], False)
 

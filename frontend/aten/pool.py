@@ -26,8 +26,8 @@ from ...dialects import dynamo as dy
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, output_read, per_dim
-from .builders import (HALF, compare, compute_dtype, const, emit_like, i64, i64s, iota, ordered_sum, outer, pad, permute,
-                       reduce, row_major_strides, select, slice_box)
+from .builders import (HALF, arg_reduce, compare, compute_dtype, const, emit_like, gather_along, i64s, iota,
+                       ordered_sum, outer, pad, permute, reduce, row_major_strides, select, slice_box)
 
 aten = torch.ops.aten
 
@@ -182,10 +182,9 @@ def _general_max_pool(ctx, x, geom: Geometry, out_shape, out_dtype):
     g = permute(ctx, g, [spatial + 1] + list(range(spatial + 1)))  # planes, out..., K
     values = reduce(ctx, g, "max", [spatial + 1], False)
     window = [planes] + geom.outs
-    slot = dy.ArgReduceOp(g, ir.StringAttr.get("max"), i64(spatial + 1), out=ctx.type_like(g, torch.int64, window)).out
+    slot = arg_reduce(ctx, g, "max", spatial + 1)
     table = ctx.broadcast(const(ctx, torch_index, torch.int64), window + [k])
-    index = dy.GatherAlongOp(table, ctx.reshape(slot, window + [1]), i64(spatial + 1),
-                             out=ctx.type_like(slot, shape=window + [1])).out
+    index = gather_along(ctx, table, ctx.reshape(slot, window + [1]), spatial + 1)
     return ctx.cast(ctx.reshape(values, out_shape), out_dtype), ctx.reshape(index, out_shape)
 
 
@@ -336,8 +335,7 @@ class Windows:
     def argmax(self, ctx, x):
         """Position (0..kh*kw-1) of the first maximum of each window, as torch picks it."""
         windows = self.gather(ctx, x)
-        return dy.ArgReduceOp(windows, ir.StringAttr.get("max"), i64(4),
-                              out=ctx.type_like(windows, torch.int64, self.window_shape[:4])).out
+        return arg_reduce(ctx, windows, "max", 4)
 
     def flat_indices(self, ctx, arg):
         """torch's indices: row * W + col in the unpadded input."""
@@ -445,8 +443,7 @@ def _max_indices(ctx, x, values, spatial: int):
     xb = ctx.broadcast(ctx.reshape(x, shape[:first] + [1] * spatial + ins), wide)
     picked = select(ctx, keep, xb, ctx.broadcast(ctx.scalar(float("-inf"), ctx.dtype_of(x)), wide))
     flat = ctx.reshape(picked, shape[:first] + outs + [int(np.prod(ins))])
-    idx = dy.ArgReduceOp(flat, ir.StringAttr.get("max"), i64(len(out_shape)),
-                         out=ctx.type_like(flat, torch.int64, out_shape)).out
+    idx = arg_reduce(ctx, flat, "max", len(out_shape))
     starts = np.zeros([], dtype=np.int64)
     for n, o in zip(ins, outs):
         starts = np.add.outer(starts * n, (np.arange(o) * n) // o)

@@ -4,13 +4,12 @@ softmax and log_softmax, built from dynamo.reduce (builders.reduce) and elementw
 import math
 
 import torch
-from torch_mlir import ir
 
 from ...dialects import dynamo as dy
 from ..importer import DYN, static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, norm_dim
-from .builders import compare, compute_dtype, emit_like, i64, like, numel, reduce
+from .builders import arg_reduce, compare, compute_dtype, emit_like, i64s, like, numel, reduce
 
 aten = torch.ops.aten
 
@@ -30,7 +29,7 @@ def divisor(ctx, x, dims, dtype):
     shape = ctx.shape_of(x)
     if all(shape[d] != DYN for d in dims):
         return ctx.scalar(numel([shape[d] for d in dims]), dtype)
-    return dy.NumelOp(x, dims=ir.DenseI64ArrayAttr.get(dims), out=ctx.type_like(x, dtype, [])).out
+    return dy.NumelOp(x, dims=i64s(dims), out=ctx.type_like(x, dtype, [])).out
 
 
 # Overloads that reduce over every dim (they have no dim argument).
@@ -89,8 +88,7 @@ def _max_dim(ctx, node):
 
 def _arg(ctx, x, kind, dim, keepdim):
     shape = ctx.shape_of(x)
-    kept = shape[:dim] + shape[dim + 1:]
-    i = dy.ArgReduceOp(x, ir.StringAttr.get(kind), i64(dim), out=ctx.type_like(x, torch.int64, kept)).out
+    i = arg_reduce(ctx, x, kind, dim)
     return ctx.reshape(i, shape[:dim] + [1] + shape[dim + 1:]) if keepdim else i
 
 
@@ -115,7 +113,8 @@ def _variance(ctx, x, dims, correction, keep):
     n = numel([shape[d] for d in dims])
     mean_k = reduce(ctx, x, "sum", dims, True)
     # like=: a scalar divisor broadcast to a shape with `?` dims reads them off the dividend
-    mean_k = emit_like(ctx, "div", mean_k, ctx.broadcast(ctx.scalar(n, ctx.dtype_of(x)), ctx.shape_of(mean_k), like=mean_k))
+    count = ctx.broadcast(ctx.scalar(n, ctx.dtype_of(x)), ctx.shape_of(mean_k), like=mean_k)
+    mean_k = emit_like(ctx, "div", mean_k, count)
     centered = emit_like(ctx, "sub", x, ctx.broadcast(mean_k, shape))
     sq = reduce(ctx, emit_like(ctx, "mul", centered, centered), "sum", dims, keep)
     divisor = ctx.broadcast(ctx.scalar(max(n - correction, 0), ctx.dtype_of(x)), ctx.shape_of(sq), like=sq)

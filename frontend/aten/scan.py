@@ -9,10 +9,11 @@ that index, so signed zeros follow eager too.
 
 import torch
 
-from ..importer import DYN, static_shape
+from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, norm_dim
-from .builders import compare, compute_dtype, emit_like, gather_along, iota, isinf, isnan, like, reduce, select
+from .builders import (compare, compute_dtype, emit_like, gather_along, iota, isinf, isnan, like, reduce,
+                       require_static, select)
 
 aten = torch.ops.aten
 MAX_SCAN = 4096
@@ -36,11 +37,6 @@ def scan(ctx, x, dim: int, kind: str, identity: float):
     src, i, j = _pairwise(ctx, x, dim)  # masked where j > i
     masked = select(ctx, compare(ctx, j, i, "le"), src, like(ctx, identity, src))
     return reduce(ctx, masked, kind, [dim + 1], False)
-
-
-def _static(ctx, x):
-    if any(s == DYN for s in ctx.shape_of(x)):
-        raise Unsupported("scan with a dynamic dim")
 
 
 @import_rule(*SCANS)
@@ -72,7 +68,7 @@ def _extreme(dtype: torch.dtype, kind: str):
 def _cummax(ctx, node):
     a = bind(node)
     x = ctx.tensor(a.self)
-    _static(ctx, x)
+    require_static(ctx, x, "scan")
     shape = ctx.shape_of(x)
     if not shape:
         return x, ctx.full(0, [], torch.int64)
@@ -103,7 +99,7 @@ def _logcumsumexp(ctx, node):
         raise Unsupported("logcumsumexp of an integer tensor")
     compute = torch.float64 if val.dtype in (torch.float32, torch.float64) else torch.float32
     x = ctx.cast(ctx.tensor(a.self), compute)
-    _static(ctx, x)
+    require_static(ctx, x, "scan")
     shape = ctx.shape_of(x)
     if not shape:
         return ctx.cast(x, val.dtype)

@@ -17,7 +17,7 @@ from ...dialects import dynamo as dy
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind
-from .builders import (HALF, compare, const, emit_like, i64, inverse_permutation, like, numel, permute, reduce,
+from .builders import (HALF, compare, const, emit_like, gather_along, i64, inverse_permutation, like, numel, permute, reduce,
                        select, slice_along, slice_box)
 from .movement import storage_index
 
@@ -248,7 +248,7 @@ def _select_gathered(ctx, dest, src, dim, hit: np.ndarray, pos: np.ndarray, plan
     spread = [shape[d] if d in plane_dims else 1 for d in range(len(shape))]
     hit_t = ctx.broadcast(ctx.reshape(const(ctx, hit), spread), shape)
     pos_t = ctx.broadcast(ctx.reshape(const(ctx, pos), spread), shape)
-    gathered = dy.GatherAlongOp(src, pos_t, i64(dim), out=ctx.type_like(dest)).out
+    gathered = gather_along(ctx, src, pos_t, dim)
     return select(ctx, _is_true(ctx, hit_t), gathered, dest)
 
 

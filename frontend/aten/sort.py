@@ -18,7 +18,7 @@ from ...dialects import dynamo as dy
 from ..registry import Unsupported, import_rule
 from .args import bind, norm_dim, output_live
 from .builders import (compare, compute_dtype, emit_like, gather_along, i64, iota, isnan, like, numel, reduce,
-                       select, slice_along)
+                       require_static, select, slice_along)
 
 aten = torch.ops.aten
 STD_SORT_STABLE_UP_TO = 16  # std::sort is a plain insertion sort up to this many elements
@@ -31,11 +31,6 @@ def sort(ctx, x, dim: int, descending: bool):
     op = dy.SortOp(x, i64(dim), i64(descending), values=ctx.type_like(x),
                    indices=ctx.type_like(x, torch.int64))
     return op.values, op.indices
-
-
-def _static(ctx, x):
-    if any(s == dy.DYN for s in ctx.shape_of(x)):
-        raise Unsupported("sort with a dynamic dim")
 
 
 def _dim(ctx, x, dim) -> int:
@@ -54,7 +49,7 @@ def _line(ctx, x, dim) -> int:
 def _sort(ctx, node):
     a = bind(node)
     x = ctx.tensor(a.self)
-    _static(ctx, x)
+    require_static(ctx, x, "sort")
     stable, dim = bool(a.get("stable")), _dim(ctx, x, a.dim)
     if not stable and _line(ctx, x, dim) > STD_SORT_STABLE_UP_TO and output_live(node, 1):
         raise Unsupported("indices of an unstable sort over more than 16 elements (std::sort's tie order)")
@@ -81,7 +76,7 @@ def _no_indices(node, index: int, why: str, line: int):
 def _topk(ctx, node):
     a = bind(node)
     x = ctx.tensor(a.self)
-    _static(ctx, x)
+    require_static(ctx, x, "sort")
     k, dim, largest, ordered = a.k, _dim(ctx, x, a.dim), bool(a.largest), bool(a.sorted)
     n = _line(ctx, x, dim)
     if not ordered and k > 1:
@@ -97,7 +92,7 @@ def _topk(ctx, node):
 def _kthvalue(ctx, node):
     a = bind(node)
     x = ctx.tensor(a.self)
-    _static(ctx, x)
+    require_static(ctx, x, "sort")
     k, dim, keep = a.k, _dim(ctx, x, a.dim), bool(a.keepdim)
     n = _line(ctx, x, dim)
     _no_indices(node, 1, "kthvalue indices: eager's tie order is its quickselect's", n)
@@ -123,7 +118,8 @@ def _median_position(ctx, x, dim: int, ignore_nan: bool):
     count = reduce(ctx, numbers, "sum", [dim], True)
     one, two = like(ctx, 1, count), like(ctx, 2, count)
     if ignore_nan:  # the lower middle number; a line of NaNs only takes eager's own pick
-        middle = emit_like(ctx, "floordiv", emit_like(ctx, "max", emit_like(ctx, "sub", count, one), like(ctx, 0, count)), two)
+        below = emit_like(ctx, "max", emit_like(ctx, "sub", count, one), like(ctx, 0, count))
+        middle = emit_like(ctx, "floordiv", below, two)
         return select(ctx, compare(ctx, count, like(ctx, 0, count), "eq"), like(ctx, _all_nan_pick(n), count), middle)
     has_nan = compare(ctx, count, like(ctx, n, count), "lt")
     return select(ctx, has_nan, count, like(ctx, (n - 1) // 2, count))
@@ -148,7 +144,7 @@ def median(ctx, x, dim: int, keepdim: bool, ignore_nan: bool):
 @import_rule(aten.median.default, aten.nanmedian.default)
 def _median_all(ctx, node):
     x = ctx.tensor(bind(node).self)
-    _static(ctx, x)
+    require_static(ctx, x, "sort")
     n = numel(ctx.shape_of(x))
     if n == 0:
         raise Unsupported("median of an empty tensor")
@@ -160,7 +156,7 @@ def _median_all(ctx, node):
 def _median_dim(ctx, node):
     a = bind(node)
     x = ctx.tensor(a.self)
-    _static(ctx, x)
+    require_static(ctx, x, "sort")
     dim, keep = _dim(ctx, x, a.dim), bool(a.keepdim)
     if not ctx.shape_of(x):
         return x, ctx.full(0, [], torch.int64)
@@ -193,8 +189,8 @@ def _count_below(ctx, boundaries, values, right: bool, out_dtype):
 def _search(ctx, node, boundaries, values, right: bool):
     if ctx.dtype_of(boundaries) != ctx.dtype_of(values):
         raise Unsupported("searchsorted: boundaries and values differ in dtype")
-    _static(ctx, boundaries)
-    _static(ctx, values)
+    require_static(ctx, boundaries, "searchsorted")
+    require_static(ctx, values, "searchsorted")
     out = ctx.out_meta(node)
     return _count_below(ctx, boundaries, values, right, out.dtype)
 
@@ -205,8 +201,7 @@ def _searchsorted(ctx, node):
     right = bool(a.right) or a.side == "right"
     boundaries = ctx.tensor(a.sorted_sequence)
     if a.sorter is not None:  # the sequence in sorted order
-        boundaries = dy.GatherAlongOp(boundaries, ctx.tensor(a.sorter), i64(len(ctx.shape_of(boundaries)) - 1),
-                                      out=ctx.type_like(boundaries)).out
+        boundaries = gather_along(ctx, boundaries, ctx.tensor(a.sorter), len(ctx.shape_of(boundaries)) - 1)
     return _search(ctx, node, boundaries, ctx.tensor(a.self), right)
 
 
@@ -235,7 +230,7 @@ def _histc(ctx, node):
     a = bind(node)
     val = ctx.out_meta(node)
     x = ctx.tensor(a.self)
-    _static(ctx, x)
+    require_static(ctx, x, "sort")
     bins, lo, hi = int(a.bins), float(a.min), float(a.max)
     n = numel(ctx.shape_of(x))
     if not val.dtype.is_floating_point or n == 0:
