@@ -28,10 +28,10 @@ def import_rule(*targets, override: bool = False):
     (a packet stands for all of its overloads). `override=True` replaces an existing rule."""
 
     def add(fn):
-        for t in targets:
-            for overload in overloads(t):
-                _check_free(overload, fn, override)
-                _RULES[overload] = fn
+        ops = [overload for t in targets for overload in overloads(t)]
+        for overload in ops:  # all checked first: a refused registration changes nothing
+            _check_free(overload, fn, override)
+        _RULES.update(dict.fromkeys(ops, fn))
         return fn
 
     return add
