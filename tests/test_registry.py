@@ -57,3 +57,20 @@ def test_bind_reads_any_argument_name():
     assert bind(_node(aten.special_airy_ai.default, "x")).first == "x"
     with pytest.raises(AttributeError, match="no argument 'nope'"):
         bind(_node(aten.relu.default, "x")).nope
+
+
+def test_const_keeps_a_0d_array_0d():
+    """np.ascontiguousarray makes a 0-d array 1-d: a 0-d index (repeat or unbind of a 0-d result)
+    must stay 0-d."""
+    import numpy as np
+    from torch_mlir import ir
+
+    from dynamo_mlir.dialects import new_context
+    from dynamo_mlir.frontend.aten.builders import const
+    from dynamo_mlir.frontend.importer import ImportContext
+
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            value = const(ImportContext(), np.array(3))
+        assert str(value.type) == "tensor<i64>"

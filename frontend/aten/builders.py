@@ -93,8 +93,8 @@ def isinf(ctx, x) -> ir.Value:
 
 def const(ctx, array: np.ndarray, dtype: torch.dtype = I64) -> ir.Value:
     """A tensor constant holding a numpy array (index tables, masks, divisors) in `dtype`."""
+    shape = list(np.shape(array))  # before ascontiguousarray, which makes a 0-d array 1-d
     array = np.ascontiguousarray(array, dtype=dtypes.NUMPY_TYPES[dtype])
-    shape = list(array.shape)
     if array.size == 0:  # an empty attribute is dropped by ext: ctx.full makes empty tensors
         return ctx.full(0, shape, dtype)
     t = dtypes.tensor_type(shape, dtype)
