@@ -19,7 +19,7 @@ from .compile import compile_graph, new_graph_name
 from .half_precision import half_overrides
 from .foreach import decompositions as foreach_decompositions
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
-from .aten.coverage_pool import full_precision_decompositions
+from .aten.resample import full_precision_decompositions
 from .stats import REGISTRY, GraphReport, op_name
 
 log = logging.getLogger("dynamo_mlir")
@@ -48,7 +48,7 @@ def decompositions() -> dict:
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
     table.update(linear_cross_entropy_decompositions())
     table.update(foreach_decompositions())  # torch.optim's multi-tensor updates, per tensor
-    table.update(full_precision_decompositions())  # grid_sampler_2d (frontend/aten/coverage_pool.py)
+    table.update(full_precision_decompositions())  # grid_sampler_2d (frontend/aten/resample.py)
     table.update(half_overrides(table))  # eager CPU kernels' own roundings for bf16/f16
     return table
 

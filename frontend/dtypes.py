@@ -1,5 +1,6 @@
 """torch dtype <-> MLIR element type, one table."""
 
+import numpy as np
 import torch
 from torch_mlir import ir
 
@@ -18,6 +19,13 @@ _TYPES = {
 }
 # uint8 would need unsigned semantics everywhere; it stays eager until the dialect models it.
 SUPPORTED_DTYPES = frozenset(_TYPES)
+
+# torch dtype -> numpy dtype, for constants built from numpy arrays (numpy has no bfloat16).
+NUMPY_TYPES = {
+    torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16,
+    torch.int64: np.int64, torch.int32: np.int32, torch.int16: np.int16, torch.int8: np.int8,
+    torch.bool: np.bool_,
+}
 
 # Types computed in float32 and rounded back, as PyTorch's own kernels do (internal upcast).
 UPCAST_DTYPES = {torch.float16: torch.float32, torch.bfloat16: torch.float32}

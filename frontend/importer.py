@@ -26,11 +26,6 @@ _TORCH_OF_MLIR = {
     "f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
     "i64": torch.int64, "i32": torch.int32, "i16": torch.int16, "i8": torch.int8, "i1": torch.bool,
 }
-_NUMPY_OF_TORCH = {
-    torch.float32: np.float32, torch.float64: np.float64, torch.float16: np.float16,
-    torch.int64: np.int64, torch.int32: np.int32, torch.int16: np.int16, torch.int8: np.int8,
-    torch.bool: np.bool_,
-}
 
 
 def fake_value(arg):
@@ -134,7 +129,7 @@ class ImportContext:
 
     def scalar(self, number, dtype: torch.dtype) -> ir.Value:
         """A 0-d constant tensor holding a Python number converted as torch would."""
-        np_type = _NUMPY_OF_TORCH.get(dtype)
+        np_type = dtypes.NUMPY_TYPES.get(dtype)
         t = dtypes.tensor_type([], dtype)
         if np_type is None:  # bf16: numpy has no bf16; build from a float attribute
             attr = ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(t.element_type, float(number)))

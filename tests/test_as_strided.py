@@ -1,6 +1,6 @@
 """as_strided (and as_strided_scatter) address storage, not values: after a view (diagonal,
 narrow, select, a stepped slice, expand, unsafe_view, a split's piece) or on a channels-last
-tensor, the result is eager's, compiled (frontend/storage_views.py, coverage_movement.py).
+tensor, the result is eager's, compiled (frontend/storage_views.py, frontend/aten/movement.py).
 Before, the view was compiled into a new contiguous tensor and as_strided read that one: a
 storage size error, or silently other elements."""
 

@@ -1,4 +1,4 @@
-"""dynamo.sort and the ops built on it or next to it (coverage_sort.py), against eager:
+"""dynamo.sort and the ops built on it or next to it (frontend/aten/sort.py, scan.py), against eager:
 values and indices, ties, NaN, descending, 1-d and n-d, every dim."""
 
 import pytest

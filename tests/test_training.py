@@ -60,7 +60,7 @@ def test_conv_and_max_pool_backward_with_input_gradient(stride, padding, dilatio
     out = torch.compile(f, backend="mlir")(*args)
     got = torch.autograd.grad(out.square().sum(), args)
     want = torch.autograd.grad(f(*args).square().sum(), args)
-    assert_all_compiled()  # padded pooling's backward too: coverage_pool.py routes by the saved indices
+    assert_all_compiled()  # padded pooling's backward too: frontend/aten/pool.py routes by the saved indices
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-4)
 

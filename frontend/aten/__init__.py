@@ -1,15 +1,28 @@
-"""Importing this package registers the import rule of every supported ATen op."""
+"""Importing this package registers the import rule of every supported ATen op.
 
-from . import creation, elementwise, nn, reduction, shape, training  # noqa: F401
-from . import coverage_movement  # noqa: F401,E402  (after the core rules: a later registration wins)
-from . import coverage_math  # noqa: F401,E402
-from . import coverage_index  # noqa: F401,E402
-from . import coverage_nn  # noqa: F401,E402  (convolution: 1-d, 2-d, grouped, transposed)
-from . import coverage_pool  # noqa: F401,E402
-from . import coverage_bessel  # noqa: F401,E402
-from . import coverage_sort  # noqa: F401,E402
-from . import coverage_scatter  # noqa: F401,E402
-from . import coverage_special  # noqa: F401,E402
-from . import coverage_distance  # noqa: F401,E402
-from . import random  # noqa: F401,E402  (seeded random ops: frontend/seeding.py)
-from . import coverage_linalg  # noqa: F401,E402  (LU, Cholesky, triangular solves and what composes from them)
+One file per op family (the same family names as dialects/ and lowering/rules/); a rule goes in
+the family a reader would look in first (docs/adding-an-op.md lists them). Registration refuses
+a second rule for an overload (frontend/registry.py), so no rule replaces another and the order
+below does not matter: it is alphabetical. args.py (argument binding) and builders.py (the shared
+IR builders) hold no rules.
+"""
+
+from . import (  # noqa: F401
+    conv,
+    creation,
+    distance,
+    elementwise,
+    indexing,
+    linalg,
+    matmul,
+    movement,
+    norm,
+    pool,
+    random,
+    reduction,
+    resample,
+    scan,
+    scatter,
+    sort,
+    special,
+)

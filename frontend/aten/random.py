@@ -10,12 +10,13 @@ The numbers differ from eager's (a different generator) but follow the same dist
 import math
 
 import torch
-from torch_mlir import ir
 
 from ...dialects import dynamo as dy
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 from ..seeding import random_rule
+from .args import bind
+from .builders import compare, emit_like, i64, select
 
 aten = torch.ops.aten
 I64 = torch.int64
@@ -30,7 +31,8 @@ class Sampler:
 
     def __init__(self, ctx, node, dtype: torch.dtype):
         self.ctx, self.node = ctx, node
-        self.seed, self.stream = ctx.tensor(node.args[0]), node.args[1]
+        seed, self.stream, *_ = node.args  # seeded(op)(seed, stream, *the op's arguments)
+        self.seed = ctx.tensor(seed)
         if not isinstance(self.stream, int):
             raise Unsupported("the stream number must be an int")
         self.shape = list(static_shape(ctx.out_meta(node, 0 if isinstance(node.meta["val"], tuple) else None)))
@@ -42,8 +44,7 @@ class Sampler:
     # ---- building blocks
     def bits(self, k: int = 0):
         """63 random bits per element (non-negative i64), from sub-stream k."""
-        stream = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 4 * self.stream + k)
-        return dy.RandomBitsOp(self.seed, stream, out=self.ctx.type_like(self.const(0, I64))).out
+        return dy.RandomBitsOp(self.seed, i64(4 * self.stream + k), out=self.ctx.type_like(self.const(0, I64))).out
 
     def const(self, number, dtype=None):
         return self.ctx.full(number, self.shape, dtype or self.acc)
@@ -76,19 +77,15 @@ class Sampler:
         return self.op("mul", radius, self.op("cos", self.op("mul", self.const(2 * math.pi), self.uniform(1))))
 
     def compare(self, a, b, predicate: str):
-        return dy.CompareOp(a, b, ir.StringAttr.get(predicate), out=self.ctx.type_like(a, torch.bool)).out
+        return compare(self.ctx, a, b, predicate)
 
     def result(self, value):
         return self.ctx.cast(value, self.dtype)
 
 
-def _bind(node) -> dict:
+def _bind(node):
     """The ATen op's arguments by name (defaults filled in), from the seeded call."""
-    schema = node.target.op._schema
-    args = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
-    args.update(zip([a.name for a in schema.arguments], node.args[2:]))
-    args.update(node.kwargs)
-    return args
+    return bind(node, schema=node.target.op._schema, skip=2)
 
 
 def _uniform_range(s: Sampler, low, high):
@@ -133,23 +130,23 @@ DISTRIBUTIONS = {
     aten.rand_like.default: lambda s, a: _uniform_range(s, 0.0, 1.0),
     aten.randn.default: lambda s, a: s.normal(),
     aten.randn_like.default: lambda s, a: s.normal(),
-    aten.randint.default: lambda s, a: _randint(s, 0, a["high"]),
-    aten.randint.low: lambda s, a: _randint(s, a["low"], a["high"]),
-    aten.randint_like.default: lambda s, a: _randint(s, 0, a["high"]),
-    aten.randint_like.low_dtype: lambda s, a: _randint(s, a["low"], a["high"]),
-    aten.uniform.default: lambda s, a: _uniform_range(s, a["from"], a["to"]),
-    aten.normal.Tensor_float: lambda s, a: s.affine(s.normal(), a["std"], a["mean"]),
-    aten.normal.float_Tensor: lambda s, a: s.affine(s.normal(), a["std"], a["mean"]),
-    aten.normal.Tensor_Tensor: lambda s, a: s.affine(s.normal(), a["std"], a["mean"]),
-    aten.normal.float_float: lambda s, a: s.affine(s.normal(), a["std"], a["mean"]),
-    aten.normal_functional.default: lambda s, a: s.affine(s.normal(), a["std"], a["mean"]),
-    aten.log_normal.default: lambda s, a: s.op("exp", s.affine(s.normal(), a["std"], a["mean"])),
-    aten.bernoulli.default: lambda s, a: _bernoulli(s, a["self"]),
-    aten.bernoulli.p: lambda s, a: _bernoulli(s, a["p"]),
-    aten.bernoulli.Tensor: lambda s, a: _bernoulli(s, a["p"]),
-    aten.exponential.default: lambda s, a: _exponential(s, a["lambd"]),
-    aten.geometric.default: lambda s, a: _geometric(s, a["p"]),
-    aten.cauchy.default: lambda s, a: _cauchy(s, a["median"], a["sigma"]),
+    aten.randint.default: lambda s, a: _randint(s, 0, a.high),
+    aten.randint.low: lambda s, a: _randint(s, a.low, a.high),
+    aten.randint_like.default: lambda s, a: _randint(s, 0, a.high),
+    aten.randint_like.low_dtype: lambda s, a: _randint(s, a.low, a.high),
+    aten.uniform.default: lambda s, a: _uniform_range(s, a["from"], a.to),
+    aten.normal.Tensor_float: lambda s, a: s.affine(s.normal(), a.std, a.mean),
+    aten.normal.float_Tensor: lambda s, a: s.affine(s.normal(), a.std, a.mean),
+    aten.normal.Tensor_Tensor: lambda s, a: s.affine(s.normal(), a.std, a.mean),
+    aten.normal.float_float: lambda s, a: s.affine(s.normal(), a.std, a.mean),
+    aten.normal_functional.default: lambda s, a: s.affine(s.normal(), a.std, a.mean),
+    aten.log_normal.default: lambda s, a: s.op("exp", s.affine(s.normal(), a.std, a.mean)),
+    aten.bernoulli.default: lambda s, a: _bernoulli(s, a.self),
+    aten.bernoulli.p: lambda s, a: _bernoulli(s, a.p),
+    aten.bernoulli.Tensor: lambda s, a: _bernoulli(s, a.p),
+    aten.exponential.default: lambda s, a: _exponential(s, a.lambd),
+    aten.geometric.default: lambda s, a: _geometric(s, a.p),
+    aten.cauchy.default: lambda s, a: _cauchy(s, a.median, a.sigma),
 }
 
 
@@ -172,13 +169,13 @@ def _rrelu(ctx, node):
     In eval mode it is a leaky relu of slope (lower + upper) / 2, and the noise is unchanged."""
     a = _bind(node)
     s = Sampler(ctx, node, ctx.out_meta(node, 0).dtype)
-    x = s.value(a["self"])
+    x = s.value(a.self)
     negative = s.compare(x, s.const(0.0), "le")
-    if not a["training"]:
-        slope = s.const((a["lower"] + a["upper"]) / 2)
-        return s.result(dy.SelectOp(negative, s.op("mul", x, slope), x, out=x.type).out), ctx.tensor(a["noise"])
-    r = _uniform_range(s, a["lower"], a["upper"])
-    noise = dy.SelectOp(negative, r, s.const(1.0), out=r.type).out
+    if not a.training:
+        slope = s.const((a.lower + a.upper) / 2)
+        return s.result(select(ctx, negative, s.op("mul", x, slope), x)), ctx.tensor(a.noise)
+    r = _uniform_range(s, a.lower, a.upper)
+    noise = select(ctx, negative, r, s.const(1.0))
     return s.result(s.op("mul", x, noise)), ctx.cast(noise, ctx.out_meta(node, 1).dtype)
 
 
@@ -186,15 +183,15 @@ def _rrelu(ctx, node):
 def _rrelu_backward(ctx, node):
     """rrelu's gradient: in training grad times the noise the forward drew (no randomness
     here); in eval mode a leaky relu's, grad for x > 0 else grad * (lower + upper) / 2."""
-    grad, x, noise, lower, upper, training = node.args[:6]
+    a = bind(node)
+    lower, upper = a.lower, a.upper
     dtype = ctx.out_meta(node).dtype
-    grad = ctx.cast(ctx.tensor(grad), dtype)
-    if training and upper - lower > 1e-6:
-        return ctx.emit("mul", grad, ctx.cast(ctx.tensor(noise), dtype), out=grad.type)
+    grad = ctx.cast(ctx.tensor(a.grad_output), dtype)
+    if a.training and upper - lower > 1e-6:
+        return emit_like(ctx, "mul", grad, ctx.cast(ctx.tensor(a.noise), dtype))
     acc = torch.float64 if dtype == torch.float64 else torch.float32
     wide = ctx.cast(grad, acc)
-    scaled = ctx.cast(ctx.emit("mul", wide, ctx.full((lower + upper) / 2, ctx.shape_of(wide), acc), out=wide.type), dtype)
-    x = ctx.tensor(x)
-    positive = dy.CompareOp(x, ctx.full(0, ctx.shape_of(x), ctx.dtype_of(x)), ir.StringAttr.get("gt"),
-                            out=ctx.type_like(x, torch.bool)).out
-    return dy.SelectOp(positive, grad, scaled, out=grad.type).out
+    scaled = ctx.cast(emit_like(ctx, "mul", wide, ctx.full((lower + upper) / 2, ctx.shape_of(wide), acc)), dtype)
+    x = ctx.tensor(a.self)
+    positive = compare(ctx, x, ctx.full(0, ctx.shape_of(x), ctx.dtype_of(x)), "gt")
+    return select(ctx, positive, grad, scaled)

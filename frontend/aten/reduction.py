@@ -1,176 +1,208 @@
-"""Reductions, softmax and variance, built from dynamo.reduce (+ elementwise)."""
+"""Reductions: sum, mean, prod, max/min (values and arg), any/all, var/var_mean, vector norms,
+softmax and log_softmax, built from dynamo.reduce (builders.reduce) and elementwise ops."""
+
+import math
 
 import torch
-from torch_mlir import ir
 
 from ...dialects import dynamo as dy
 from ..importer import DYN, static_shape
 from ..registry import Unsupported, import_rule
-from .elementwise import compute_dtype
+from .args import bind, norm_dim
+from .builders import arg_reduce, compare, compute_dtype, emit_like, i64s, like, numel, reduce
 
 aten = torch.ops.aten
 
 
-def _dims(node, x_rank: int, position: int = 1) -> list[int]:
-    dims = node.args[position] if len(node.args) > position else node.kwargs.get("dim")
+def _dims(dims, rank: int) -> list[int]:
+    """A `dim` argument (an int, a list, or None/[] for all dims) as sorted non-negative dims."""
     if dims is None or dims == []:
-        return list(range(x_rank))
-    if x_rank == 0:  # dim 0 / -1 of a 0-d tensor names the tensor itself: nothing to reduce
+        return list(range(rank))
+    if rank == 0:  # dim 0 / -1 of a 0-d tensor names the tensor itself: nothing to reduce
         return []
     dims = [dims] if isinstance(dims, int) else list(dims)
-    return sorted({d + x_rank if d < 0 else d for d in dims})
-
-
-def _keepdim(node, position: int = 2) -> bool:
-    return bool(node.args[position] if len(node.args) > position else node.kwargs.get("keepdim", False))
-
-
-def reduce(ctx, x, kind: str, dims: list[int], keepdim: bool):
-    shape = ctx.shape_of(x)
-    if not dims:  # reducing a 0-d tensor is the identity
-        return x
-    kept = [s for i, s in enumerate(shape) if i not in dims]
-    attrs = (ir.StringAttr.get(kind), ir.DenseI64ArrayAttr.get(dims))
-    r = dy.ReduceOp(x, *attrs, out=ctx.type_like(x, shape=kept)).out
-    if keepdim:
-        r = ctx.reshape(r, [1 if i in dims else s for i, s in enumerate(shape)])
-    return r
+    return sorted({norm_dim(d, rank) for d in dims})
 
 
 def divisor(ctx, x, dims, dtype):
     """The element count over `dims` as a 0-d tensor: a constant, or read at run time."""
     shape = ctx.shape_of(x)
     if all(shape[d] != DYN for d in dims):
-        return ctx.scalar(count(shape, dims), dtype)
-    return dy.NumelOp(x, dims=ir.DenseI64ArrayAttr.get(dims), out=ctx.type_like(x, dtype, [])).out
+        return ctx.scalar(numel([shape[d] for d in dims]), dtype)
+    return dy.NumelOp(x, dims=i64s(dims), out=ctx.type_like(x, dtype, [])).out
 
 
-def count(shape, dims) -> int:
-    n = 1
-    for d in dims:
-        n *= shape[d]
-    return n
+# Overloads that reduce over every dim (they have no dim argument).
+_WHOLE = (aten.sum.default, aten.mean.default, aten.prod.default, aten.any.default, aten.all.default,
+          aten.max.default, aten.min.default)
 
 
 @import_rule(aten.sum.dim_IntList, aten.sum.default, aten.mean.dim, aten.mean.default, aten.prod.dim_int,
              aten.prod.default)
 def _sum_mean(ctx, node):
+    a = bind(node)
     val = ctx.out_meta(node)
-    x = ctx.tensor(node.args[0])
     packet = node.target.overloadpacket
     acc = compute_dtype(val.dtype)
-    x = ctx.opmath(x, acc)
+    x = ctx.opmath(ctx.tensor(a.self), acc)
     rank = len(ctx.shape_of(x))
-    is_default = node.target in (aten.sum.default, aten.mean.default, aten.prod.default)
-    dims = list(range(rank)) if is_default else _dims(node, rank)
-    if packet is aten.prod and not is_default:
-        dims = [node.args[1] + rank if node.args[1] < 0 else node.args[1]] if rank else []
-    keep = False if is_default else _keepdim(node)
-    kind = "prod" if packet is aten.prod else "sum"
-    r = reduce(ctx, x, kind, dims, keep)
+    whole = node.target in _WHOLE
+    dims = list(range(rank)) if whole else _dims(a.dim, rank)
+    if packet is aten.prod and not whole:  # prod.dim_int: one dim, which a 0-d tensor does not reduce
+        dims = [norm_dim(a.dim, rank)] if rank else []
+    r = reduce(ctx, x, "prod" if packet is aten.prod else "sum", dims, False if whole else a.keepdim)
     if packet is aten.mean:
         if not acc.is_floating_point:
             raise Unsupported("mean of an integer tensor")
-        r = ctx.emit("div", r, ctx.broadcast(divisor(ctx, x, dims, acc), ctx.shape_of(r), like=r), out=ctx.type_like(r))
+        r = emit_like(ctx, "div", r, ctx.broadcast(divisor(ctx, x, dims, acc), ctx.shape_of(r), like=r))
     return ctx.rounded(r, val.dtype)
+
+
+EXTREMA = {aten.amax: "max", aten.amin: "min", aten.any: "any", aten.all: "all", aten.max: "max", aten.min: "min"}
 
 
 @import_rule(aten.amax, aten.amin, aten.any.dim, aten.any.dims, aten.any.default, aten.all.dim, aten.all.default,
              aten.max.default, aten.min.default)
 def _extremum(ctx, node):
-    packet = node.target.overloadpacket
-    kind = {aten.amax: "max", aten.amin: "min", aten.any: "any", aten.all: "all",
-            aten.max: "max", aten.min: "min"}[packet]
-    val = ctx.out_meta(node)
-    x = ctx.tensor(node.args[0])
+    a = bind(node)
+    kind = EXTREMA[node.target.overloadpacket]
+    x = ctx.tensor(a.self)
     if kind in ("any", "all"):
         x = ctx.cast(x, torch.bool)
     rank = len(ctx.shape_of(x))
-    full = node.target in (aten.any.default, aten.all.default, aten.max.default, aten.min.default)
-    dims = list(range(rank)) if full else _dims(node, rank)
-    if full and rank and 0 in ctx.shape_of(x):
+    whole = node.target in _WHOLE
+    if whole and rank and 0 in ctx.shape_of(x):
         raise Unsupported("max/min of an empty tensor")
-    return ctx.cast(reduce(ctx, x, kind, dims, False if full else _keepdim(node)), val.dtype)
+    dims = list(range(rank)) if whole else _dims(a.dim, rank)
+    return ctx.cast(reduce(ctx, x, kind, dims, False if whole else a.keepdim), ctx.out_meta(node).dtype)
 
 
 @import_rule(aten.max.dim, aten.min.dim)
 def _max_dim(ctx, node):
+    a = bind(node)
     kind = "max" if node.target.overloadpacket is aten.max else "min"
-    x = ctx.tensor(node.args[0])
-    rank = len(ctx.shape_of(x))
-    dim = node.args[1] + rank if node.args[1] < 0 else node.args[1]
-    keep = _keepdim(node)
-    values = reduce(ctx, x, kind, [dim], keep)
-    return values, _arg(ctx, x, kind, dim, keep)
+    x = ctx.tensor(a.self)
+    dim = norm_dim(a.dim, len(ctx.shape_of(x)))
+    return reduce(ctx, x, kind, [dim], a.keepdim), _arg(ctx, x, kind, dim, a.keepdim)
 
 
 def _arg(ctx, x, kind, dim, keepdim):
     shape = ctx.shape_of(x)
-    kept = shape[:dim] + shape[dim + 1:]
-    i = dy.ArgReduceOp(x, ir.StringAttr.get(kind), ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim),
-                       out=ctx.type_like(x, torch.int64, kept)).out
+    i = arg_reduce(ctx, x, kind, dim)
     return ctx.reshape(i, shape[:dim] + [1] + shape[dim + 1:]) if keepdim else i
 
 
 @import_rule(aten.argmax, aten.argmin)
 def _argmax(ctx, node):
+    a = bind(node)
     kind = "max" if node.target.overloadpacket is aten.argmax else "min"
-    x = ctx.tensor(node.args[0])
+    x = ctx.tensor(a.self)
     shape = ctx.shape_of(x)
-    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-    if dim is None or not shape:
+    if a.dim is None or not shape:
         # Over the flattened tensor (a 0-d tensor is one element); keepdim keeps every dim as 1.
         if 0 in shape:
             raise Unsupported("argmax/argmin of an empty tensor")
-        flat = _arg(ctx, ctx.reshape(x, [count(shape, range(len(shape)))]), kind, 0, False)
+        flat = _arg(ctx, ctx.reshape(x, [numel(shape)]), kind, 0, False)
         return ctx.reshape(flat, static_shape(ctx.out_meta(node)))
-    return _arg(ctx, x, kind, dim % len(shape), _keepdim(node))
+    return _arg(ctx, x, kind, a.dim % len(shape), a.keepdim)
+
+
+def _variance(ctx, x, dims, correction, keep):
+    """(var, mean kept over dims) in two passes: the mean, then the centered squares."""
+    shape = ctx.shape_of(x)
+    n = numel([shape[d] for d in dims])
+    mean_k = reduce(ctx, x, "sum", dims, True)
+    # like=: a scalar divisor broadcast to a shape with `?` dims reads them off the dividend
+    count = ctx.broadcast(ctx.scalar(n, ctx.dtype_of(x)), ctx.shape_of(mean_k), like=mean_k)
+    mean_k = emit_like(ctx, "div", mean_k, count)
+    centered = emit_like(ctx, "sub", x, ctx.broadcast(mean_k, shape))
+    sq = reduce(ctx, emit_like(ctx, "mul", centered, centered), "sum", dims, keep)
+    divisor = ctx.broadcast(ctx.scalar(max(n - correction, 0), ctx.dtype_of(x)), ctx.shape_of(sq), like=sq)
+    return emit_like(ctx, "div", sq, divisor), mean_k
 
 
 @import_rule(aten.var_mean.correction, aten.var.correction)
 def _var_mean(ctx, node):
+    a = bind(node)
     val = ctx.out_meta(node)
     out_dtype = (val[0] if isinstance(val, (tuple, list)) else val).dtype
-    acc = compute_dtype(out_dtype)
-    x = ctx.opmath(ctx.tensor(node.args[0]), acc)
+    x = ctx.opmath(ctx.tensor(a.self), compute_dtype(out_dtype))
     shape = ctx.shape_of(x)
-    dims = _dims(node, len(shape))
-    correction = node.kwargs.get("correction", 1)
-    correction = 1 if correction is None else correction
-    keep = node.kwargs.get("keepdim", False)
+    dims = _dims(a.dim, len(shape))
+    correction = 1 if a.correction is None else a.correction
     if any(shape[d] == DYN for d in dims):
         raise Unsupported("variance over a dynamic dim")
-    n = count(shape, dims)
-    mean_k = reduce(ctx, x, "sum", dims, True)
-    # like=: a scalar divisor broadcast to a shape with `?` dims reads them off the dividend
-    mean_k = ctx.emit("div", mean_k, ctx.broadcast(ctx.scalar(n, acc), ctx.shape_of(mean_k), like=mean_k), out=ctx.type_like(mean_k))
-    centered = ctx.emit("sub", x, ctx.broadcast(mean_k, shape), out=ctx.type_like(x))
-    sq = reduce(ctx, ctx.emit("mul", centered, centered, out=ctx.type_like(x)), "sum", dims, keep)
-    var = ctx.emit("div", sq, ctx.broadcast(ctx.scalar(max(n - correction, 0), acc), ctx.shape_of(sq), like=sq), out=ctx.type_like(sq))
-    mean = mean_k if keep else ctx.reshape(mean_k, ctx.shape_of(var))
+    var, mean_k = _variance(ctx, x, dims, correction, a.keepdim)
+    mean = mean_k if a.keepdim else ctx.reshape(mean_k, ctx.shape_of(var))
     var, mean = ctx.rounded(var, out_dtype), ctx.rounded(mean, out_dtype)
     return (var, mean) if node.target.overloadpacket is aten.var_mean else var
+
+
+@import_rule(torch.ops.prims.var.default)
+def _prims_var(ctx, node):
+    """prims.var(x, dims, correction): two passes (mean, then centered squares), as var_mean."""
+    a = bind(node)
+    val = ctx.out_meta(node)
+    x = ctx.cast(ctx.tensor(a.inp), compute_dtype(val.dtype))
+    shape = ctx.shape_of(x)
+    dims = list(range(len(shape))) if a.dims is None else sorted({d % len(shape) for d in a.dims}) if shape else []
+    n = int(math.prod(shape[d] for d in dims))  # 0: the divisions give eager's NaN
+    mean = reduce(ctx, x, "sum", dims, True)
+    mean = emit_like(ctx, "div", mean, like(ctx, float(n), mean))
+    centered = emit_like(ctx, "sub", x, ctx.broadcast(mean, shape))
+    sq = reduce(ctx, emit_like(ctx, "mul", centered, centered), "sum", dims, False)
+    var = emit_like(ctx, "div", sq, like(ctx, float(max(n - a.correction, 0)), sq))
+    return ctx.cast(ctx.reshape(var, list(static_shape(val))), val.dtype)
+
+
+@import_rule(aten.linalg_vector_norm)
+def _vector_norm(ctx, node):
+    a = bind(node)
+    val = ctx.out_meta(node)
+    x = emit_like(ctx, "abs", ctx.cast(ctx.tensor(a.self), compute_dtype(val.dtype)))
+    rank = len(ctx.shape_of(x))
+    dims = a.dim
+    dims = list(range(rank)) if dims is None or dims == [] else [dims] if isinstance(dims, int) else list(dims)
+    dims = sorted({d % rank for d in dims}) if rank else []
+    if 0 in [ctx.shape_of(x)[d] for d in dims] and a.ord not in (0, 1, 2):
+        raise Unsupported("norm over an empty dim")
+    return ctx.cast(vector_norm(ctx, x, float(a.ord), dims, bool(a.keepdim)), val.dtype)
+
+
+def vector_norm(ctx, x, p: float, dims, keep: bool):
+    """The p-norm over `dims` of x, which holds absolute values already."""
+    if p in (math.inf, -math.inf):
+        return reduce(ctx, x, "max" if p > 0 else "min", dims, keep)
+    if p == 0:
+        nonzero = ctx.cast(compare(ctx, x, like(ctx, 0.0, x), "ne"), ctx.dtype_of(x))
+        return reduce(ctx, nonzero, "sum", dims, keep)
+    if p == 1:
+        return reduce(ctx, x, "sum", dims, keep)
+    if p == 2:
+        return emit_like(ctx, "sqrt", reduce(ctx, emit_like(ctx, "mul", x, x), "sum", dims, keep))
+    powered = reduce(ctx, emit_like(ctx, "pow", x, like(ctx, p, x)), "sum", dims, keep)
+    return emit_like(ctx, "pow", powered, like(ctx, 1.0 / p, powered))
 
 
 def softmax(ctx, x, dim: int, log: bool):
     shape = ctx.shape_of(x)
     m = ctx.broadcast(reduce(ctx, x, "max", [dim], True), shape)
-    shifted = ctx.emit("sub", x, m, out=ctx.type_like(x))
-    e = ctx.emit("exp", shifted, out=ctx.type_like(x))
+    shifted = emit_like(ctx, "sub", x, m)
+    e = emit_like(ctx, "exp", shifted)
     s = ctx.broadcast(reduce(ctx, e, "sum", [dim], True), shape)
     if log:
-        return ctx.emit("sub", shifted, ctx.emit("log", s, out=ctx.type_like(x)), out=ctx.type_like(x))
-    return ctx.emit("div", e, s, out=ctx.type_like(x))
+        return emit_like(ctx, "sub", shifted, emit_like(ctx, "log", s))
+    return emit_like(ctx, "div", e, s)
 
 
 @import_rule(aten._softmax, aten._log_softmax, aten.softmax.int, aten.log_softmax.int)
 def _softmax(ctx, node):
+    a = bind(node)
     val = ctx.out_meta(node)
-    x = ctx.tensor(node.args[0])
+    x = ctx.tensor(a.self)
     rank = len(ctx.shape_of(x))
     if rank == 0:
         raise Unsupported("softmax of a 0-d tensor")
-    dim = node.args[1] + rank if node.args[1] < 0 else node.args[1]
     x = ctx.opmath(x, compute_dtype(val.dtype))
     log = node.target.overloadpacket in (aten._log_softmax, aten.log_softmax)
-    return ctx.rounded(softmax(ctx, x, dim, log), val.dtype)
+    return ctx.rounded(softmax(ctx, x, norm_dim(a.dim, rank), log), val.dtype)

@@ -1,4 +1,4 @@
-"""Scatters found missing by the OpInfo sweep: index_put (and with it index_add/copy/fill,
+"""Scatters: index_put (and with it index_add/copy/fill,
 max_unpool), put, scatter/scatter_add/scatter_reduce, index_reduce, masked_scatter, segment_reduce,
 embedding_bag (forward), and the view scatters slice_scatter, diagonal_scatter, as_strided_scatter.
 
@@ -14,60 +14,20 @@ import torch
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
-from .. import dtypes
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
-from .coverage_index import _permute
-from .coverage_movement import storage_index
+from .args import bind
+from .builders import (HALF, compare, const, emit_like, gather_along, i64, inverse_permutation, like, numel, permute, reduce,
+                       select, slice_along, slice_box)
+from .movement import storage_index
 
 aten = torch.ops.aten
 I64 = torch.int64
 F32 = torch.float32
-HALF = (torch.bfloat16, torch.float16)
-_I64 = ir.IntegerType.get_signless
 
 
-def _bound(node) -> dict:
-    """The node's arguments by schema name, defaults filled in."""
-    values = {}
-    for i, a in enumerate(node.target._schema.arguments):
-        if i < len(node.args):
-            values[a.name] = node.args[i]
-        elif a.name in node.kwargs:
-            values[a.name] = node.kwargs[a.name]
-        else:
-            values[a.name] = a.default_value if a.has_default_value() else None
-    return values
-
-
-def _i64_attr(v: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(_I64(64), int(v))
-
-
-def _numel(shape) -> int:
-    return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
-
-
-def _const(ctx, array: np.ndarray) -> ir.Value:
-    """An i64 tensor constant holding `array`."""
-    array = np.ascontiguousarray(array, dtype=np.int64)
-    if array.size == 0:
-        return ctx.full(0, list(array.shape), I64)
-    t = dtypes.tensor_type(list(array.shape), I64)
-    attr = ir.DenseElementsAttr.get(array, type=t.element_type, shape=list(array.shape))
-    return dy.ConstantOp(attr, out=t).out
-
-
-def _is_true(ctx, value: ir.Value) -> ir.Value:
-    zero = ctx.broadcast(ctx.scalar(0, ctx.dtype_of(value)), ctx.shape_of(value))
-    return dy.CompareOp(value, zero, ir.StringAttr.get("ne"), out=ctx.type_like(value, torch.bool)).out
-
-
-def _inverse(perm):
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return inv
+def _is_true(ctx, value):
+    return compare(ctx, value, like(ctx, 0, value), "ne")
 
 
 # ----------------------------------------------------------------------------- index_put, put
@@ -85,12 +45,12 @@ _HALF_SERIAL_SOURCES = {"None", "aten.index_put.default", "aten._unsafe_index_pu
 def _index_put(ctx, node):
     """index_put (index tensors on some dims, None slicing the others) as one dynamo.index_put
     over dest with the indexed dims moved to the front."""
-    a = _bound(node)
-    dest = ctx.tensor(a["self"])
+    a = bind(node)
+    dest = ctx.tensor(a.self)
     shape, dtype = ctx.shape_of(dest), ctx.dtype_of(dest)
-    indices = list(a["indices"]) + [None] * (len(shape) - len(a["indices"]))
-    values = ctx.cast(ctx.tensor(a["values"]), dtype)
-    accumulate = bool(a["accumulate"])
+    indices = list(a.indices) + [None] * (len(shape) - len(a.indices))
+    values = ctx.cast(ctx.tensor(a.values), dtype)
+    accumulate = bool(a.accumulate)
     if accumulate and dtype in HALF and str(node.meta.get("original_aten")) not in _HALF_SERIAL_SOURCES:
         raise Unsupported(f"half-precision accumulate from {node.meta.get('original_aten')}: "
                           "eager's kernel for it may sum in float32")
@@ -100,19 +60,19 @@ def _index_put(ctx, node):
     dims = [d for d, i in enumerate(indices) if i is not None]
     rest = [d for d in range(len(shape)) if d not in dims]
     b = list(torch.broadcast_shapes(*[static_shape(indices[d].meta["val"]) for d in dims]))
-    if _numel(b) and any(shape[d] == 0 for d in dims):
+    if numel(b) and any(shape[d] == 0 for d in dims):
         raise Unsupported("indexing an empty dim (eager raises)")
     # values broadcast to x[indices]'s shape; adjacent indexed dims keep their place there.
     adjacent = dims == list(range(dims[0], dims[-1] + 1)) and dims[0] > 0
     lead = dims[0] if adjacent else 0
     v = ctx.broadcast(values, [shape[d] for d in rest[:lead]] + b + [shape[d] for d in rest[lead:]])
     nb = len(b)
-    v = _permute(ctx, v, list(range(lead, lead + nb)) + list(range(lead)) + list(range(lead + nb, len(ctx.shape_of(v)))))
+    v = permute(ctx, v, list(range(lead, lead + nb)) + list(range(lead)) + list(range(lead + nb, len(ctx.shape_of(v)))))
     idx = [ctx.broadcast(ctx.cast(ctx.tensor(indices[d]), I64), b) for d in dims]
     perm = dims + rest
-    moved = _permute(ctx, dest, perm)
-    out = dy.IndexPutOp(moved, v, idx, _i64_attr(accumulate), out=ctx.type_like(moved)).out
-    return _permute(ctx, out, _inverse(perm))
+    moved = permute(ctx, dest, perm)
+    out = dy.IndexPutOp(moved, v, idx, i64(accumulate), out=ctx.type_like(moved)).out
+    return permute(ctx, out, inverse_permutation(perm))
 
 
 def _index_put_mask(ctx, dest, indices, values, accumulate):
@@ -135,28 +95,28 @@ def _index_put_mask(ctx, dest, indices, values, accumulate):
         v = ctx.broadcast(ctx.reshape(v, shape[:p] + [1] * m + after), shape)
     elif p == 0:
         v = ctx.broadcast(values, [rows] + after)
-        v = ctx.reshape(v, [_numel([rows] + after)])
+        v = ctx.reshape(v, [numel([rows] + after)])
         v = dy.MaskedScatterOp(dest, full_mask, v, out=ctx.type_like(dest)).out
     else:
         raise Unsupported("boolean index after sliced dims with one value per true position")
     if accumulate:
-        v = ctx.emit("add", dest, v, out=ctx.type_like(dest))
-    return dy.SelectOp(full_mask, v, dest, out=ctx.type_like(dest)).out
+        v = emit_like(ctx, "add", dest, v)
+    return select(ctx, full_mask, v, dest)
 
 
 @import_rule(aten.put.default)
 def _put(ctx, node):
     """put: index_put on the flattened tensor."""
-    a = _bound(node)
-    dest = ctx.tensor(a["self"])
+    a = bind(node)
+    dest = ctx.tensor(a.self)
     shape, dtype = ctx.shape_of(dest), ctx.dtype_of(dest)
-    index = ctx.cast(ctx.tensor(a["index"]), I64)
-    n = _numel(ctx.shape_of(index))
-    if n and not _numel(shape):
+    index = ctx.cast(ctx.tensor(a.index), I64)
+    n = numel(ctx.shape_of(index))
+    if n and not numel(shape):
         raise Unsupported("put into an empty tensor (eager raises)")
-    flat = ctx.reshape(dest, [_numel(shape)])
-    src = ctx.reshape(ctx.cast(ctx.tensor(a["source"]), dtype), [n])
-    out = dy.IndexPutOp(flat, src, [ctx.reshape(index, [n])], _i64_attr(bool(a["accumulate"])),
+    flat = ctx.reshape(dest, [numel(shape)])
+    src = ctx.reshape(ctx.cast(ctx.tensor(a.source), dtype), [n])
+    out = dy.IndexPutOp(flat, src, [ctx.reshape(index, [n])], i64(bool(a.accumulate)),
                         out=ctx.type_like(flat)).out
     return ctx.reshape(out, shape)
 
@@ -168,10 +128,10 @@ _SCATTER_REDUCE = {None: "assign", "add": "sum", "multiply": "prod"}
 
 
 def _scatter(ctx, node, src_arg, reduce: str, include_self: bool):
-    a = _bound(node)
-    dest = ctx.tensor(a["self"])
+    a = bind(node)
+    dest = ctx.tensor(a.self)
     shape, dtype = ctx.shape_of(dest), ctx.dtype_of(dest)
-    index = ctx.cast(ctx.tensor(a["index"]), I64)
+    index = ctx.cast(ctx.tensor(a.index), I64)
     ishape = ctx.shape_of(index)
     if isinstance(src_arg, torch.fx.Node):
         src = ctx.cast(ctx.tensor(src_arg), dtype)
@@ -184,8 +144,8 @@ def _scatter(ctx, node, src_arg, reduce: str, include_self: bool):
         dest, index, src = (v if ctx.shape_of(v) else ctx.reshape(v, [1]) for v in (dest, index, src))
     if len(ctx.shape_of(index)) != len(ctx.shape_of(dest)) or len(ctx.shape_of(src)) != len(ctx.shape_of(dest)):
         raise Unsupported("index/src rank differs from self's")
-    dim = a["dim"] % max(rank, 1)
-    if _numel(ctx.shape_of(index)) and ctx.shape_of(dest)[dim] == 0:
+    dim = a.dim % max(rank, 1)
+    if numel(ctx.shape_of(index)) and ctx.shape_of(dest)[dim] == 0:
         raise Unsupported("scatter into an empty dim (eager raises)")
     if dtype in HALF and reduce in ("sum", "prod", "mean"):
         out = _half_scatter(ctx, dest, index, src, dim, reduce, include_self)
@@ -195,7 +155,7 @@ def _scatter(ctx, node, src_arg, reduce: str, include_self: bool):
 
 
 def _scatter_op(ctx, dest, index, src, dim, reduce, include_self):
-    return dy.ScatterOp(dest, index, src, _i64_attr(dim), ir.StringAttr.get(reduce), _i64_attr(include_self),
+    return dy.ScatterOp(dest, index, src, i64(dim), ir.StringAttr.get(reduce), i64(include_self),
                         out=ctx.type_like(dest)).out
 
 
@@ -213,65 +173,65 @@ def _half_scatter(ctx, dest, index, src, dim, reduce, include_self):
     ones = ctx.broadcast(ctx.scalar(1, F32), ctx.shape_of(src))
     count = ctx.cast(_scatter_op(ctx, start, index, ones, dim, "sum", True), dtype)
     one = ctx.broadcast(ctx.scalar(1, dtype), shape)
-    count = dy.SelectOp(_is_true(ctx, count), count, one, out=ctx.type_like(count)).out
-    return ctx.emit("div", out, count, out=ctx.type_like(out))
+    count = select(ctx, _is_true(ctx, count), count, one)
+    return emit_like(ctx, "div", out, count)
 
 
 @import_rule(aten.scatter.src, aten.scatter.reduce)
 def _scatter_src(ctx, node):
-    a = _bound(node)
-    return _scatter(ctx, node, a["src"], _SCATTER_REDUCE[a.get("reduce")], True)
+    a = bind(node)
+    return _scatter(ctx, node, a.src, _SCATTER_REDUCE[a.get("reduce")], True)
 
 
 @import_rule(aten.scatter.value, aten.scatter.value_reduce)
 def _scatter_value(ctx, node):
-    a = _bound(node)
-    return _scatter(ctx, node, a["value"], _SCATTER_REDUCE[a.get("reduce")], True)
+    a = bind(node)
+    return _scatter(ctx, node, a.value, _SCATTER_REDUCE[a.get("reduce")], True)
 
 
 @import_rule(aten.scatter_add.default)
 def _scatter_add(ctx, node):
-    return _scatter(ctx, node, _bound(node)["src"], "sum", True)
+    return _scatter(ctx, node, bind(node)["src"], "sum", True)
 
 
 @import_rule(aten.scatter_reduce.two)
 def _scatter_reduce(ctx, node):
-    a = _bound(node)
-    return _scatter(ctx, node, a["src"], a["reduce"], bool(a["include_self"]))
+    a = bind(node)
+    return _scatter(ctx, node, a.src, a.reduce, bool(a.include_self))
 
 
 @import_rule(aten.index_reduce.default)
 def _index_reduce(ctx, node):
     """index_reduce along dim = a scatter whose index is the 1-d index spread over source's
     other dims (the per-target order, increasing position along dim, is eager's too)."""
-    a = _bound(node)
-    dest, source = ctx.tensor(a["self"]), ctx.tensor(a["source"])
+    a = bind(node)
+    dest, source = ctx.tensor(a.self), ctx.tensor(a.source)
     shape = ctx.shape_of(dest)
     if not shape:
         dest, source = ctx.reshape(dest, [1]), ctx.reshape(source, [1])
     sshape = ctx.shape_of(source)
-    dim = a["dim"] % max(len(shape), 1)
-    index = ctx.cast(ctx.tensor(a["index"]), I64)
-    index = ctx.reshape(index, [1] * dim + [_numel(ctx.shape_of(index))] + [1] * (len(sshape) - dim - 1))
+    dim = a.dim % max(len(shape), 1)
+    index = ctx.cast(ctx.tensor(a.index), I64)
+    index = ctx.reshape(index, [1] * dim + [numel(ctx.shape_of(index))] + [1] * (len(sshape) - dim - 1))
     index = ctx.broadcast(index, sshape)
-    if _numel(sshape) and ctx.shape_of(dest)[dim] == 0:
+    if numel(sshape) and ctx.shape_of(dest)[dim] == 0:
         raise Unsupported("index_reduce into an empty dim (eager raises)")
-    out = dy.ScatterOp(dest, index, ctx.cast(source, ctx.dtype_of(dest)), _i64_attr(dim),
-                       ir.StringAttr.get(a["reduce"]), _i64_attr(bool(a["include_self"])),
+    out = dy.ScatterOp(dest, index, ctx.cast(source, ctx.dtype_of(dest)), i64(dim),
+                       ir.StringAttr.get(a.reduce), i64(bool(a.include_self)),
                        out=ctx.type_like(dest)).out
     return ctx.reshape(out, shape) if not shape else out
 
 
 @import_rule(aten.masked_scatter.default)
 def _masked_scatter(ctx, node):
-    a = _bound(node)
+    a = bind(node)
     shape = list(static_shape(ctx.out_meta(node)))
-    dest = ctx.broadcast(ctx.tensor(a["self"]), shape)
-    mask = ctx.broadcast(ctx.cast(ctx.tensor(a["mask"]), torch.bool), shape)
-    source = ctx.tensor(a["source"])
-    n = _numel(ctx.shape_of(source))
+    dest = ctx.broadcast(ctx.tensor(a.self), shape)
+    mask = ctx.broadcast(ctx.cast(ctx.tensor(a.mask), torch.bool), shape)
+    source = ctx.tensor(a.source)
+    n = numel(ctx.shape_of(source))
     if n == 0:
-        if _numel(shape):
+        if numel(shape):
             raise Unsupported("masked_scatter from an empty source")
         return dest
     source = ctx.reshape(ctx.cast(source, ctx.dtype_of(dest)), [n])
@@ -286,23 +246,23 @@ def _select_gathered(ctx, dest, src, dim, hit: np.ndarray, pos: np.ndarray, plan
     dims `plane_dims`, spread over the others."""
     shape = ctx.shape_of(dest)
     spread = [shape[d] if d in plane_dims else 1 for d in range(len(shape))]
-    hit_t = ctx.broadcast(ctx.reshape(_const(ctx, hit), spread), shape)
-    pos_t = ctx.broadcast(ctx.reshape(_const(ctx, pos), spread), shape)
-    gathered = dy.GatherAlongOp(src, pos_t, _i64_attr(dim), out=ctx.type_like(dest)).out
-    return dy.SelectOp(_is_true(ctx, hit_t), gathered, dest, out=ctx.type_like(dest)).out
+    hit_t = ctx.broadcast(ctx.reshape(const(ctx, hit), spread), shape)
+    pos_t = ctx.broadcast(ctx.reshape(const(ctx, pos), spread), shape)
+    gathered = gather_along(ctx, src, pos_t, dim)
+    return select(ctx, _is_true(ctx, hit_t), gathered, dest)
 
 
 @import_rule(aten.slice_scatter.default)
 def _slice_scatter(ctx, node):
-    a = _bound(node)
-    dest = ctx.tensor(a["self"])
+    a = bind(node)
+    dest = ctx.tensor(a.self)
     shape = ctx.shape_of(dest)
-    src = ctx.cast(ctx.tensor(a["src"]), ctx.dtype_of(dest))
-    dim = a["dim"] % len(shape)
-    n, count, step = shape[dim], ctx.shape_of(src)[dim], a["step"]
-    start = a["start"] if a["start"] is not None else 0
+    src = ctx.cast(ctx.tensor(a.src), ctx.dtype_of(dest))
+    dim = a.dim % len(shape)
+    n, count, step = shape[dim], ctx.shape_of(src)[dim], a.step
+    start = a.start if a.start is not None else 0
     start = min(max(start + n if start < 0 else start, 0), n)
-    if count == 0 or _numel(shape) == 0:
+    if count == 0 or numel(shape) == 0:
         return dest
     k, r = np.divmod(np.arange(n) - start, step)
     hit = (np.arange(n) >= start) & (r == 0) & (k < count)
@@ -313,20 +273,20 @@ def _slice_scatter(ctx, node):
 def _diagonal_scatter(ctx, node):
     """src (others..., L) goes to the diagonal of the (dim1, dim2) plane: move its last dim to
     dim1 and spread it along dim2, then gather along dim1 where the position is on the diagonal."""
-    a = _bound(node)
-    dest = ctx.tensor(a["self"])
+    a = bind(node)
+    dest = ctx.tensor(a.self)
     shape = ctx.shape_of(dest)
     rank = len(shape)
-    offset, d1, d2 = a["offset"], a["dim1"] % rank, a["dim2"] % rank
-    src = ctx.cast(ctx.tensor(a["src"]), ctx.dtype_of(dest))
+    offset, d1, d2 = a.offset, a.dim1 % rank, a.dim2 % rank
+    src = ctx.cast(ctx.tensor(a.src), ctx.dtype_of(dest))
     length = ctx.shape_of(src)[-1]
-    if length == 0 or _numel(shape) == 0:
+    if length == 0 or numel(shape) == 0:
         return dest
     others = [d for d in range(rank) if d not in (d1, d2)]
     x = ctx.reshape(src, ctx.shape_of(src) + [1])  # dims: others..., L, 1
     where = {d: i for i, d in enumerate(others)}
     where[d1], where[d2] = len(others), len(others) + 1
-    x = _permute(ctx, x, [where[d] for d in range(rank)])
+    x = permute(ctx, x, [where[d] for d in range(rank)])
     x = ctx.broadcast(x, [length if d == d1 else shape[d] for d in range(rank)])
     i, j = np.meshgrid(np.arange(shape[d1]), np.arange(shape[d2]), indexing="ij")
     hit = (j - i) == offset
@@ -342,24 +302,24 @@ def _as_strided_scatter(ctx, node):
     """self.clone(), with src copied into its strided view: the clone has the layout the op's
     result has (self's strides where self is dense, else contiguous), and the view addresses
     the clone's storage, so the element each view position lands on is a constant."""
-    a = _bound(node)
-    dest = ctx.tensor(a["self"])
+    a = bind(node)
+    dest = ctx.tensor(a.self)
     shape, out_val = ctx.shape_of(dest), node.meta["val"]
-    size, stride = list(a["size"]), list(a["stride"])
-    offset = out_val.storage_offset() if a["storage_offset"] is None else a["storage_offset"]
-    n, total = _numel(size), _numel(shape)
+    size, stride = list(a.size), list(a.stride)
+    offset = out_val.storage_offset() if a.storage_offset is None else a.storage_offset
+    n, total = numel(size), numel(shape)
     if n == 0:
         return dest
     # Positions off the clone's elements (gaps of a non-dense layout) change nothing it shows.
     at = storage_index(out_val, size, stride, offset).reshape(-1)
-    src = ctx.reshape(ctx.cast(ctx.tensor(a["src"]), ctx.dtype_of(dest)), [n])
+    src = ctx.reshape(ctx.cast(ctx.tensor(a.src), ctx.dtype_of(dest)), [n])
     if int(at.min()) < 0:
         kept = np.flatnonzero(at >= 0)
         if kept.size == 0:
             return dest
-        src, at = dy.GatherOp(src, _const(ctx, kept), out=ctx.type_like(src, shape=[kept.size])).out, at[kept]
+        src, at = dy.GatherOp(src, const(ctx, kept), out=ctx.type_like(src, shape=[kept.size])).out, at[kept]
     flat = ctx.reshape(dest, [total])
-    out = dy.IndexPutOp(flat, src, [_const(ctx, at)], _i64_attr(0), out=ctx.type_like(flat)).out
+    out = dy.IndexPutOp(flat, src, [const(ctx, at)], i64(0), out=ctx.type_like(flat)).out
     return ctx.reshape(out, shape)
 
 
@@ -374,46 +334,33 @@ def _segment_ids(ctx, ends, start, n):
     """The segment of each of the n positions: how many segment ends are <= it (segments are
     [end_{j-1}, end_j) from `start`); positions outside every segment get id L (a spare row)."""
     count = ctx.shape_of(ends)[0]
-    pos = _const(ctx, np.arange(n).reshape(n, 1))
+    pos = const(ctx, np.arange(n).reshape(n, 1))
     grid = [n, count]
-    past = dy.CompareOp(ctx.broadcast(pos, grid), ctx.broadcast(ctx.reshape(ends, [1, count]), grid),
-                        ir.StringAttr.get("ge"), out=ctx.type_like(pos, torch.bool, grid)).out
-    ids = reduce_sum(ctx, ctx.cast(past, I64), 1)
+    past = compare(ctx, ctx.broadcast(pos, grid), ctx.broadcast(ctx.reshape(ends, [1, count]), grid), "ge")
+    ids = reduce(ctx, ctx.cast(past, I64), "sum", [1])
     if start is not None:
-        before = dy.CompareOp(ctx.reshape(pos, [n]), ctx.broadcast(ctx.reshape(start, []), [n]),
-                              ir.StringAttr.get("lt"), out=ctx.type_like(ids, torch.bool)).out
-        ids = dy.SelectOp(before, ctx.broadcast(ctx.scalar(count, I64), [n]), ids, out=ctx.type_like(ids)).out
+        before = compare(ctx, ctx.reshape(pos, [n]), ctx.broadcast(ctx.reshape(start, []), [n]), "lt")
+        ids = select(ctx, before, ctx.broadcast(ctx.scalar(count, I64), [n]), ids)
     return ids
-
-
-def reduce_sum(ctx, x, dim):
-    shape = ctx.shape_of(x)
-    return dy.ReduceOp(x, ir.StringAttr.get("sum"), ir.DenseI64ArrayAttr.get([dim]),
-                       out=ctx.type_like(x, shape=shape[:dim] + shape[dim + 1:])).out
-
-
-def _slice1(ctx, x, begin, size):
-    step = ir.DenseI64ArrayAttr.get([1])
-    return dy.SliceOp(x, ir.DenseI64ArrayAttr.get([begin]), step, out=ctx.type_like(x, shape=[size])).out
 
 
 def _segments(ctx, a):
     """(ends, start, lengths) of the segments, i64 [L], [1] or None, [L]."""
-    if a["lengths"] is not None:
-        lengths = ctx.cast(ctx.tensor(a["lengths"]), I64)
+    if a.lengths is not None:
+        lengths = ctx.cast(ctx.tensor(a.lengths), I64)
         if len(ctx.shape_of(lengths)) != 1:
             raise Unsupported("segment_reduce with multi-dim lengths")
         count = ctx.shape_of(lengths)[0]
-        tri = _const(ctx, np.tri(count, dtype=np.int64))  # ends = running sum of lengths
+        tri = const(ctx, np.tri(count, dtype=np.int64))  # ends = running sum of lengths
         spread = ctx.broadcast(ctx.reshape(lengths, [1, count]), [count, count])
-        return reduce_sum(ctx, ctx.emit("mul", spread, tri, out=ctx.type_like(tri)), 1), None, lengths
-    if a["offsets"] is not None:
-        offsets = ctx.cast(ctx.tensor(a["offsets"]), I64)
+        return reduce(ctx, emit_like(ctx, "mul", spread, tri), "sum", [1]), None, lengths
+    if a.offsets is not None:
+        offsets = ctx.cast(ctx.tensor(a.offsets), I64)
         if len(ctx.shape_of(offsets)) != 1:
             raise Unsupported("segment_reduce with multi-dim offsets")
         count = ctx.shape_of(offsets)[0] - 1
-        ends, begins = _slice1(ctx, offsets, 1, count), _slice1(ctx, offsets, 0, count)
-        return ends, _slice1(ctx, offsets, 0, 1), ctx.emit("sub", ends, begins, out=ctx.type_like(ends))
+        ends, begins = slice_along(ctx, offsets, 0, 1, count), slice_along(ctx, offsets, 0, 0, count)
+        return ends, slice_along(ctx, offsets, 0, 0, 1), emit_like(ctx, "sub", ends, begins)
     raise Unsupported("segment_reduce without lengths or offsets")
 
 
@@ -422,30 +369,28 @@ def _segment_reduce(ctx, node):
     """Segments along axis 0 given by 1-d lengths or offsets: a dynamo.scatter of the data into
     one row per segment (plus a spare row for data outside every segment) that starts from
     `initial`; mean then divides by the length (an empty one stays `initial`, or NaN)."""
-    a = _bound(node)
-    data = ctx.tensor(a["data"])
+    a = bind(node)
+    data = ctx.tensor(a.data)
     shape, dtype = ctx.shape_of(data), ctx.dtype_of(data)
-    if not shape or a["axis"] % len(shape) != 0 or not dtype.is_floating_point:
+    if not shape or a.axis % len(shape) != 0 or not dtype.is_floating_point:
         raise Unsupported("segment_reduce: only float data reduced along axis 0")
-    reduce = a["reduce"]  # (eager combines bf16/f16 serially in the half type too, as dynamo.scatter)
+    reduce = a.reduce  # (eager combines bf16/f16 serially in the half type too, as dynamo.scatter)
     ends, start, lengths = _segments(ctx, a)
     count = ctx.shape_of(ends)[0]
     kind, default = _SEGMENT[reduce]
-    initial = a["initial"] if a["initial"] is not None else default
+    initial = a.initial if a.initial is not None else default
     n, rest = shape[0], shape[1:]
     ids = ctx.broadcast(ctx.reshape(_segment_ids(ctx, ends, start, n), [n] + [1] * len(rest)), shape)
     dest = ctx.broadcast(ctx.scalar(initial, dtype), [count + 1] + rest)
     out = _scatter_op(ctx, dest, ids, data, 0, kind, True)
-    out = dy.SliceOp(out, ir.DenseI64ArrayAttr.get([0] * len(shape)), ir.DenseI64ArrayAttr.get([1] * len(shape)),
-                     out=ctx.type_like(out, shape=[count] + rest)).out
+    out = slice_box(ctx, out, [0] * len(shape), [count] + rest)
     if reduce != "mean":
         return out
     lengths = ctx.broadcast(ctx.reshape(ctx.cast(lengths, dtype), [count] + [1] * len(rest)), ctx.shape_of(out))
-    empty = dy.CompareOp(lengths, ctx.broadcast(ctx.scalar(0, dtype), ctx.shape_of(out)), ir.StringAttr.get("le"),
-                         out=ctx.type_like(lengths, torch.bool)).out
-    mean = ctx.emit("div", out, lengths, out=ctx.type_like(out))
-    fill = ctx.broadcast(ctx.scalar(float("nan"), dtype), ctx.shape_of(out)) if a["initial"] is None else out
-    return dy.SelectOp(empty, fill, mean, out=ctx.type_like(out)).out
+    empty = compare(ctx, lengths, ctx.broadcast(ctx.scalar(0, dtype), ctx.shape_of(out)), "le")
+    mean = emit_like(ctx, "div", out, lengths)
+    fill = ctx.broadcast(ctx.scalar(float("nan"), dtype), ctx.shape_of(out)) if a.initial is None else out
+    return select(ctx, empty, fill, mean)
 
 
 # ----------------------------------------------------------------------------- embedding_bag
@@ -459,46 +404,43 @@ def _embedding_bag(ctx, node):
     row per bag (bag ids as in segment_reduce; padding_idx entries go to a spare row). mean
     divides by the bag's size; empty bags are 0. Only the output itself is produced (offset2bag,
     bag_size and max_indices are left to eager where a graph uses them)."""
-    a = _bound(node)
-    weight, indices, offsets = ctx.tensor(a["weight"]), ctx.tensor(a["indices"]), ctx.tensor(a["offsets"])
-    mode, out_dtype = _BAG_MODES[a["mode"]], ctx.dtype_of(weight)
+    a = bind(node)
+    weight, indices, offsets = ctx.tensor(a.weight), ctx.tensor(a.indices), ctx.tensor(a.offsets)
+    mode, out_dtype = _BAG_MODES[a.mode], ctx.dtype_of(weight)
     dtype = F32 if out_dtype in HALF else out_dtype  # eager sums half bags in float32, rounding once
     weight = ctx.cast(weight, dtype)
     (rows_in, dim), (n,), (n_off,) = ctx.shape_of(weight), ctx.shape_of(indices), ctx.shape_of(offsets)
-    bags = n_off - 1 if a["include_last_offset"] else n_off
+    bags = n_off - 1 if a.include_last_offset else n_off
     if not n or not bags or not rows_in:
         raise Unsupported("embedding_bag with no indices, bags or rows")
-    if a["include_last_offset"] and mode != "sum":
+    if a.include_last_offset and mode != "sum":
         # eager's max bag and mean divisor then run to the end of the indices, past the last offset
         raise Unsupported(f"embedding_bag {mode} with include_last_offset")
     idx = ctx.cast(indices, I64)
-    wrapped = ctx.emit("rem", idx, ctx.broadcast(ctx.scalar(rows_in, I64), [n]), out=ctx.type_like(idx))
+    wrapped = emit_like(ctx, "rem", idx, ctx.broadcast(ctx.scalar(rows_in, I64), [n]))
     rows = dy.GatherOp(weight, wrapped, out=ctx.type_like(weight, shape=[n, dim])).out
-    if a["per_sample_weights"] is not None:
-        psw = ctx.broadcast(ctx.reshape(ctx.cast(ctx.tensor(a["per_sample_weights"]), dtype), [n, 1]), [n, dim])
-        rows = ctx.emit("mul", rows, psw, out=ctx.type_like(rows))
+    if a.per_sample_weights is not None:
+        psw = ctx.broadcast(ctx.reshape(ctx.cast(ctx.tensor(a.per_sample_weights), dtype), [n, 1]), [n, dim])
+        rows = emit_like(ctx, "mul", rows, psw)
     offsets = ctx.cast(offsets, I64)
-    ends = _slice1(ctx, offsets, 1, n_off - 1) if n_off > 1 and (bags > 1 or a["include_last_offset"]) else None
-    if ends is not None and not a["include_last_offset"]:
-        ends = _slice1(ctx, ends, 0, bags - 1) if bags > 1 else None
+    ends = slice_along(ctx, offsets, 0, 1, n_off - 1) if n_off > 1 and (bags > 1 or a.include_last_offset) else None
+    if ends is not None and not a.include_last_offset:
+        ends = slice_along(ctx, ends, 0, 0, bags - 1) if bags > 1 else None
     ids = _segment_ids(ctx, ends, None, n) if ends is not None else ctx.full(0, [n], I64)
-    pad = a["padding_idx"]
+    pad = a.padding_idx
     if pad is not None and pad >= 0:
-        skip = dy.CompareOp(idx, ctx.broadcast(ctx.scalar(pad, I64), [n]), ir.StringAttr.get("eq"),
-                            out=ctx.type_like(idx, torch.bool)).out
-        ids = dy.SelectOp(skip, ctx.broadcast(ctx.scalar(bags, I64), [n]), ids, out=ctx.type_like(ids)).out
+        skip = compare(ctx, idx, ctx.broadcast(ctx.scalar(pad, I64), [n]), "eq")
+        ids = select(ctx, skip, ctx.broadcast(ctx.scalar(bags, I64), [n]), ids)
     spread = ctx.broadcast(ctx.reshape(ids, [n, 1]), [n, dim])
     start = ctx.broadcast(ctx.scalar(-np.inf if mode == "max" else 0, dtype), [bags + 1, dim])
     out = _scatter_op(ctx, start, spread, rows, 0, "amax" if mode == "max" else "sum", True)
-    out = dy.SliceOp(out, ir.DenseI64ArrayAttr.get([0, 0]), ir.DenseI64ArrayAttr.get([1, 1]),
-                     out=ctx.type_like(out, shape=[bags, dim])).out
+    out = slice_box(ctx, out, [0, 0], [bags, dim])
     if mode != "sum":
         ones = ctx.broadcast(ctx.scalar(1, dtype), [n])
         size = _scatter_op(ctx, ctx.broadcast(ctx.scalar(0, dtype), [bags + 1]), ids, ones, 0, "sum", True)
-        size = ctx.broadcast(ctx.reshape(_slice1(ctx, size, 0, bags), [bags, 1]), [bags, dim])
-        empty = dy.CompareOp(size, ctx.broadcast(ctx.scalar(0, dtype), [bags, dim]), ir.StringAttr.get("eq"),
-                             out=ctx.type_like(size, torch.bool)).out
+        size = ctx.broadcast(ctx.reshape(slice_along(ctx, size, 0, 0, bags), [bags, 1]), [bags, dim])
+        empty = compare(ctx, size, ctx.broadcast(ctx.scalar(0, dtype), [bags, dim]), "eq")
         if mode == "mean":
-            out = ctx.emit("div", out, size, out=ctx.type_like(out))
-        out = dy.SelectOp(empty, ctx.broadcast(ctx.scalar(0, dtype), [bags, dim]), out, out=ctx.type_like(out)).out
+            out = emit_like(ctx, "div", out, size)
+        out = select(ctx, empty, ctx.broadcast(ctx.scalar(0, dtype), [bags, dim]), out)
     return ctx.cast(out, out_dtype), None, None, None

@@ -3,12 +3,13 @@ the direct form eager uses unless it takes its matmul shortcut for the Euclidean
 
 import numpy as np
 import torch
-from torch_mlir import ir
 
 from ...dialects import dynamo as dy
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
-from .coverage_math import _norm
+from .args import bind
+from .builders import const, emit_like
+from .reduction import vector_norm
 
 aten = torch.ops.aten
 
@@ -30,35 +31,32 @@ def _distances(ctx, x1, x2, p: float, batch):
     wide = list(batch) + [r1, r2, m]
     a = ctx.broadcast(ctx.reshape(x1, ctx.shape_of(x1)[:-2] + [r1, 1, m]), wide)
     b = ctx.broadcast(ctx.reshape(x2, ctx.shape_of(x2)[:-2] + [1, r2, m]), wide)
-    diff = ctx.emit("abs", ctx.emit("sub", a, b, out=ctx.type_like(a)), out=ctx.type_like(a))
-    return _norm(ctx, diff, p, [len(wide) - 1], False)
+    diff = emit_like(ctx, "abs", emit_like(ctx, "sub", a, b))
+    return vector_norm(ctx, diff, p, [len(wide) - 1], False)
 
 
 @import_rule(aten._cdist_forward)
 def _cdist(ctx, node):
-    x1, x2, p = node.args[:3]
-    mode = node.args[3] if len(node.args) > 3 else node.kwargs.get("compute_mode")
+    a = bind(node)
     val = ctx.out_meta(node)
     out_shape = list(static_shape(val))
-    if _uses_matmul(float(p), mode, out_shape[-2], out_shape[-1]):
+    if _uses_matmul(float(a.p), a.compute_mode, out_shape[-2], out_shape[-1]):
         raise Unsupported("cdist p=2 in eager's matmul form")
-    if 0 in out_shape or ctx.shape_of(ctx.tensor(x1))[-1] == 0:
+    if 0 in out_shape or ctx.shape_of(ctx.tensor(a.x1))[-1] == 0:
         return ctx.full(0, out_shape, val.dtype)
-    return _distances(ctx, ctx.tensor(x1), ctx.tensor(x2), float(p), out_shape[:-2])
+    return _distances(ctx, ctx.tensor(a.x1), ctx.tensor(a.x2), float(a.p), out_shape[:-2])
 
 
 @import_rule(aten._pdist_forward)
 def _pdist(ctx, node):
     """The upper triangle (i < j, row-major) of cdist(x, x), gathered from the flat n x n matrix."""
-    x = ctx.tensor(node.args[0])
-    p = float(node.args[1] if len(node.args) > 1 else node.kwargs.get("p", 2.0))
+    a = bind(node)
+    x, p = ctx.tensor(a.self), float(a.p)
     val = ctx.out_meta(node)
     n, m = ctx.shape_of(x)
     pairs = [i * n + j for i in range(n) for j in range(i + 1, n)]
     if not pairs or m == 0:
         return ctx.full(0, list(static_shape(val)), val.dtype)
     flat = ctx.reshape(_distances(ctx, x, x, p, []), [n * n])
-    idx_type = ir.RankedTensorType.get([len(pairs)], ir.IntegerType.get_signless(64))
-    idx = dy.ConstantOp(ir.DenseElementsAttr.get(np.array(pairs, dtype=np.int64), type=idx_type.element_type),
-                        out=idx_type).out
+    idx = const(ctx, np.array(pairs, dtype=np.int64))
     return dy.GatherOp(flat, idx, out=ctx.type_like(flat, shape=[len(pairs)])).out

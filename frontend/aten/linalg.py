@@ -20,19 +20,15 @@ import math
 
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
-from torch_mlir import ir
 
 from ...dialects import dynamo as dy
 from ..importer import DYN, fake_value
 from ..registry import Unsupported, import_rule
-from .args import i64_attr as _attr, node_arg as _arg
-from .coverage_math import _iota
-from .reduction import reduce
+from .args import bind
+from .builders import compare, emit_like, gather_along, i64, iota, permute, reduce, select, slice_box
 
 aten = torch.ops.aten
 F64 = torch.float64
-
-
 
 
 def _float(ctx, x) -> torch.dtype:
@@ -64,38 +60,28 @@ def _back(ctx, v, batch, dtype=None):
 
 def _t(ctx, x):
     """Swap the last two dims of a rank-3 tensor."""
-    b, r, c = ctx.shape_of(x)
-    return dy.PermuteOp(x, perm=ir.DenseI64ArrayAttr.get([0, 2, 1]), out=ctx.type_like(x, shape=[b, c, r])).out
+    return permute(ctx, x, [0, 2, 1])
 
 
-def _slice(ctx, x, sizes):
-    rank = len(sizes)
-    return dy.SliceOp(x, ir.DenseI64ArrayAttr.get([0] * rank), ir.DenseI64ArrayAttr.get([1] * rank),
-                      out=ctx.type_like(x, shape=list(sizes))).out
-
-
-def _cmp(ctx, a, b, pred: str):
-    return dy.CompareOp(a, b, ir.StringAttr.get(pred), out=ctx.type_like(a, torch.bool)).out
-
-
-def _select(ctx, cond, a, b):
-    return dy.SelectOp(cond, a, b, out=ctx.type_like(a)).out
+def _corner(ctx, x, sizes):
+    """The leading `sizes` block of x (a top-left submatrix of each batch)."""
+    return slice_box(ctx, x, [0] * len(sizes), sizes)
 
 
 def _positions(ctx, shape):
     """(row, col) index tensors (i64) of a [B, r, c] shape."""
-    return _iota(ctx, list(shape), 1), _iota(ctx, list(shape), 2)
+    return iota(ctx, list(shape), 1), iota(ctx, list(shape), 2)
 
 
 def _where_index(ctx, x, pred: str, other):
     """x where (col `pred` row) holds, else `other` (a number): triangles and diagonals."""
     rows, cols = _positions(ctx, ctx.shape_of(x))
-    return _select(ctx, _cmp(ctx, cols, rows, pred), x, ctx.full(other, ctx.shape_of(x), ctx.dtype_of(x)))
+    return select(ctx, compare(ctx, cols, rows, pred), x, ctx.full(other, ctx.shape_of(x), ctx.dtype_of(x)))
 
 
 def _eye(ctx, b, n, dtype=F64):
     rows, cols = _positions(ctx, [b, n, n])
-    return ctx.cast(_cmp(ctx, rows, cols, "eq"), dtype)
+    return ctx.cast(compare(ctx, rows, cols, "eq"), dtype)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -113,7 +99,7 @@ def permutation(ctx, pivots, size):
     """(perm, inverse) i64 [B, size] of pivots [B, k]."""
     b = ctx.shape_of(pivots)[0]
     t = ctx.type_like(pivots, torch.int64, shape=[b, size])
-    op = dy.LuPermutationOp(ctx.cast(pivots, torch.int32), _attr(size), perm=t, inverse=t)
+    op = dy.LuPermutationOp(ctx.cast(pivots, torch.int32), i64(size), perm=t, inverse=t)
     return op.perm, op.inverse
 
 
@@ -121,11 +107,11 @@ def _rows(ctx, x3, order):
     """Row i of the result is row order[i] of x3 ([B, m, k], order [B, m])."""
     b, m, k = ctx.shape_of(x3)
     index = ctx.broadcast(ctx.reshape(order, [b, m, 1]), [b, m, k])
-    return dy.GatherAlongOp(x3, index, _attr(1), out=ctx.type_like(x3)).out
+    return gather_along(ctx, x3, index, 1)
 
 
 def tri_solve(ctx, a3, b3, upper: bool, unit: bool):
-    return dy.TriangularSolveOp(a3, b3, _attr(upper), _attr(unit), out=ctx.type_like(b3)).out
+    return dy.TriangularSolveOp(a3, b3, i64(upper), i64(unit), out=ctx.type_like(b3)).out
 
 
 def lu_solve(ctx, lu3, pivots, b3, adjoint: bool):
@@ -151,9 +137,10 @@ def _factor(ctx, a):
 
 @import_rule(aten.linalg_lu_factor_ex.default)
 def _lu_factor_ex(ctx, node):
-    if not _arg(node, 1, "pivot", True):
+    arg = bind(node)
+    if not arg.pivot:
         raise Unsupported("LU without pivoting")
-    dtype, batch, lu, piv, info = _factor(ctx, ctx.tensor(node.args[0]))
+    dtype, batch, lu, piv, info = _factor(ctx, ctx.tensor(arg.A))
     return _back(ctx, lu, batch, dtype), _back(ctx, piv, batch), _back(ctx, info, batch)
 
 
@@ -163,26 +150,28 @@ def _unpack(ctx, lu3, piv, batch, dtype):
     k = min(m, n)
     perm, _ = permutation(ctx, piv, m)
     rows, _ = _positions(ctx, [b, m, m])
-    p = ctx.cast(_cmp(ctx, rows, ctx.broadcast(ctx.reshape(perm, [b, 1, m]), [b, m, m]), "eq"), dtype)
-    lower = _where_index(ctx, _slice(ctx, lu3, [b, m, k]), "lt", 0.0)
+    p = ctx.cast(compare(ctx, rows, ctx.broadcast(ctx.reshape(perm, [b, 1, m]), [b, m, m]), "eq"), dtype)
+    lower = _where_index(ctx, _corner(ctx, lu3, [b, m, k]), "lt", 0.0)
     lower = _where_index(ctx, lower, "ne", 1.0)
-    upper = _where_index(ctx, _slice(ctx, lu3, [b, k, n]), "ge", 0.0)
+    upper = _where_index(ctx, _corner(ctx, lu3, [b, k, n]), "ge", 0.0)
     return tuple(_back(ctx, v, batch, dtype) for v in (p, lower, upper))
 
 
 @import_rule(aten.linalg_lu.default)
 def _linalg_lu(ctx, node):
-    if not _arg(node, 1, "pivot", True):
+    arg = bind(node)
+    if not arg.pivot:
         raise Unsupported("LU without pivoting")
-    dtype, batch, lu, piv, _ = _factor(ctx, ctx.tensor(node.args[0]))
+    dtype, batch, lu, piv, _ = _factor(ctx, ctx.tensor(arg.A))
     return _unpack(ctx, lu, piv, batch, dtype)
 
 
 @import_rule(aten.lu_unpack.default)
 def _lu_unpack(ctx, node):
-    if not (_arg(node, 2, "unpack_data", True) and _arg(node, 3, "unpack_pivots", True)):
+    arg = bind(node)
+    if not (arg.unpack_data and arg.unpack_pivots):
         raise Unsupported("lu_unpack without data or pivots (empty outputs)")
-    lu, piv = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
+    lu, piv = ctx.tensor(arg.LU_data), ctx.tensor(arg.LU_pivots)
     dtype = _float(ctx, lu)
     batch = ctx.shape_of(lu)[:-2]
     if ctx.shape_of(piv)[:-1] != batch:
@@ -193,8 +182,9 @@ def _lu_unpack(ctx, node):
 
 @import_rule(aten.linalg_lu_solve.default)
 def _linalg_lu_solve(ctx, node):
-    lu, piv, rhs = (ctx.tensor(a) for a in node.args[:3])
-    left, adjoint = bool(node.kwargs.get("left", True)), bool(node.kwargs.get("adjoint", False))
+    arg = bind(node)
+    lu, piv, rhs = ctx.tensor(arg.LU), ctx.tensor(arg.pivots), ctx.tensor(arg.B)
+    left, adjoint = bool(arg.left), bool(arg.adjoint)
     dtype = _float(ctx, lu)
     _float(ctx, rhs)
     batch = list(torch.broadcast_shapes(tuple(ctx.shape_of(lu)[:-2]), tuple(ctx.shape_of(rhs)[:-2])))
@@ -218,22 +208,21 @@ def _diagonal(ctx, lu3):
 def _pivot_sign(ctx, piv):
     """+-1.0 [B]: the parity of the row swaps pivots [B, n] describe."""
     b, n = ctx.shape_of(piv)
-    step = _iota(ctx, [b, n], 1)
-    moved = _cmp(ctx, ctx.cast(piv, torch.int64), ctx.emit("add", step, ctx.full(1, [b, n], torch.int64),
-                                                          out=ctx.type_like(step)), "ne")
-    flips = _select(ctx, moved, ctx.full(-1.0, [b, n], F64), ctx.full(1.0, [b, n], F64))
+    step = iota(ctx, [b, n], 1)
+    one_based = emit_like(ctx, "add", step, ctx.full(1, [b, n], torch.int64))
+    moved = compare(ctx, ctx.cast(piv, torch.int64), one_based, "ne")
+    flips = select(ctx, moved, ctx.full(-1.0, [b, n], F64), ctx.full(1.0, [b, n], F64))
     return reduce(ctx, flips, "prod", [1], False)
 
 
 def _square(ctx, node, transposed: bool = False):
     """_factor of node's square matrix argument, or of its transpose."""
-    a = ctx.tensor(node.args[0])
+    a = ctx.tensor(bind(node).A)
     shape = ctx.shape_of(a)
     if shape[-1] != shape[-2]:
         raise Unsupported("not a square matrix")
     if transposed:
-        perm = list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2]
-        a = dy.PermuteOp(a, perm=ir.DenseI64ArrayAttr.get(perm), out=ctx.type_like(a)).out
+        a = permute(ctx, a, list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2])
     return _factor(ctx, a)
 
 
@@ -256,7 +245,7 @@ def _eager_factors_transpose(op) -> bool:
 def _factors_transpose(node) -> bool:
     """Whether node's LU output must be that of A^T (see _eager_factors_transpose): factors of A
     where eager's are A^T's made det's backward give the cofactor matrix transposed."""
-    return _eager_factors_transpose(node.target) and fake_value(node.args[0]).is_contiguous()
+    return _eager_factors_transpose(node.target) and fake_value(bind(node).A).is_contiguous()
 
 
 def _det_factor(ctx, node):
@@ -264,14 +253,10 @@ def _det_factor(ctx, node):
     return _square(ctx, node, transposed=_factors_transpose(node))
 
 
-def _mul(ctx, a, b):
-    return ctx.emit("mul", a, b, out=ctx.type_like(a))
-
-
 @import_rule(aten._linalg_det.default)
 def _det(ctx, node):
     dtype, batch, lu, piv, _ = _det_factor(ctx, node)
-    det = _mul(ctx, reduce(ctx, _diagonal(ctx, lu), "prod", [1], False), _pivot_sign(ctx, piv))
+    det = emit_like(ctx, "mul", reduce(ctx, _diagonal(ctx, lu), "prod", [1], False), _pivot_sign(ctx, piv))
     return ctx.cast(ctx.reshape(det, batch), dtype), _back(ctx, lu, batch, dtype), _back(ctx, piv, batch)
 
 
@@ -279,9 +264,9 @@ def _det(ctx, node):
 def _slogdet(ctx, node):
     dtype, batch, lu, piv, _ = _det_factor(ctx, node)
     diag = _diagonal(ctx, lu)
-    unary = lambda name, x: ctx.emit(name, x, out=ctx.type_like(x))
-    sign = _mul(ctx, reduce(ctx, unary("sign", diag), "prod", [1], False), _pivot_sign(ctx, piv))
-    logabs = reduce(ctx, unary("log", unary("abs", diag)), "sum", [1], False)
+    f = lambda name, x: emit_like(ctx, name, x)  # noqa: E731
+    sign = emit_like(ctx, "mul", reduce(ctx, f("sign", diag), "prod", [1], False), _pivot_sign(ctx, piv))
+    logabs = reduce(ctx, f("log", f("abs", diag)), "sum", [1], False)
     return (ctx.cast(ctx.reshape(sign, batch), dtype), ctx.cast(ctx.reshape(logabs, batch), dtype),
             _back(ctx, lu, batch, dtype), _back(ctx, piv, batch))
 
@@ -298,8 +283,9 @@ def _inv_ex(ctx, node):
 
 @import_rule(aten._linalg_solve_ex.default)
 def _solve_ex(ctx, node):
-    a, rhs = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
-    left = bool(_arg(node, 2, "left", True))
+    arg = bind(node)
+    a, rhs = ctx.tensor(arg.A), ctx.tensor(arg.B)
+    left = bool(arg.left)
     if _factors_transpose(node):
         raise Unsupported("this torch's _linalg_solve_ex returns the factors of A^T")
     dtype, a_batch, lu, piv, info = _square(ctx, node)
@@ -340,22 +326,19 @@ def _tri(ctx, a, rhs, upper: bool, left: bool, unit: bool):
 
 @import_rule(aten.linalg_solve_triangular.default)
 def _solve_triangular(ctx, node):
-    a, rhs = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
-    upper = bool(_arg(node, 2, "upper", None))
-    left, unit = bool(node.kwargs.get("left", True)), bool(node.kwargs.get("unitriangular", False))
-    return _tri(ctx, a, rhs, upper, left, unit)
+    arg = bind(node)
+    a, rhs = ctx.tensor(arg.self), ctx.tensor(arg.B)
+    return _tri(ctx, a, rhs, bool(arg.upper), bool(arg.left), bool(arg.unitriangular))
 
 
 @import_rule(aten.triangular_solve.default)
 def _triangular_solve(ctx, node):
-    rhs, a = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
-    upper, transpose = bool(_arg(node, 2, "upper", True)), bool(_arg(node, 3, "transpose", False))
-    unit = bool(_arg(node, 4, "unitriangular", False))
-    if transpose:  # A^T X = B: the transposed matrix and the other triangle
-        a_shape = ctx.shape_of(a)
-        perm = list(range(len(a_shape) - 2)) + [len(a_shape) - 1, len(a_shape) - 2]
-        a_t = dy.PermuteOp(a, perm=ir.DenseI64ArrayAttr.get(perm),
-                           out=ctx.type_like(a, shape=[a_shape[p] for p in perm])).out
+    arg = bind(node)
+    rhs, a = ctx.tensor(arg.self), ctx.tensor(arg.A)
+    upper, unit = bool(arg.upper), bool(arg.unitriangular)
+    if arg.transpose:  # A^T X = B: the transposed matrix and the other triangle
+        rank = len(ctx.shape_of(a))
+        a_t = permute(ctx, a, list(range(rank - 2)) + [rank - 1, rank - 2])
         x = _tri(ctx, a_t, rhs, not upper, True, unit)
     else:
         x = _tri(ctx, a, rhs, upper, True, unit)
@@ -380,13 +363,15 @@ def cholesky(ctx, a, upper: bool):
 
 @import_rule(aten.linalg_cholesky_ex.default)
 def _cholesky_ex(ctx, node):
-    factor, info, batch, dtype = cholesky(ctx, ctx.tensor(node.args[0]), bool(_arg(node, 1, "upper", False)))
+    arg = bind(node)
+    factor, info, batch, dtype = cholesky(ctx, ctx.tensor(arg.self), bool(arg.upper))
     return _back(ctx, factor, batch, dtype), _back(ctx, info, batch)
 
 
 @import_rule(aten.cholesky.default)
 def _cholesky(ctx, node):
-    factor, _, batch, dtype = cholesky(ctx, ctx.tensor(node.args[0]), bool(_arg(node, 1, "upper", False)))
+    arg = bind(node)
+    factor, _, batch, dtype = cholesky(ctx, ctx.tensor(arg.self), bool(arg.upper))
     return _back(ctx, factor, batch, dtype)
 
 
@@ -401,8 +386,8 @@ def _cholesky_solve(ctx, rhs3, factor3, upper: bool):
 
 @import_rule(aten.cholesky_solve.default)
 def _cholesky_solve_rule(ctx, node):
-    rhs, factor = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
-    upper = bool(_arg(node, 2, "upper", False))
+    arg = bind(node)
+    rhs, factor, upper = ctx.tensor(arg.self), ctx.tensor(arg.input2), bool(arg.upper)
     dtype = _float(ctx, factor)
     _float(ctx, rhs)
     batch = list(torch.broadcast_shapes(tuple(ctx.shape_of(factor)[:-2]), tuple(ctx.shape_of(rhs)[:-2])))
@@ -412,8 +397,8 @@ def _cholesky_solve_rule(ctx, node):
 
 @import_rule(aten.cholesky_inverse.default)
 def _cholesky_inverse(ctx, node):
-    factor = ctx.tensor(node.args[0])
-    upper = bool(_arg(node, 1, "upper", False))
+    arg = bind(node)
+    factor, upper = ctx.tensor(arg.self), bool(arg.upper)
     dtype = _float(ctx, factor)
     batch = ctx.shape_of(factor)[:-2]
     f3 = _flat(ctx, ctx.cast(factor, F64))

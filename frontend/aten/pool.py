@@ -1,0 +1,473 @@
+"""Pooling: average and max pooling (values, indices, backward) for any kernel/stride/padding/
+dilation/ceil_mode over 2 or 3 spatial dims, and adaptive average/max pooling.
+
+- Values come from dynamo.pool2d (2-d or 3-d). ceil_mode adds windows past the symmetric padding:
+  the input is padded on the high side first (-inf for max, 0 for sums).
+- Average pooling with count_include_pad=False, divisor_override or ceil_mode divides a sum pool
+  by a per-output-position constant table of divisors (`_divisors`).
+- Max-pool indices: 2-d disjoint unpadded windows (stride == kernel) are a reshape of the input,
+  and the argmax inside each window gives both torch's indices and the backward's routing
+  (`Windows`). Otherwise every window's elements are gathered with a constant index (the window's
+  positions in the -inf-padded volume): [planes, out..., K]. The argmax over K gives the window
+  slot, and a constant table maps (window, slot) to torch's index in the unpadded volume.
+- Max-pool backward: each input position sums grad_output over the (at most K) windows that can
+  contain it and whose saved index names it; the candidate windows are a constant table, so the
+  scatter-add of eager becomes a gather and a sum, in eager's order (ascending output position).
+- Adaptive pooling: output i of a dim of size n pooled to o reads [floor(i*n/o), ceil((i+1)*n/o)).
+  The windows are separable, so each pooled dim is one masked reduction of x broadcast to
+  [..., o, n, ...].
+"""
+
+import numpy as np
+import torch
+from torch_mlir import ir
+
+from ...dialects import dynamo as dy
+from ..importer import static_shape
+from ..registry import Unsupported, import_rule
+from .args import bind, output_read, per_dim
+from .builders import (HALF, arg_reduce, compare, compute_dtype, const, emit_like, gather_along, i64s, iota,
+                       ordered_sum, outer, pad, permute, reduce, row_major_strides, select, slice_box)
+
+aten = torch.ops.aten
+
+MAX_WINDOW_ELEMENTS = 1 << 22  # elements of a gathered [planes, out..., K] (or [in..., K, planes]) tensor
+
+
+# ----------------------------------------------------------------------------- window geometry
+
+
+class Geometry:
+    """The windows of one pooling op over the last `spatial` dims of its input."""
+
+    def __init__(self, kernel, stride, padding, dilation, ceil_mode, in_sizes, out_sizes):
+        spatial = len(in_sizes)
+        self.kernel = per_dim(kernel, spatial)
+        self.stride = per_dim(stride, spatial) if stride else list(self.kernel)
+        self.padding = per_dim(padding or 0, spatial)
+        self.dilation = per_dim(dilation or 1, spatial)
+        self.ceil_mode = bool(ceil_mode)
+        self.ins, self.outs = list(in_sizes), list(out_sizes)
+
+    @property
+    def high(self) -> list[int]:
+        """Padding past the symmetric one that the last (ceil_mode) window needs."""
+        return [max(0, (o - 1) * s + (k - 1) * d + 1 - n - 2 * p)
+                for n, o, k, s, p, d in zip(self.ins, self.outs, self.kernel, self.stride, self.padding, self.dilation)]
+
+    def positions(self, i: int):
+        """Dim i: per output position and window slot, the position in the padded dim, and
+        whether it lies inside the input."""
+        pos = (np.arange(self.outs[i]) * self.stride[i])[:, None] + (np.arange(self.kernel[i]) * self.dilation[i])[None, :]
+        p = self.padding[i]
+        return pos, (pos >= p) & (pos < p + self.ins[i])
+
+    def attrs(self):
+        return [i64s(v) for v in (self.kernel, self.stride, self.padding, self.dilation)]
+
+
+def _batched(ctx, x, spatial):
+    """x as [N, C, spatial...] (an unbatched input gets N = 1)."""
+    shape = ctx.shape_of(x)
+    if len(shape) == spatial + 1:
+        return ctx.reshape(x, [1] + shape)
+    if len(shape) != spatial + 2:
+        raise Unsupported(f"pooling a rank-{len(shape)} input over {spatial} dims")
+    return x
+
+
+def _pooled(ctx, x, kind: str, geom: Geometry, out_shape):
+    """dynamo.pool2d of x (batched or not) with ceil_mode's high padding made explicit."""
+    spatial = len(geom.kernel)
+    xb = _batched(ctx, x, spatial)
+    if any(geom.high):
+        fill = float("-inf") if kind == "max" else 0.0
+        if kind == "max" and not ctx.dtype_of(x).is_floating_point:
+            fill = torch.iinfo(ctx.dtype_of(x)).min
+        xb = pad(ctx, xb, [0] * (spatial + 2), [0, 0, *geom.high], fill)
+    batched_out = ctx.shape_of(xb)[:2] + geom.outs
+    y = dy.Pool2dOp(xb, ir.StringAttr.get(kind), *geom.attrs(), out=ctx.type_like(xb, shape=batched_out)).out
+    return ctx.reshape(y, out_shape)
+
+
+# ----------------------------------------------------------------------------- average pooling
+
+
+def _divisors(geom: Geometry, count_include_pad: bool, divisor_override) -> np.ndarray:
+    """Per output position, what eager divides the window sum by: the override; else the window
+    clipped to the padded input (ceil_mode windows may overhang it); without count_include_pad,
+    clipped to the input itself."""
+    if divisor_override:
+        return np.full(geom.outs, float(divisor_override))
+    sizes = []
+    for n, o, k, s, p in zip(geom.ins, geom.outs, geom.kernel, geom.stride, geom.padding):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, n + p)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, n)
+        sizes.append(end - start)
+    total = np.ones([])
+    for size in sizes:
+        total = np.multiply.outer(total, size)
+    return total.astype(np.float64)
+
+
+def _avg_pool(ctx, node, spatial: int):
+    a = bind(node)
+    val = ctx.out_meta(node)
+    out_shape = list(static_shape(val))
+    x = ctx.tensor(a.self)
+    if 0 in out_shape or 0 in ctx.shape_of(x):
+        raise Unsupported("average pooling of an empty tensor")
+    geom = Geometry(a.kernel_size, a.stride, a.padding, 1, a.ceil_mode, ctx.shape_of(x)[-spatial:], out_shape[-spatial:])
+    divisors = _divisors(geom, a.count_include_pad is not False, a.divisor_override)
+    compute = compute_dtype(val.dtype)
+    x = ctx.cast(x, compute)
+    if np.all(divisors == np.prod(geom.kernel)) and not any(geom.high):
+        return ctx.cast(_pooled(ctx, x, "avg", geom, out_shape), val.dtype)
+    total = _pooled(ctx, x, "sum", geom, out_shape)
+    d = const(ctx, divisors.astype(np.float32 if compute == torch.float32 else np.float64), compute)
+    return ctx.cast(emit_like(ctx, "div", total, ctx.broadcast(d, out_shape)), val.dtype)
+
+
+@import_rule(aten.avg_pool2d)
+def _avg_pool2d(ctx, node):
+    return _avg_pool(ctx, node, 2)
+
+
+@import_rule(aten.avg_pool3d)
+def _avg_pool3d(ctx, node):
+    if ctx.out_meta(node).dtype in (torch.bfloat16, torch.float16):
+        raise Unsupported("half-precision 3-d average pooling (eager has no kernel for it)")
+    return _avg_pool(ctx, node, 3)
+
+
+# ----------------------------------------------------------------------------- max pooling
+
+
+def _max_geometry(ctx, a, x, out_shape, spatial: int) -> Geometry:
+    """The windows of max_poolNd_with_indices or its backward (bound arguments `a`)."""
+    return Geometry(a.kernel_size, a.stride, a.padding, a.dilation, a.ceil_mode, ctx.shape_of(x)[-spatial:],
+                    out_shape[-spatial:])
+
+
+def _index_tables(geom: Geometry):
+    """(gather index into the flattened padded volume, torch index per slot), both [out..., K]."""
+    spatial = len(geom.kernel)
+    padded = [n + 2 * p + h for n, p, h in zip(geom.ins, geom.padding, geom.high)]
+    pos, inside = zip(*(geom.positions(i) for i in range(spatial)))
+    gather = outer([q * st for q, st in zip(pos, row_major_strides(padded))], np.add)
+    torch_index = outer([(q - p) * st for q, p, st in zip(pos, geom.padding, row_major_strides(geom.ins))], np.add)
+    inside = outer(list(inside), np.logical_and)
+    k = int(np.prod(geom.kernel))
+    gather, torch_index, inside = (t.reshape(geom.outs + [k]) for t in (gather, torch_index, inside))
+    # A window of -inf only keeps slot 0 (argmax sees nothing larger): there eager reports the
+    # window's first position inside the input, so slot 0 maps to that.
+    first_inside = np.take_along_axis(torch_index, inside.argmax(axis=-1)[..., None], axis=-1)[..., 0]
+    torch_index[..., 0] = np.where(inside[..., 0], torch_index[..., 0], first_inside)
+    return gather, torch_index, padded
+
+
+def _general_max_pool(ctx, x, geom: Geometry, out_shape, out_dtype):
+    spatial = len(geom.kernel)
+    shape = ctx.shape_of(x)
+    planes, k = int(np.prod(shape[:-spatial])), int(np.prod(geom.kernel))
+    if planes * int(np.prod(geom.outs)) * k > MAX_WINDOW_ELEMENTS:
+        raise Unsupported("max pooling windows too large to gather")
+    gather, torch_index, padded = _index_tables(geom)
+    xp = ctx.reshape(ctx.cast(x, compute_dtype(out_dtype)), [planes] + geom.ins)
+    xp = pad(ctx, xp, [0, *geom.padding], [0] + [p + h for p, h in zip(geom.padding, geom.high)], float("-inf"))
+    rows = permute(ctx, ctx.reshape(xp, [planes, int(np.prod(padded))]), [1, 0])
+    g = dy.GatherOp(rows, const(ctx, gather, torch.int64), out=ctx.type_like(rows, shape=geom.outs + [k, planes])).out
+    g = permute(ctx, g, [spatial + 1] + list(range(spatial + 1)))  # planes, out..., K
+    values = reduce(ctx, g, "max", [spatial + 1], False)
+    window = [planes] + geom.outs
+    slot = arg_reduce(ctx, g, "max", spatial + 1)
+    table = ctx.broadcast(const(ctx, torch_index, torch.int64), window + [k])
+    index = gather_along(ctx, table, ctx.reshape(slot, window + [1]), spatial + 1)
+    return ctx.cast(ctx.reshape(values, out_shape), out_dtype), ctx.reshape(index, out_shape)
+
+
+def _max_pool(ctx, node, spatial: int):
+    a = bind(node)
+    val = ctx.out_meta(node, 0)
+    x = ctx.tensor(a.self)
+    out_shape = list(static_shape(val))
+    if 0 in ctx.shape_of(x) or 0 in out_shape:
+        raise Unsupported("max pooling of an empty tensor")
+    geom = _max_geometry(ctx, a, x, out_shape, spatial)
+    if not output_read(node, 1):
+        compute = compute_dtype(val.dtype)
+        return ctx.cast(_pooled(ctx, ctx.cast(x, compute), "max", geom, out_shape), val.dtype), None
+    if spatial == 2 and not any(geom.padding):
+        # Disjoint, unpadded windows: `Windows` (its backward matches it). With padding, its argmax
+        # may pick a padded slot of an all -inf window, where eager names an input position.
+        try:
+            return _disjoint_max_pool(ctx, a, x, val)
+        except Unsupported:
+            pass
+    return _general_max_pool(ctx, x, geom, out_shape, val.dtype)
+
+
+@import_rule(aten.max_pool2d_with_indices)
+def _max_pool2d_with_indices(ctx, node):
+    return _max_pool(ctx, node, 2)
+
+
+@import_rule(aten.max_pool3d_with_indices)
+def _max_pool3d_with_indices(ctx, node):
+    return _max_pool(ctx, node, 3)
+
+
+# ----------------------------------------------------------------------------- max-pool backward
+
+
+def _candidates(geom: Geometry):
+    """Per input position (flat) and candidate slot: the flat output position of a window that
+    can hold it (0 where none) and whether there is one, [in..., K] each. Slots run over the
+    kernel backwards, so the candidates of each position ascend as eager's scatter visits them."""
+    outs, valid = [], []
+    for n, o, k, s, p, d in zip(geom.ins, geom.outs, geom.kernel, geom.stride, geom.padding, geom.dilation):
+        start = np.arange(n)[:, None] + p - (np.arange(k)[::-1] * d)[None, :]  # o * s for slot k
+        ok = (start >= 0) & (start % s == 0) & (start // s < o)
+        outs.append(np.where(ok, start // s, 0))
+        valid.append(ok)
+    k = int(np.prod(geom.kernel))
+    flat = outer([t * st for t, st in zip(outs, row_major_strides(geom.outs))], np.add).reshape(geom.ins + [k])
+    ok = outer(valid, np.logical_and).reshape(geom.ins + [k])
+    return np.where(ok, flat, 0), ok
+
+
+def _general_max_pool_backward(ctx, node, spatial: int):
+    a = bind(node)
+    grad, x, indices = ctx.tensor(a.grad_output), ctx.tensor(a.self), ctx.tensor(a.indices)
+    val = ctx.out_meta(node)
+    shape, gshape = ctx.shape_of(x), ctx.shape_of(grad)
+    if 0 in shape or 0 in gshape:
+        raise Unsupported("max-pool backward of an empty tensor")
+    geom = _max_geometry(ctx, a, x, gshape, spatial)
+    planes, k = int(np.prod(shape[:-spatial])), int(np.prod(geom.kernel))
+    n_in, n_out = int(np.prod(geom.ins)), int(np.prod(geom.outs))
+    if n_in * k * planes > MAX_WINDOW_ELEMENTS:
+        raise Unsupported("max-pool backward windows too large to gather")
+    table, ok = _candidates(geom)
+    table = const(ctx, table.reshape(n_in, k), torch.int64)
+    wide = [n_in, k, planes]
+
+    def gathered(v):  # [planes, out...] -> [in, K, planes]: each candidate window's value
+        rows = permute(ctx, ctx.reshape(v, [planes, n_out]), [1, 0])
+        return dy.GatherOp(rows, table, out=ctx.type_like(rows, shape=wide)).out
+
+    compute = compute_dtype(val.dtype)
+    g, idx = gathered(ctx.cast(grad, compute)), gathered(indices)
+    here = ctx.broadcast(ctx.reshape(iota(ctx, [n_in], 0), [n_in, 1, 1]), wide)
+    hit = compare(ctx, idx, here, "eq")
+    valid = ctx.broadcast(ctx.cast(const(ctx, ok.reshape(n_in, k, 1).astype(np.int64), torch.int64), torch.bool), wide)
+    hit = emit_like(ctx, "and", hit, valid)
+    routed = select(ctx, hit, g, ctx.broadcast(ctx.scalar(0, compute), wide))
+    total = permute(ctx, ordered_sum(ctx, routed, 1, val.dtype), [1, 0])  # eager's order and half roundings
+    return ctx.cast(ctx.reshape(total, shape), val.dtype)
+
+
+@import_rule(aten.max_pool2d_with_indices_backward)
+def _max_pool2d_backward(ctx, node):
+    try:  # disjoint, unpadded windows: `Windows` recomputes the argmax, no gathers
+        return _disjoint_max_pool_backward(ctx, bind(node))
+    except Unsupported:
+        return _general_max_pool_backward(ctx, node, 2)
+
+
+@import_rule(aten.max_pool3d_with_indices_backward)
+def _max_pool3d_backward(ctx, node):
+    return _general_max_pool_backward(ctx, node, 3)
+
+
+
+
+# ----------------------------------------------------------------------------- disjoint 2-d windows
+
+
+def _pool2d(ctx, x, kind, out_val, kernel, stride, padding, dilation):
+    """dynamo.pool2d of a batched 2-d (NCHW) input, computed in the compute dtype."""
+    attrs = [i64s(per_dim(v, 2)) for v in (kernel, stride or kernel, padding, dilation)]
+    compute = compute_dtype(out_val.dtype)
+    y = dy.Pool2dOp(ctx.cast(x, compute), ir.StringAttr.get(kind), *attrs,
+                    out=ctx.type_like(x, compute, static_shape(out_val))).out
+    return ctx.cast(y, out_val.dtype)
+
+
+class Windows:
+    """Disjoint pooling windows of an NCHW tensor (stride == kernel, dilation 1): the windows
+    are a reshape of the input, so the argmax inside each one gives both torch's indices and
+    the backward's routing. `a`: the bound arguments of max_pool2d_with_indices or its backward."""
+
+    def __init__(self, a, x_shape):
+        kernel = per_dim(a.kernel_size, 2)
+        stride = per_dim(a.stride, 2) if a.stride else kernel
+        padding, dilation = per_dim(a.padding or 0, 2), per_dim(a.dilation or 1, 2)
+        if stride != kernel or dilation != [1, 1] or a.ceil_mode or len(x_shape) != 4:
+            raise Unsupported("max-pool indices/backward need stride == kernel, dilation 1, NCHW, no ceil_mode")
+        self.kernel, self.padding = kernel, padding
+        self.n, self.c, self.h, self.w = x_shape
+        self.oh = (self.h + 2 * padding[0] - kernel[0]) // kernel[0] + 1
+        self.ow = (self.w + 2 * padding[1] - kernel[1]) // kernel[1] + 1
+
+    @property
+    def window_shape(self):
+        return [self.n, self.c, self.oh, self.ow, self.kernel[0] * self.kernel[1]]
+
+    def gather(self, ctx, x):
+        """x (N,C,H,W) -> (N,C,OH,OW,kh*kw): padding with -inf, trailing rows cut."""
+        (kh, kw), (ph, pw) = self.kernel, self.padding
+        x = pad(ctx, x, [0, 0, ph, pw], [0, 0, ph, pw], float("-inf") if ctx.dtype_of(x).is_floating_point else 0)
+        x = slice_box(ctx, x, [0, 0, 0, 0], [self.n, self.c, self.oh * kh, self.ow * kw])
+        x = ctx.reshape(x, [self.n, self.c, self.oh, kh, self.ow, kw])
+        return ctx.reshape(permute(ctx, x, [0, 1, 2, 4, 3, 5]), self.window_shape)
+
+    def scatter(self, ctx, windows):
+        """The inverse of gather for gradients: (N,C,OH,OW,kh*kw) -> (N,C,H,W), zeros elsewhere."""
+        (kh, kw), (ph, pw) = self.kernel, self.padding
+        x = ctx.reshape(windows, [self.n, self.c, self.oh, self.ow, kh, kw])
+        x = ctx.reshape(permute(ctx, x, [0, 1, 2, 4, 3, 5]), [self.n, self.c, self.oh * kh, self.ow * kw])
+        x = pad(ctx, x, [0] * 4, [0, 0, self.h + 2 * ph - self.oh * kh, self.w + 2 * pw - self.ow * kw])
+        return slice_box(ctx, x, [0, 0, ph, pw], [self.n, self.c, self.h, self.w])
+
+    def argmax(self, ctx, x):
+        """Position (0..kh*kw-1) of the first maximum of each window, as torch picks it."""
+        windows = self.gather(ctx, x)
+        return arg_reduce(ctx, windows, "max", 4)
+
+    def flat_indices(self, ctx, arg):
+        """torch's indices: row * W + col in the unpadded input."""
+        (kh, kw), (ph, pw) = self.kernel, self.padding
+        shape = self.window_shape[:4]
+
+        def scalar(v):
+            return ctx.broadcast(ctx.scalar(v, torch.int64), shape)
+
+        i = emit_like(ctx, "floordiv", arg, scalar(kw))
+        j = emit_like(ctx, "rem", arg, scalar(kw))
+        row = emit_like(ctx, "add", iota(ctx, shape, 2, -ph, kh), i)
+        col = emit_like(ctx, "add", iota(ctx, shape, 3, -pw, kw), j)
+        return emit_like(ctx, "add", emit_like(ctx, "mul", row, scalar(self.w)), col)
+
+
+def _disjoint_max_pool(ctx, a, x, val):
+    """(values, indices) of max_pool2d_with_indices over disjoint windows (`Windows`)."""
+    windows = Windows(a, ctx.shape_of(x))
+    values = _pool2d(ctx, x, "max", val, a.kernel_size, a.stride, a.padding or 0, a.dilation or 1)
+    return values, windows.flat_indices(ctx, windows.argmax(ctx, x))
+
+
+def _disjoint_max_pool_backward(ctx, a):
+    """Recomputes each window's argmax from the input (the saved indices say the same) and
+    routes the gradient there: no scatter needed because windows are disjoint."""
+    grad, x = ctx.tensor(a.grad_output), ctx.tensor(a.self)
+    windows = Windows(a, ctx.shape_of(x))
+    if any(windows.padding):
+        # an all -inf window's argmax can land on a padding slot, whose gradient has nowhere to go
+        raise Unsupported("max-pool backward with padding (eager routes -inf windows' gradients)")
+    shape = windows.window_shape
+    best = ctx.broadcast(ctx.reshape(windows.argmax(ctx, x), shape[:4] + [1]), shape)
+    hit = compare(ctx, iota(ctx, shape, 4), best, "eq")
+    g = ctx.broadcast(ctx.reshape(grad, shape[:4] + [1]), shape)
+    zero = ctx.broadcast(ctx.scalar(0, ctx.dtype_of(grad)), shape)
+    return windows.scatter(ctx, select(ctx, hit, g, zero))
+
+
+# ----------------------------------------------------------------------------- adaptive pooling
+
+
+def _window_mask(n: int, o: int) -> np.ndarray:
+    i = np.arange(o)[:, None]
+    h = np.arange(n)[None, :]
+    return (h >= (i * n) // o) & (h < -((-(i + 1) * n) // o))
+
+
+def _pool_dim(ctx, x, d: int, o: int, kind: str):
+    shape = ctx.shape_of(x)
+    wide = shape[:d] + [o] + shape[d:]
+    mask = _window_mask(shape[d], o).astype(np.int64)
+    m = ctx.broadcast(ctx.reshape(const(ctx, mask), [1] * d + list(mask.shape) + [1] * (len(shape) - d - 1)), wide)
+    keep = compare(ctx, m, ctx.broadcast(ctx.scalar(0, torch.int64), wide), "ne")
+    xb = ctx.broadcast(ctx.reshape(x, shape[:d] + [1] + shape[d:]), wide)
+    fill = ctx.broadcast(ctx.scalar(float("-inf") if kind == "max" else 0.0, ctx.dtype_of(x)), wide)
+    return reduce(ctx, select(ctx, keep, xb, fill), kind, [d + 1], False)
+
+
+def _counts(in_sizes, out_sizes) -> np.ndarray:
+    """Elements per output window (the outer product of each dim's window lengths)."""
+    total = np.ones([], dtype=np.float64)
+    for n, o in zip(in_sizes, out_sizes):
+        total = np.multiply.outer(total, _window_mask(n, o).sum(axis=1))
+    return total
+
+
+def _adaptive_pool(ctx, node, kind, spatial: int):
+    val = ctx.out_meta(node)
+    val = val[0] if isinstance(val, (tuple, list)) else val
+    compute = compute_dtype(val.dtype)
+    x = ctx.cast(ctx.tensor(bind(node).self), compute)
+    shape, out_shape = ctx.shape_of(x), list(static_shape(val))
+    if 0 in out_shape:
+        return ctx.full(0, out_shape, val.dtype)
+    if 0 in shape:
+        raise Unsupported("adaptive pooling of an empty tensor")
+    first = len(shape) - spatial
+    for d in range(first, len(shape)):
+        x = _pool_dim(ctx, x, d, out_shape[d], "max" if kind == "max" else "sum")
+    if kind == "avg":
+        counts = const(ctx, _counts(shape[first:], out_shape[first:]), compute)
+        x = emit_like(ctx, "div", x, ctx.broadcast(counts, out_shape))
+    return ctx.cast(x, val.dtype)
+
+
+MAX_INDEX_WINDOWS = 1 << 22  # elements of the [..., out..., in...] tensor the indices are taken from
+
+
+def _max_indices(ctx, x, values, spatial: int):
+    """torch's indices (flat over the input's pooled dims) of each window's first maximum: x
+    broadcast to [..., out..., in...], -inf outside each window, one argmax over the flattened
+    input dims. A window of -inf only gets its first element's index, as eager's kernel gives."""
+    shape, out_shape = ctx.shape_of(x), ctx.shape_of(values)
+    first = len(shape) - spatial
+    ins, outs = shape[first:], out_shape[first:]
+    wide = shape[:first] + outs + ins
+    if int(np.prod(wide)) > MAX_INDEX_WINDOWS:
+        raise Unsupported("adaptive max pooling indices of a large input")
+    mask = np.ones([], dtype=bool)
+    for n, o in zip(ins, outs):
+        mask = np.logical_and.outer(mask, _window_mask(n, o))  # axes: o0, n0, o1, n1, ...
+    mask = mask.transpose(list(range(0, 2 * spatial, 2)) + list(range(1, 2 * spatial, 2)))
+    keep = ctx.cast(ctx.broadcast(const(ctx, mask.astype(np.int64)), wide), torch.bool)
+    xb = ctx.broadcast(ctx.reshape(x, shape[:first] + [1] * spatial + ins), wide)
+    picked = select(ctx, keep, xb, ctx.broadcast(ctx.scalar(float("-inf"), ctx.dtype_of(x)), wide))
+    flat = ctx.reshape(picked, shape[:first] + outs + [int(np.prod(ins))])
+    idx = arg_reduce(ctx, flat, "max", len(out_shape))
+    starts = np.zeros([], dtype=np.int64)
+    for n, o in zip(ins, outs):
+        starts = np.add.outer(starts * n, (np.arange(o) * n) // o)
+    start_idx = ctx.broadcast(const(ctx, starts), out_shape)
+    all_inf = compare(ctx, values, ctx.broadcast(ctx.scalar(float("-inf"), ctx.dtype_of(values)), out_shape), "eq")
+    return select(ctx, all_inf, start_idx, idx)
+
+
+# op -> (kind, pooled dims)
+ADAPTIVE = {aten._adaptive_avg_pool2d: ("avg", 2), aten._adaptive_avg_pool3d: ("avg", 3),
+            aten.adaptive_max_pool2d: ("max", 2), aten.adaptive_max_pool3d: ("max", 3)}
+
+
+@import_rule(*ADAPTIVE)
+def _adaptive(ctx, node):
+    kind, spatial = ADAPTIVE[node.target.overloadpacket]
+    if kind == "avg" and spatial == 3 and ctx.out_meta(node).dtype in HALF:
+        raise Unsupported("half-precision 3-d adaptive average pooling: eager's kernel sums in the half type")
+    if kind == "avg":
+        return _adaptive_pool(ctx, node, kind, spatial)
+    values = _adaptive_pool(ctx, node, kind, spatial)
+    if not output_read(node, 1):
+        return values, None
+    x = ctx.tensor(bind(node).self)
+    if ctx.dtype_of(x) != ctx.dtype_of(values) or 0 in ctx.shape_of(values):
+        raise Unsupported("adaptive max pooling indices of a half or empty tensor")
+    return values, _max_indices(ctx, x, values, spatial)

@@ -1,0 +1,147 @@
+"""Resampling: grid sampling (grid_sampler_2d/3d, as decompositions) and antialiased bilinear
+resizing. (Plain interpolation and upsampling reach the importer decomposed into gathers and
+arithmetic by torch's own decompositions.)"""
+
+import itertools
+
+import numpy as np
+import torch
+from torch._decomp import get_decompositions
+
+from ...dialects import dynamo as dy
+from ..half_precision import in_float32
+from ..importer import static_shape
+from ..registry import Unsupported, import_rule
+from .args import bind
+from .builders import const
+
+aten = torch.ops.aten
+
+
+def full_precision_decompositions() -> dict:
+    """Grid sampling as gathers and arithmetic we import: 2-d through torch's reference, 3-d
+    through our own steps (one scalar kernel for all types in eager). Half inputs are computed in
+    float32 and rounded once, as CUDA's kernels do (eager's CPU kernels round every step in the
+    half type, and how depends on the CPU's vector width: not followed)."""
+    table = {op: in_float32(ref) for op, ref in get_decompositions([aten.grid_sampler_2d]).items()}
+    table[aten.grid_sampler_3d.default] = in_float32(lambda *args: _grid_sample(*args))
+    return table
+
+
+def _source_index(coord, size: int, padding_mode: int, align_corners: bool):
+    """A grid coordinate in [-1, 1] as a position along a dim of `size`, with eager's roundings;
+    border clamps it, reflection folds it back (about the end pixels' centers with
+    align_corners, else about their outer edges) and clamps."""
+    if align_corners:
+        x = ((coord + 1) / 2) * (size - 1)
+    else:
+        x = ((coord + 1) * size - 1) / 2
+    if padding_mode == 2:  # reflection
+        lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+        if hi > lo:
+            span = hi - lo
+            d = (x - lo).abs()
+            extra = torch.fmod(d, span)
+            odd = torch.fmod(torch.floor(d / span), 2) != 0
+            x = torch.where(odd, span - extra + lo, extra + lo)
+        else:
+            x = torch.zeros_like(x)
+    if padding_mode in (1, 2):
+        x = x.clamp(0, size - 1)
+    return x
+
+
+def _grid_sample(x, grid, interpolation_mode: int, padding_mode: int, align_corners: bool):
+    """Bilinear/trilinear (mode 0) or nearest (mode 1) sampling of x [N, C, (D,) H, W] at grid
+    [N, ..., 2 or 3] (coordinates in x, y(, z) order): gathers from the flattened input, zero
+    outside it; the corners' products are summed in eager's order (slowest dim outermost)."""
+    if interpolation_mode not in (0, 1):
+        return NotImplemented  # bicubic: its import rule leaves it eager
+    n, c, *sizes = x.shape
+    out_shape = grid.shape[1:-1]
+    coords = [_source_index(grid[..., len(sizes) - 1 - i], size, padding_mode, align_corners)
+              for i, size in enumerate(sizes)]  # slowest dim first
+    flat = x.reshape(n, c, -1)
+
+    def corner(points):
+        inside = None
+        for p, size in zip(points, sizes):
+            ok = (p >= 0) & (p < size)
+            inside = ok if inside is None else inside & ok
+        index = None
+        for p, size in zip(points, sizes):
+            p = torch.where(inside, p, 0).to(torch.int64)  # integer math: a half can't hold the index
+            index = p if index is None else index * size + p
+        index = index.reshape(n, 1, -1)
+        values = torch.gather(flat, 2, index.expand(n, c, index.shape[-1])).reshape(n, c, *out_shape)
+        return torch.where(inside.unsqueeze(1), values, 0)
+
+    if interpolation_mode == 1:
+        return corner([torch.round(p) for p in coords])
+    lows = [torch.floor(p) for p in coords]
+    # per dim: (corner, weight) for the low and high neighbour
+    sides = [((lo, lo + 1 - p), (lo + 1, p - lo)) for lo, p in zip(lows, coords)]
+    out = None
+    for choice in itertools.product(*sides):
+        weight = None
+        for _, w in reversed(choice):  # eager multiplies the x weight first
+            weight = w if weight is None else weight * w
+        term = corner([pt for pt, _ in choice]) * weight.unsqueeze(1)
+        out = term if out is None else out + term
+    return out
+
+
+@import_rule(aten.grid_sampler_2d)
+def _grid_sampler(ctx, node):
+    raise Unsupported("half-precision bicubic grid sampling")
+
+
+# ----------------------------------------------------------------------------- antialiased resize
+# Bilinear resizing with antialiasing is separable: each resized dim is a product with a constant
+# [out, in] weight matrix of a triangle filter stretched by the downscale factor, normalized per
+# output. Eager resizes the width first, then the height, each a sum over the window in order;
+# a dense matrix adds only exact zeros besides, so two matmuls round as eager does.
+
+
+def _aa_weights(n_in: int, n_out: int, align_corners: bool, scale) -> np.ndarray:
+    """[n_out, n_in] float32 weights, computed in float32 as eager's kernel computes them."""
+    f = np.float32
+    if align_corners:
+        scale = f((n_in - 1) / (n_out - 1)) if n_out > 1 else f(0)
+    else:
+        scale = f(1.0 / scale) if scale else f(n_in / n_out)
+    support = scale if scale >= 1 else f(1.0)
+    invscale = f(1.0) / scale if scale >= 1 else f(1.0)
+    w = np.zeros((n_out, n_in), dtype=np.float32)
+    for i in range(n_out):
+        center = scale * f(i + 0.5)
+        lo = max(int(center - support + f(0.5)), 0)
+        size = min(int(center + support + f(0.5)), n_in) - lo
+        taps = np.array([max(f(0), f(1) - abs((f(j + lo) - center + f(0.5)) * invscale)) for j in range(size)], dtype=np.float32)
+        total = f(0)
+        for t in taps:
+            total = f(total + t)
+        w[i, lo:lo + size] = taps / total if total != 0 else taps
+    return w
+
+
+@import_rule(aten._upsample_bilinear2d_aa)
+def _upsample_bilinear2d_aa(ctx, node):
+    a = bind(node)
+    val = ctx.out_meta(node)
+    if val.dtype != torch.float32:
+        raise Unsupported("antialiased resize of a non-float32 tensor")
+    x = ctx.tensor(a.self)
+    shape, out_shape = ctx.shape_of(x), list(static_shape(val))
+    if 0 in shape or 0 in out_shape:
+        raise Unsupported("antialiased resize of an empty tensor")
+    (h, w), (oh, ow) = shape[-2:], out_shape[-2:]
+    planes = int(np.prod(shape[:-2]))
+    ww = const(ctx, _aa_weights(w, ow, bool(a.align_corners), a.scales_w).T.copy(), torch.float32)  # [w, ow]
+    wh = const(ctx, _aa_weights(h, oh, bool(a.align_corners), a.scales_h), torch.float32)  # [oh, h]
+    rows = ctx.reshape(x, [planes * h, w])
+    y = dy.MatmulOp(rows, ww, out=ctx.type_like(rows, shape=[planes * h, ow])).out  # width first
+    y = ctx.reshape(y, [planes, h, ow])
+    wh = ctx.broadcast(ctx.reshape(wh, [1, oh, h]), [planes, oh, h])
+    y = dy.MatmulOp(wh, y, out=ctx.type_like(y, shape=[planes, oh, ow])).out
+    return ctx.reshape(y, out_shape)
