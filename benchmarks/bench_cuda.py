@@ -53,7 +53,7 @@ def compile_ours(model, mode=None, options=None, **kw):
                         tuple(spec(t) for t in ftype.inputs), tuple(spec(t) for t in ftype.results))
         options = resolve({"cuda_fuse_rows": True, **(options or {})}, mode=mode)
         run = run_stages(module, target, options)
-        loaded = target.load(run.artifact, sig, options)
+        loaded = target.load(run.artifact, sig, run.options)
     return loaded, time.perf_counter() - t0, len(run.artifact.kernels)
 
 

@@ -1,13 +1,15 @@
 """Bisect a wrong training step under cuda_fuse_rows: which fused row group (forward = host
 function 0, backward = 1) makes the GPT-2-like model's gradients differ from eager.
 
-Each configuration runs in a fresh process (DYNAMO_MLIR_ROWFUSE_ONLY selects the groups kept);
-prints the worst gradient's relative error per configuration."""
+Each configuration runs in a fresh process; the cuda option cuda_rowfuse_only selects the groups
+kept, keyed on the graph ('forward:0-5': groups 0-4 of the forward graph, none of the backward),
+so a configuration does not depend on what the process compiled before. Prints the worst
+gradient's relative error per configuration."""
 import json, os, subprocess, sys
 
 import torch
 
-def step(fuse: bool, dtype: str):
+def step(fuse: bool, dtype: str, rows: str | None):
     import copy
     from dynamo_mlir.tools.models import TinyGPT
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -16,7 +18,10 @@ def step(fuse: bool, dtype: str):
     model = TinyGPT().cuda().to(dt)
     x = torch.randint(0, 256, (2, 32), device="cuda")
     ref = copy.deepcopy(model)
-    f = torch.compile(model, backend="mlir", options={"strict": True, "cuda_fuse_rows": fuse})
+    options = {"strict": True, "cuda_fuse_rows": fuse}
+    if rows is not None:
+        options["cuda_rowfuse_only"] = rows
+    f = torch.compile(model, backend="mlir", options=options)
     for m, fn in ((model, f), (ref, ref)):
         m.train()
         fn(x).float().square().mean().backward()
@@ -28,10 +33,8 @@ def step(fuse: bool, dtype: str):
 
 def run(spec, fuse=True, dtype="float32"):
     env = dict(os.environ)
-    env.pop("DYNAMO_MLIR_ROWFUSE_ONLY", None)
-    if spec is not None:
-        env["DYNAMO_MLIR_ROWFUSE_ONLY"] = spec
-    out = subprocess.run([sys.executable, __file__, "--child", str(int(fuse)), dtype], env=env,
+    env.pop("DYNAMO_MLIR_CUDA_ROWFUSE_ONLY", None)
+    out = subprocess.run([sys.executable, __file__, "--child", str(int(fuse)), dtype, spec or ""], env=env,
                          capture_output=True, text=True, timeout=240)
     line = [l for l in out.stdout.splitlines() if l.startswith("{")]
     if not line:
@@ -45,7 +48,7 @@ def worst(errs):
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
-        print(json.dumps(step(sys.argv[2] == "1", sys.argv[3])))
+        print(json.dumps(step(sys.argv[2] == "1", sys.argv[3], sys.argv[4] or None)))
         sys.exit(0)
     TOL = 1e-3
     results = {}
@@ -61,9 +64,9 @@ if __name__ == "__main__":
         return w
     show("off", None, fuse=False)
     show("on", None)
-    wf = show("forward groups only", "0:0-99")
-    wb = show("backward groups only", "1:0-99")
-    for call, w in ((0, wf), (1, wb)):
+    wf = show("forward groups only", "forward:0-99")
+    wb = show("backward groups only", "backward:0-99")
+    for call, w in (("forward", wf), ("backward", wb)):
         if w is None or w < TOL:
             continue
         lo, hi = 0, 40

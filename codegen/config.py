@@ -1,63 +1,28 @@
-"""Every option and environment variable of dynamo-mlir, declared once and typed.
+"""The core's options, and how one compile's options are resolved and bound to its target.
 
 `torch.compile(..., backend="mlir", options={...})` keys and `DYNAMO_MLIR_*` environment
-variables both map onto the fields of `Options`. Precedence: explicit options > environment >
-defaults. Unknown option keys are an error (a typo must not be silently ignored).
+variables map onto the fields of `Options` (target-independent) and of the chosen target's own
+options class (`Target.options_class`, e.g. `codegen/cuda/options.py`), all through the one
+mechanism of `codegen/options.py`. Precedence: explicit options > environment > defaults.
+
+`resolve` runs when torch.compile calls the backend; a key that no option set declares is an
+error at once. The target is known only per graph (it may follow the inputs' device), so the
+target's options are parsed by `bind` once it is chosen: a key the chosen target does not
+declare is an error naming that target's options.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 import os
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
-ENV_PREFIX = "DYNAMO_MLIR_"
+from .options import ENV_PREFIX, OptionError, OptionSet, TargetOptions, env_var, option, parse_text
 
-
-@dataclass(frozen=True)
-class Options:
-    target: str | None = field(default=None, metadata={"doc": "Target name (cpu, cuda, or a plugin); default: the inputs' device."})
-    dump_dir: str | None = field(default=None, metadata={"doc": "Write every stage's IR of every compiled graph under this folder."})
-    strict: bool = field(default=False, metadata={"doc": "Raise on a compile failure instead of running the graph region eagerly."})
-    fuse_elementwise: bool = field(default=True, metadata={"doc": "Fuse producer/consumer elementwise linalg ops before bufferizing."})
-    opt_level: int = field(default=2, metadata={"doc": "LLVM optimisation level of the JIT (0-3); 2 runs as fast as 3 here and JITs ~40% sooner."})
-    repro_dir: str | None = field(default=None, metadata={"doc": "Where failing pipelines leave their input IR; default: a temp folder."})
-    print_after_all: bool = field(default=False, metadata={"doc": "Log the IR after every MLIR pass (very verbose)."})
-    library_matmul: bool = field(default=True, metadata={"doc": "cuda target: run matmul/conv/pooling as library calls through torch (cuBLAS/cuDNN; stats: ops_library); off: in our own generated kernels. The cpu target makes no library calls."})
-    cuda_arch: str | None = field(default=None, metadata={"doc": "cuda target: PTX architecture (sm_90, ...); default: the GPU's, else sm_90."})
-    cuda_fuse_rows: bool = field(default=True, metadata={"doc": "cuda target: fuse a row's reductions and the elementwise ops around them into one kernel (one block per row)."})
-    cuda_graphs: bool = field(default=True, metadata={"doc": "cuda target: in mode=reduce-overhead, replay the host schedule as a CUDA graph."})
-    mode: str | None = field(default=None, metadata={"doc": "torch.compile's mode: default, or reduce-overhead (cuda target: the host schedule replayed as a CUDA graph). max-autotune is rejected: nothing is autotuned."})
-
-    @classmethod
-    def names(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
-
-    @classmethod
-    def describe(cls) -> list[tuple[str, str, str]]:
-        """(option, environment variable, doc) rows, for --help and docs."""
-        return [(f.name, ENV_PREFIX + f.name.upper(), f.metadata.get("doc", "")) for f in fields(cls)]
-
-
-def _parse(kind: Any, text: str) -> Any:
-    if kind in (bool, "bool"):
-        return text.strip().lower() in ("1", "true", "yes", "on")
-    if kind in (int, "int"):
-        return int(text)
-    return text
-
-
-def from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    environ = os.environ if environ is None else environ
-    found = {}
-    for f in fields(Options):
-        key = ENV_PREFIX + f.name.upper()
-        if key in environ:
-            kind = str(f.type).split("|")[0].strip()
-            found[f.name] = _parse(kind, environ[key])
-    return found
-
+log = logging.getLogger("dynamo_mlir")
 
 # torch.compile's modes this backend implements (torch passes no mode for "default").
 MODES = (None, "default", "reduce-overhead")
@@ -68,30 +33,128 @@ REJECTED_MODES = {
 }
 
 
+@dataclass(frozen=True)
+class Options(OptionSet):
+    """Target-independent options, plus (once bound) the chosen target's own options."""
+
+    target: str | None = option(None, "Target name (cpu, cuda, or a plugin); default: the inputs' device.")
+    dump_dir: str | None = option(None, "Write every stage's IR of every compiled graph under this folder.")
+    strict: bool = option(False, "Raise on a compile failure instead of running the graph region eagerly.")
+    fuse_elementwise: bool = option(True, "Fuse producer/consumer elementwise linalg ops before bufferizing.")
+    repro_dir: str | None = option(None, "Where failing pipelines leave their input IR; default: a temp folder.")
+    print_after_all: bool = option(False, "Log the IR after every MLIR pass (very verbose).")
+    mode: str | None = option(None, "torch.compile's mode: default, or reduce-overhead (cuda target: the host "
+                                    "schedule replayed as a CUDA graph). max-autotune is rejected: nothing is autotuned.")
+    # Not options: explicit target-option keys waiting for the target, then that target's
+    # parsed options, and the graph the driver is compiling (stages may key debugging aids on it).
+    requested: tuple[tuple[str, Any], ...] = ()
+    target_options: TargetOptions | None = None
+    graph_name: str = ""
+
+
 def check_mode(mode: str | None) -> None:
     if mode in MODES:
         return
     why = REJECTED_MODES.get(mode, "it is not a torch.compile mode this backend knows")
-    raise ValueError(
+    raise OptionError(
         f"dynamo-mlir: mode={mode!r} is not supported: {why}. Supported modes: 'default' and "
         "'reduce-overhead' (cuda target: the host schedule replayed as a CUDA graph). Use "
         "mode='default' (or leave mode out), or backend='inductor' for autotuned kernels.")
 
 
-def resolve(options: dict[str, Any] | None = None, mode: str | None = None) -> Options:
-    """Merge defaults, environment and explicit options into one Options; an unknown option or
-    an unsupported mode is an error."""
-    options = dict(options or {})
-    unknown = sorted(set(options) - set(Options.names()))
-    if unknown:
-        raise ValueError(
-            f"dynamo-mlir: unknown option(s) {unknown}; known options: {Options.names()}"
-        )
-    merged = {**from_env(), **options}
+def _targets() -> dict:
+    from .target import all_targets  # target.py imports options.py only; no cycle at import
+
+    return all_targets()
+
+
+def _target(name: str):
+    targets = _targets()
+    if name not in targets:
+        raise OptionError(f"dynamo-mlir: unknown target '{name}'; known targets: {sorted(targets)}")
+    return targets[name]
+
+
+def option_sets() -> dict[str, type[OptionSet]]:
+    """'core' and every registered target -> its option class: the one table of all options."""
+    return {"core": Options, **{name: t.options_class for name, t in sorted(_targets().items())}}
+
+
+def _owners(key: str) -> list[str]:
+    return [name for name, cls in option_sets().items() if key in cls.names()]
+
+
+def _check_keys(keys, target) -> None:
+    """Raise for keys that neither the core nor `target` declares (without a target: no option
+    set at all), saying which target each belongs to, if any, and which options are accepted."""
+    accepted = set(Options.names()) | set(target.options_class.names() if target else
+                                          (n for cls in option_sets().values() for n in cls.names()))
+    wrong = sorted(k for k in keys if k not in accepted)
+    if not wrong:
+        return
+    said = ", ".join(f"'{k}'" + (f" (an option of {', '.join(_owners(k))})" if _owners(k) else "") for k in wrong)
+    if target is None:
+        listed = "; ".join(f"{owner}: {cls.names()}" for owner, cls in option_sets().items())
+        raise OptionError(f"dynamo-mlir: unknown option(s) {said}; known options: {listed}")
+    raise OptionError(f"dynamo-mlir: unknown option(s) {said} for target '{target.name}', which compiles "
+                     f"this graph; its options: {target.options_class.names()}; core options: {Options.names()}")
+
+
+@functools.cache
+def _warn_stray_env(names: tuple[str, ...]) -> None:
+    log.warning("dynamo-mlir: ignoring environment variable(s) %s: no option has that name "
+                "(see `dynamo-mlir options`)", list(names))
+
+
+def _check_env(environ: Mapping[str, str]) -> None:
+    known = {env_var(n) for cls in option_sets().values() for n in cls.names()}
+    stray = tuple(sorted(k for k in environ if k.startswith(ENV_PREFIX) and k not in known))
+    if stray:
+        _warn_stray_env(stray)
+
+
+def resolve(options: Mapping[str, Any] | None = None, mode: str | None = None,
+            environ: Mapping[str, str] | None = None) -> Options:
+    """Merge defaults, environment and explicit options; an unknown option or an unsupported
+    mode is an error. With a target named (explicitly or by DYNAMO_MLIR_TARGET), the result is
+    already bound to it."""
+    environ = os.environ if environ is None else environ
+    explicit = dict(options or {})
+    core = {k: v for k, v in explicit.items() if k in Options.names()}
+    merged = {**Options.from_env(environ), **core}
     if mode is not None:
         merged["mode"] = mode
+    Options.validate(merged, "core")
     check_mode(merged.get("mode"))
-    return Options(**merged)
+    rest = {k: v for k, v in explicit.items() if k not in core}
+    _check_keys(rest, _target(merged["target"]) if merged.get("target") else None)
+    _check_env(environ)
+    resolved = Options(**merged, requested=tuple(sorted(rest.items())))
+    return bind(resolved, _target(resolved.target), environ) if resolved.target else resolved
+
+
+def bind(options: Options, target, environ: Mapping[str, str] | None = None) -> Options:
+    """`options` with `target`'s own options parsed (by the target's class) from the explicit
+    keys and the environment. Idempotent for the same target."""
+    current = options.target_options
+    if current is not None and type(current) is target.options_class:
+        return options
+    clash = sorted(set(target.options_class.names()) & set(Options.names()))
+    if clash:
+        raise OptionError(f"dynamo-mlir: target '{target.name}' declares option(s) {clash}, which are core options")
+    explicit = dict(options.requested)
+    _check_keys(explicit, target)
+    parsed = target.options_class.parse(explicit, target.name, os.environ if environ is None else environ)
+    return dataclasses.replace(options, target_options=parsed)
+
+
+def texts_to_options(pairs: Mapping[str, str], target: str | None) -> dict[str, Any]:
+    """KEY=VALUE texts (the CLI's -O) as typed option values, by the declaring field's type."""
+    chosen = _target(target) if target else None
+    _check_keys(pairs, chosen)
+    sets = [Options, chosen.options_class] if chosen else list(option_sets().values())
+    return {key: parse_text(next(cls.field_of(key) for cls in sets if cls.field_of(key)), text)
+            for key, text in pairs.items()}
 
 
 def replace(opts: Options, **changes: Any) -> Options:

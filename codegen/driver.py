@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from torch_mlir import ir
 
+from . import config
 from .passes import CompileError, save_repro
 from .target import Target
 
@@ -32,6 +33,7 @@ class StageRecord:
 class StageRun:
     artifact: Any
     records: list[StageRecord] = field(default_factory=list)
+    options: Any = None  # the options the stages ran with: bound to the target, naming the graph
 
 
 def as_text(ir_value: Any) -> str:
@@ -42,14 +44,18 @@ def as_text(ir_value: Any) -> str:
 
 def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
                keep_text: bool = False, start_after: str | None = None,
-               observer: Callable[[StageRecord], None] | None = None) -> StageRun:
-    """Run `target`'s stages from the one after `start_after` (default: all) on `module`."""
+               observer: Callable[[StageRecord], None] | None = None, stop_after: str | None = None) -> StageRun:
+    """Run `target`'s stages from the one after `start_after` (default: all) up to `stop_after`
+    (default: the last) on `module`. Extra dumps need the last stage's artifact: only then."""
     stages = list(target.stages)
+    names = [s.name for s in stages]
+    if stop_after is not None:
+        stages = stages[:names.index(stop_after) + 1]
     if start_after is not None:
-        names = [s.name for s in stages]
         stages = stages[names.index(start_after) + 1:]
-    dump_dir = getattr(options, "dump_dir", None)
-    run = StageRun(module)
+    options = config.replace(config.bind(options, target), graph_name=graph_name)
+    dump_dir = options.dump_dir
+    run = StageRun(module, options=options)
     for stage in stages:
         t0 = time.perf_counter()
         before = as_text(run.artifact)  # the repro if this stage fails
@@ -60,7 +66,7 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
             raise
         except Exception as e:
             pipeline = f"python stage '{stage.name}' of target '{target.name}': {stage.doc}"
-            repro = save_repro(stage.name, before, pipeline, getattr(options, "repro_dir", None))
+            repro = save_repro(stage.name, before, pipeline, options.repro_dir)
             raise CompileError(stage.name, f"{type(e).__name__}: {e}", repro, getattr(e, "op", None)) from e
         record = StageRecord(stage.name, stage.ext, time.perf_counter() - t0)
         if keep_text or dump_dir:
@@ -71,7 +77,7 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
             observer(record)
         log.debug("dynamo-mlir: %s: stage %s took %.1f ms", graph_name, stage.name, record.seconds * 1e3)
         run.records.append(record)
-    if dump_dir:
+    if dump_dir and stop_after in (None, names[-1]):
         for name, (ext, fn) in target.extra_dumps.items():
             write_dump(dump_dir, graph_name, name, ext, _dump_view(fn, run.artifact, name))
     return run

@@ -9,6 +9,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..lowering.registry import declare_target
+from .options import TargetOptions
+
 log = logging.getLogger("dynamo_mlir")
 
 ENTRY_POINT_GROUP = "dynamo_mlir.targets"
@@ -33,12 +36,21 @@ class Target:
     available(): whether this machine can run it (e.g. a GPU is present); PTX can be generated
     without one, so `stages` must not need it.
     unsupported_ops: dynamo op names this target cannot lower (the partitioner keeps them eager).
+    capabilities: what lowering rules may require of it (lowering.registry.CAPABILITIES); building
+    a Target declares its name and capabilities to the lowering registry, so build it before
+    importing its own rules (register_lowering(..., target=name) checks the name).
     extra_dumps: name -> (ext, fn(artifact) -> text), dump-only views (e.g. LLVM IR, assembly).
 
     Library calls: a target whose last artifact runs some ops through a vendor library (torch,
     cuBLAS, cuDNN, MKL) instead of its generated code says which graph nodes those serve with a
     `library_nodes` attribute on that artifact (FX node names, read from the ops' locations with
-    codegen.provenance.nodes_of); stats() counts them as library ops, not as compiled ones.
+    codegen.provenance.nodes_of); stats() counts them as library ops, not as compiled ones. An
+    artifact that cannot carry an attribute (an MLIR module) is read by the target's
+    `find_library_nodes(artifact)` instead.
+
+    options_class: the target's own options (a frozen `TargetOptions` subclass in the target's
+    package); the driver parses them from `options={...}` and `DYNAMO_MLIR_*` once the target is
+    chosen, and every stage and the loader read them as `options.target_options`.
     """
 
     name: str
@@ -49,13 +61,21 @@ class Target:
     unsupported_ops: frozenset[str] = frozenset()
     extra_dumps: dict[str, tuple[str, Callable[[Any], str]]] = field(default_factory=dict)
     doc: str = ""
+    capabilities: frozenset[str] = frozenset()
+    options_class: type[TargetOptions] = TargetOptions
+    find_library_nodes: Callable[[Any], frozenset[str]] | None = None
+
+    def __post_init__(self):
+        declare_target(self.name, self.capabilities)
 
     def stage_names(self) -> list[str]:
         return [s.name for s in self.stages]
 
 
-def library_nodes(artifact: Any) -> frozenset[str]:
+def library_nodes(artifact: Any, target: Target | None = None) -> frozenset[str]:
     """FX node names the artifact runs as library calls (none unless the target says so)."""
+    if target is not None and target.find_library_nodes is not None:
+        return frozenset(target.find_library_nodes(artifact))
     return frozenset(getattr(artifact, "library_nodes", ()))
 
 

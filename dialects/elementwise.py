@@ -1,4 +1,8 @@
-"""Elementwise ops: made from tables (one verifier fits them all), plus compare/select/cast."""
+"""Elementwise ops: made from one spec table, ELEMENTWISE (one verifier fits them all), plus
+compare/select/cast. The lowering (lowering/rules/elementwise.py) and the frontend's ATen maps
+(frontend/aten/elementwise.py) read the same table."""
+
+from dataclasses import dataclass
 
 from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result
@@ -6,34 +10,130 @@ from torch_mlir.dialects.ext import Operand, Pure, Result
 from .base import Dynamo, _checked, _require, tensor_type, shape_of, elem_of, dims_compatible, is_i1
 
 
-# ----------------------------------------------------------------------------- elementwise ops
+# ----------------------------------------------------------------------------- the spec
 
-# name -> what it computes. Unary ops map a tensor to one of the same type.
-UNARY_OPS = {
-    "neg": "-x", "abs": "|x|", "exp": "e^x", "exp2": "2^x", "expm1": "e^x - 1",
-    "log": "ln x", "log2": "log2 x", "log1p": "ln(1 + x)", "sqrt": "sqrt x", "rsqrt": "1 / sqrt x",
-    "reciprocal": "1 / x", "sin": "sin x", "cos": "cos x", "tan": "tan x", "tanh": "tanh x",
-    "atan": "atan x", "asin": "asin x", "acos": "acos x", "sinh": "sinh x", "cosh": "cosh x",
-    "asinh": "asinh x", "acosh": "acosh x", "atanh": "atanh x",
-    "erf": "erf x", "sigmoid": "1 / (1 + e^-x)", "relu": "max(x, 0)",
-    "gelu": "x * Phi(x) (exact erf form)", "gelu_tanh": "gelu, tanh approximation",
-    "floor": "floor x", "ceil": "ceil x", "round": "round half to even", "trunc": "round toward 0",
-    "sign": "sign x", "not": "logical/bitwise not", "isnan": "x != x (result i1)",
-    "isinf": "|x| == inf (result i1)",
-}
+
+@dataclass(frozen=True)
+class Elementwise:
+    """One elementwise op: what every layer needs to know about it, in one place.
+
+    name: the op is dynamo.<name>, class <Name>Op (made below).
+    arity: 1 (operand x) or 2 (operands lhs, rhs of one type and shape).
+    doc: what it computes (the op's docstring).
+    float_body, int_body, bool_body: its scalar body on float, integer and i1 operands, by name:
+      "arith.<op>" or "math.<op>" for one MLIR op, else a function of lowering/math/elementwise.py
+      (the lowering joins them by name: the dialect does not import the lowering). None: no body
+      for that element type. bool_body is for binary ops; a unary op's int body serves i1 too.
+    aten: ATen ops (packet names) the generic elementwise import rule maps to this op; empty
+      where the op has an import rule of its own (div, pow, gelu, isnan, ...).
+    predicate: the result is i1 whatever the operand's element type.
+    continuous: the result moves by about a rounding error when an operand does, so in a
+      half-precision chain it reads its producers' float32 values and only the chain's stored
+      result is rounded (frontend: ImportContext.rounded). Rounding, sign, remainder and
+      predicate ops are not: one rounding can move their result by a whole unit, so they read
+      the rounded values, as eager does.
+    """
+
+    name: str
+    arity: int
+    doc: str
+    float_body: str | None
+    int_body: str | None = None
+    bool_body: str | None = None
+    aten: tuple[str, ...] = ()
+    predicate: bool = False
+    continuous: bool = True
+
+    @property
+    def i1_body(self) -> str | None:
+        """The body on i1 operands: a unary op's integer body is written to serve i1 too."""
+        return self.bool_body if self.arity == 2 else self.int_body
+
+    @property
+    def float_only(self) -> bool:
+        """Integer operands are computed in the (floating) result type: no integer body."""
+        return self.float_body is not None and self.int_body is None
+
+
+def _unary(name, doc, float_body, int_body=None, aten=(), predicate=False, continuous=True) -> Elementwise:
+    aten = (aten,) if isinstance(aten, str) else aten
+    return Elementwise(name, 1, doc, float_body, int_body, None, aten, predicate, continuous and not predicate)
+
+
+def _binary(name, doc, float_body, int_body=None, bool_body=None, aten=(), continuous=True) -> Elementwise:
+    return Elementwise(name, 2, doc, float_body, int_body, bool_body, (aten,) if isinstance(aten, str) else aten,
+                       continuous=continuous)
+
+
+# Adding an elementwise op is one line here (plus its body in lowering/math/elementwise.py when
+# it is no single arith/math op).
+ELEMENTWISE = {e.name: e for e in [
+    # _unary(name, doc, float body, int body=None, aten=(), predicate=False, continuous=True)
+    _unary("neg", "-x", "arith.negf", "neg_int", aten="neg"),
+    _unary("abs", "|x|", "math.absf", "math.absi", aten="abs"),
+    _unary("exp", "e^x", "math.exp", aten="exp"),
+    _unary("exp2", "2^x", "math.exp2", aten="exp2"),
+    _unary("expm1", "e^x - 1", "expm1", aten="expm1"),
+    _unary("log", "ln x", "math.log", aten="log"),
+    _unary("log2", "log2 x", "math.log2", aten="log2"),
+    _unary("log1p", "ln(1 + x)", "math.log1p", aten="log1p"),
+    _unary("sqrt", "sqrt x", "math.sqrt", aten="sqrt"),
+    _unary("rsqrt", "1 / sqrt x", "math.rsqrt", aten="rsqrt"),
+    _unary("reciprocal", "1 / x", "reciprocal", aten="reciprocal"),
+    _unary("sin", "sin x", "math.sin", aten="sin"),
+    _unary("cos", "cos x", "math.cos", aten="cos"),
+    _unary("tan", "tan x", "math.tan", aten="tan"),
+    _unary("tanh", "tanh x", "math.tanh", aten="tanh"),
+    _unary("atan", "atan x", "math.atan", aten="atan"),
+    _unary("asin", "asin x", "math.asin", aten="asin"),
+    _unary("acos", "acos x", "math.acos", aten="acos"),
+    _unary("sinh", "sinh x", "math.sinh", aten="sinh"),
+    _unary("cosh", "cosh x", "math.cosh", aten="cosh"),
+    _unary("asinh", "asinh x", "math.asinh", aten="asinh"),
+    _unary("acosh", "acosh x", "math.acosh", aten="acosh"),
+    _unary("atanh", "atanh x", "math.atanh", aten="atanh"),
+    _unary("erf", "erf x", "math.erf", aten="erf"),
+    _unary("sigmoid", "1 / (1 + e^-x)", "sigmoid", aten="sigmoid"),
+    _unary("relu", "max(x, 0)", "relu", "relu_int", aten="relu"),
+    _unary("gelu", "x * Phi(x) (exact erf form)", "gelu"),
+    _unary("gelu_tanh", "gelu, tanh approximation", "gelu_tanh"),
+    _unary("floor", "floor x", "math.floor", "same", aten="floor", continuous=False),
+    _unary("ceil", "ceil x", "math.ceil", "same", aten="ceil", continuous=False),
+    _unary("round", "round half to even", "math.roundeven", "same", aten="round", continuous=False),
+    _unary("trunc", "round toward 0", "math.trunc", "same", aten="trunc", continuous=False),
+    _unary("sign", "sign x", "sign", "sign_int", aten="sign", continuous=False),
+    _unary("not", "logical/bitwise not", None, "bitwise_not", aten="bitwise_not"),
+    _unary("isnan", "x != x (result i1)", "isnan", "never", predicate=True),
+    _unary("isinf", "|x| == inf (result i1)", "isinf", "never", predicate=True),
+    # _binary(name, doc, float body, int body=None, bool body=None, aten=(), continuous=True)
+    _binary("add", "a + b", "arith.addf", "arith.addi", "arith.ori", aten="add"),
+    _binary("sub", "a - b", "arith.subf", "arith.subi", aten="sub"),
+    _binary("mul", "a * b", "arith.mulf", "arith.muli", "arith.andi", aten="mul"),
+    _binary("div", "a / b (true division)", "arith.divf"),
+    _binary("floordiv", "floor(a / b)", "floordiv", "arith.floordivsi", continuous=False),
+    _binary("truncdiv", "trunc(a / b)", "truncdiv", "arith.divsi", continuous=False),
+    _binary("rem", "a - floor(a / b) * b (Python remainder)", "rem", "rem_int", aten="remainder", continuous=False),
+    _binary("fmod", "C fmod (sign of a)", "arith.remf", "arith.remsi", aten="fmod", continuous=False),
+    _binary("pow", "a ^ b", "math.powf"),
+    _binary("max", "max(a, b), NaN-propagating", "arith.maximumf", "arith.maxsi", "arith.ori", aten="maximum"),
+    _binary("min", "min(a, b), NaN-propagating", "arith.minimumf", "arith.minsi", "arith.andi", aten="minimum"),
+    # IEEE maxNum/minNum: a NaN operand yields the other one, as C's fmax/fmin (torch.fmax).
+    _binary("fmax", "max(a, b), NaN only if both are", "arith.maxnumf", "arith.maxsi", "arith.ori", aten="fmax"),
+    _binary("fmin", "min(a, b), NaN only if both are", "arith.minnumf", "arith.minsi", "arith.andi", aten="fmin"),
+    _binary("and", "a & b", None, "arith.andi", "arith.andi", aten=("bitwise_and", "logical_and")),
+    _binary("or", "a | b", None, "arith.ori", "arith.ori", aten=("bitwise_or", "logical_or")),
+    _binary("xor", "a ^ b", None, "arith.xori", "arith.xori", aten=("bitwise_xor", "logical_xor")),
+    _binary("atan2", "atan2(a, b)", "math.atan2", aten="atan2"),
+    _binary("shl", "a << b", None, "arith.shli", aten="bitwise_left_shift"),
+    _binary("shr", "a >> b (arithmetic)", None, "arith.shrsi", aten="bitwise_right_shift"),
+    _binary("copysign", "|a| with b's sign", "math.copysign", aten="copysign", continuous=False),
+]}
+
+# name -> what it computes, per arity (the tables the op classes are made from)
+UNARY_OPS = {e.name: e.doc for e in ELEMENTWISE.values() if e.arity == 1}
+BINARY_OPS = {e.name: e.doc for e in ELEMENTWISE.values() if e.arity == 2}
 # Ops whose result element type is i1 whatever the operand's.
-PREDICATE_UNARY = {"isnan", "isinf"}
-
-# Binary ops take two operands of one type and give that type.
-BINARY_OPS = {
-    "add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b (true division)",
-    "floordiv": "floor(a / b)", "truncdiv": "trunc(a / b)",
-    "rem": "a - floor(a / b) * b (Python remainder)", "fmod": "C fmod (sign of a)",
-    "pow": "a ^ b", "max": "max(a, b), NaN-propagating", "min": "min(a, b), NaN-propagating",
-    "fmax": "max(a, b), NaN only if both are", "fmin": "min(a, b), NaN only if both are",
-    "and": "a & b", "or": "a | b", "xor": "a ^ b", "atan2": "atan2(a, b)",
-    "shl": "a << b", "shr": "a >> b (arithmetic)", "copysign": "|a| with b's sign",
-}
+PREDICATE_UNARY = {e.name for e in ELEMENTWISE.values() if e.predicate}
 
 COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 

@@ -5,13 +5,16 @@ operand, and a function argument of type `index` carries a SymInt graph input (a
 tensor has as one of its dims, e.g. the T of a [B*T, C] input that is reshaped to [B, T, C]).
 Arithmetic on sizes is upstream `arith` on `index` (muli, addi, floordivsi, remsi): it needs no
 lowering, and canonicalization folds it. Ops that make dynamic dims take such values as their
-`sizes` operands (`dynamo.reshape`, `dynamo.broadcast`).
+`sizes` operands (`dynamo.reshape`, `dynamo.broadcast`); `dynamo.numel` multiplies sizes into a
+0-d tensor (a mean's divisor).
 """
 
 from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result
 
-from .base import Dynamo, VerifyError, _checked, shape_of
+from typing import Any
+
+from .base import Dynamo, VerifyError, _checked, _require, int_list, int_list_attribute, shape_of
 
 
 class DimOp(Dynamo.Operation, name="dim", traits=[Pure]):
@@ -34,3 +37,21 @@ class DimOp(Dynamo.Operation, name="dim", traits=[Pure]):
 
 def dim_attr(dim: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)
+
+
+class NumelOp(Dynamo.Operation, name="numel", traits=[Pure]):
+    """The product of `x`'s sizes along `dims` as a 0-d tensor of the result's element type
+    (a mean's divisor when some of those sizes are dynamic).
+
+    Example:
+      %n = "dynamo.numel"(%x) {dims = array<i64: 1>} : (tensor<4x?xf32>) -> tensor<f32>
+    """
+
+    x: Operand[ir.RankedTensorType]
+    out: Result[ir.RankedTensorType]
+    dims: Any = int_list_attribute()
+
+    @_checked
+    def verify_invariants(self):
+        _require(shape_of(self.out) == [], "result must be 0-d")
+        _require(all(0 <= d < len(shape_of(self.x)) for d in int_list(self.dims)), "dims out of range")

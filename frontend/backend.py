@@ -167,8 +167,8 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     )
     try:
         return compile_with_aot(gm, example_inputs)
-    except torch._dynamo.exc.TorchDynamoException:
-        raise  # Dynamo's own control flow (restart the analysis, skip the frame, ...)
+    except (torch._dynamo.exc.TorchDynamoException, config.OptionError):
+        raise  # Dynamo's own control flow (restart the analysis, ...), or the user's options
     except Exception as e:  # noqa: BLE001  our own compilers catch their failures: this is tracing
         if options.strict:
             raise

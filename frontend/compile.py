@@ -13,7 +13,7 @@ import torch
 import torch.fx as fx
 from torch_mlir import ir
 
-from ..codegen import driver
+from ..codegen import config, driver
 from ..codegen.config import Options
 from ..codegen.passes import CompileError
 from ..codegen.target import Target, get_target, library_nodes, target_for_device
@@ -94,6 +94,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
                   graph_name: str | None = None) -> fx.GraphModule:
     t0 = time.perf_counter()
     target = choose_target(gm, example_inputs, options)
+    options = config.bind(options, target)  # the target's own options: an error here is the user's
     name = graph_name or new_graph_name(kind)
     report = GraphReport(name, kind, target.name)
     if options.dump_dir:
@@ -170,9 +171,9 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
     if stage_seconds is not None:
         stage_seconds.update({r.name: r.seconds for r in run.records})
     if library is not None:
-        library.update(library_nodes(run.artifact))
+        library.update(library_nodes(run.artifact, target))
     t1 = time.perf_counter()
-    fn = target.load(run.artifact, imported.signature, options)
+    fn = target.load(run.artifact, imported.signature, run.options)
     if stage_seconds is not None:
         stage_seconds["load"] = time.perf_counter() - t1
     return fn if imported.plan_is_identity else _planned(fn, imported.output_plan)

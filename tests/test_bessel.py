@@ -1,4 +1,4 @@
-"""Orthogonal polynomials and Bessel functions (dialects/bessel.py): compiled with no eager
+"""Orthogonal polynomials and Bessel functions (dialects/special.py): compiled with no eager
 fallback and equal to eager PyTorch, special values included."""
 
 import math

@@ -34,7 +34,7 @@ def compile_model(model: str, mode=None, fuse=True, **kwargs):
                         tuple(_spec(t) for t in ftype.inputs), tuple(_spec(t) for t in ftype.results))
         options = resolve({"cuda_fuse_rows": fuse}, mode=mode)
         run = run_stages(module, TARGET, options)
-        return TARGET.load(run.artifact, sig, options), sig
+        return TARGET.load(run.artifact, sig, run.options), sig
 
 
 def random_inputs(sig):

@@ -37,7 +37,8 @@ def test_float_network_in_dtype(dtype):
     x, w = torch.randn(4, 8, dtype=dtype), torch.randn(6, 8, dtype=dtype)
     tol = TOL.get(dtype, 1e-6)
     torch.testing.assert_close(torch.compile(f, backend="mlir")(x, w), f(x, w), rtol=tol, atol=tol)
-    assert_all_compiled()
+    # the matmul runs in MKL (half types: on float32 copies, as the frontend computes them)
+    assert_all_compiled(library={"aten.mm.default": 1})
 
 
 def test_int_promotion_to_float():
@@ -84,5 +85,5 @@ def test_autocast_bf16_training_step():
         x, y = torch.randn(16, 10), torch.randn(16, 1)
         want, got = eager(x, y).item(), compiled(x, y).item()
         assert abs(got - want) <= 1e-2 * abs(want)
-    s = assert_all_compiled()
+    s = assert_all_compiled(library={"aten.mm.default": 8})  # 3 forward, 5 backward, in MKL
     assert s["graphs_by_kind"]["backward"] == 1

@@ -1,4 +1,4 @@
-"""LU, Cholesky and triangular solves (dialects/linalg_factor.py, frontend/aten/linalg.py) against
+"""LU, Cholesky and triangular solves (dialects/linalg.py, frontend/aten/linalg.py) against
 eager: factors, pivots (LAPACK's choice, ties included), info, and what composes from them
 (det, slogdet, inverse, solves, P/L/U). Inputs are never written to; half types stay eager."""
 

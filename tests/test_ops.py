@@ -37,10 +37,15 @@ CASES = [
     ("sqrt", torch.sqrt, lambda: (_pos(64),), '"dynamo.sqrt"', "math.sqrt"),
     ("rsqrt", torch.rsqrt, lambda: (_pos(64),), '"dynamo.rsqrt"', "math.rsqrt"),
     ("pow", lambda a: torch.pow(a, 3.5), lambda: (_pos(64),), '"dynamo.pow"', "math.powf"),
-    # the cpu target's own matmul rule: a generic with loops (i, k, j), see codegen/cpu/rules.py
+    # the cpu target's own matmul rule (library_matmul off): a generic with loops (i, k, j), see
+    # codegen/cpu/rules.py
     ("matmul", torch.matmul, lambda: (r(16, 32), r(32, 8)), '"dynamo.matmul"', '"parallel", "reduction", "parallel"'),
     ("bmm", torch.bmm, lambda: (r(3, 16, 32), r(3, 32, 8)), '"dynamo.matmul"', '"parallel", "parallel", "reduction", "parallel"'),
     ("linear", F.linear, lambda: (r(4, 10), r(6, 10), r(6)), '"dynamo.matmul"', '"parallel", "reduction", "parallel"'),
+    # with library_matmul (the default): the named ops, which become MKL calls (codegen/cpu/library.py)
+    ("matmul_mkl", torch.matmul, lambda: (r(16, 32), r(32, 8)), '"dynamo.matmul"', "linalg.matmul"),
+    ("bmm_mkl", torch.bmm, lambda: (r(3, 16, 32), r(3, 32, 8)), '"dynamo.matmul"', "linalg.batch_matmul"),
+    ("linear_mkl", F.linear, lambda: (r(4, 10), r(6, 10), r(6)), '"dynamo.matmul"', "linalg.matmul"),
     ("sum", lambda a: a.sum(dim=1), lambda: (r(8, 16),), '"dynamo.reduce"', "reduction"),
     ("mean_keepdim", lambda a: a.mean(dim=-1, keepdim=True), lambda: (r(8, 16),), '"dynamo.reduce"', "reduction"),
     ("amax", lambda a: a.amax(dim=0), lambda: (r(8, 16),), '"dynamo.reduce"', "arith.maximumf"),
@@ -73,14 +78,22 @@ CASES = [
 ]
 
 
+# Cases of our own matmul loops turn the library off; the library cases' matmuls run as MKL calls.
+CASE_OPTIONS = {"matmul": {"library_matmul": False}, "bmm": {"library_matmul": False}, "linear": {"library_matmul": False}}
+CASE_LIBRARY = {"matmul_mkl": {"aten.mm.default": 1}, "bmm_mkl": {"aten.bmm.default": 1},
+                "linear_mkl": {"aten.mm.default": 1}}  # linear: addmm -> mm, then the bias in our loops
+
+
 @pytest.mark.parametrize("name,fn,make_inputs,dialect_op,linalg_text", CASES, ids=[c[0] for c in CASES])
 def test_op(tmp_path, name, fn, make_inputs, dialect_op, linalg_text):
     torch.manual_seed(0)
     inputs = make_inputs()
     expected = fn(*inputs)
-    got = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path)})(*inputs)
+    options = {"dump_dir": str(tmp_path), **CASE_OPTIONS.get(name, {})}
+    got = torch.compile(fn, backend="mlir", options=options)(*inputs)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
-    assert_all_compiled()
+    library = CASE_LIBRARY.get(name)
+    assert_all_compiled(min_ops=0 if library else 1, library=library)
     assert dialect_op in read_stage(str(tmp_path), "dynamo")
     linalg = read_stage(str(tmp_path), "linalg")
     assert linalg_text in linalg

@@ -19,7 +19,8 @@ from real_models import CASES
 
 # LLVM's optimisation level does not change f32 results (no fast-math), and at the default level
 # the JIT takes ~10x longer on these graphs: the whole file would not fit its CPU time budget.
-OPTIONS = {"opt_level": 0}
+# opt_level is the cpu target's option (the cuda target refuses it).
+OPTIONS = {"cpu": {"opt_level": 0}, "cuda": {}}
 STEPS = 100
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"))]
@@ -67,6 +68,10 @@ CUDA_LIBRARY_OPS = {"aten.mm.default", "aten.bmm.default", "aten.convolution.def
                     "aten.convolution_backward.default", "aten.max_pool2d_with_indices.default"}
 
 
+# What the cpu target hands to MKL (sgemm_/dgemm_, library_matmul): every float32 matmul here.
+CPU_LIBRARY_OPS = {"aten.mm.default", "aten.bmm.default"}
+
+
 # What stays eager on cuda, and why: the cuda target has no kernel for scatter-style writes
 # (their CPU lowerings are serial loop nests; a GPU version needs atomic adds for index_put's
 # accumulation). Training hits them in the embedding backward (index_put, accumulate) and in
@@ -76,11 +81,13 @@ CUDA_EAGER_OPS = {"aten.index_put.default", "aten.scatter.value"}
 
 def _assert_compiled(caplog, graphs_by_kind, device="cpu"):
     """Every op compiled (on cuda: matmul/conv/pooling as library calls, and the scatter writes
-    above eager, nothing else), in the graphs expected (no graph break), and no compiled region
+    above eager, nothing else; on cpu: every matmul an MKL call), in the graphs expected (no graph break), and no compiled region
     ran eagerly at call time either (it would if its inputs differed from what the graph promised)."""
     s = dynamo_mlir.stats()
     library, eager = s["library_ops"], s["fallback_ops"]
-    assert set(library) <= (CUDA_LIBRARY_OPS if device == "cuda" else set()), library
+    assert set(library) <= (CUDA_LIBRARY_OPS if device == "cuda" else CPU_LIBRARY_OPS), library
+    if device == "cpu":  # all of them: none left in our loops
+        assert "aten.mm.default" in library and not set(s["compiled_ops"]) & CPU_LIBRARY_OPS, dynamo_mlir.explain()
     assert set(eager) <= (CUDA_EAGER_OPS if device == "cuda" else set()), dynamo_mlir.explain()
     s = assert_fallbacks(eager, min_ops=10, library=library)
     assert s["graphs_by_kind"] == graphs_by_kind, s["graphs_by_kind"]
@@ -99,7 +106,7 @@ def test_inference_matches_eager(name, attn, device, caplog):
     case, model, ref, inputs, _ = _setup(name, attn, device)
     model.eval(), ref.eval()
     with torch.no_grad():
-        got = _main_output(case, torch.compile(model, backend="mlir", options=OPTIONS)(**inputs))
+        got = _main_output(case, torch.compile(model, backend="mlir", options=OPTIONS[device])(**inputs))
         want = _main_output(case, ref(**inputs))
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     _assert_compiled(caplog, {"inference": 1}, device)
@@ -140,7 +147,7 @@ def test_training_matches_eager(name, attn, device, caplog):
     case, model, ref, inputs, target = _setup(name, attn, device)
     model.train(), ref.train()
     compiled = torch.compile(lambda: case.loss(_main_output(case, model(**inputs)), target), backend="mlir",
-                             options=OPTIONS)
+                             options=OPTIONS[device])
     eager = lambda: case.loss(_main_output(case, ref(**inputs)), target)
     # The optimizer runs eagerly on both sides (compiled optimizer steps: tests/test_training.py).
     optimizers = [torch.optim.AdamW(m.parameters(), lr=1e-3) for m in (model, ref)]

@@ -1,4 +1,4 @@
-"""The `dynamo-mlir` command: dump, explain, report, ops, targets.
+"""The `dynamo-mlir` command: dump, explain, report, ops, targets, options.
 
 Argument parsing and dispatch only; each subcommand lives in its own module. Every error the
 user can fix (a bad MODEL, wrong inputs, an unparseable .mlir file) is one line on stderr and
@@ -31,10 +31,15 @@ Files are named <graph>.<stage>.<ext>: g0_dynamo.fx.txt (the graph Dynamo captur
 g1_forward.aten.txt (after AOTAutograd), g1_forward_fused_0.dynamo.mlir (our dialect), then one
 file per stage of the target (see `dynamo-mlir targets`), and index.json / index.md.
 
+Resuming with --stage runs the stages up to that one only; --from STAGE says which stage the
+file holds when neither its header nor its name does (tests/ir/*.mlir run this way).
+
 examples:
   dynamo-mlir dump tests/models_for_cli.py:mlp --out dump/
   dynamo-mlir dump tests/models_for_cli.py:mlp --stage linalg
+  dynamo-mlir dump tests/models_for_cli.py:mlp --target cuda -O cuda_fuse_rows=false --stage gpu
   dynamo-mlir dump dump/g1_inference_fused_0.linalg.mlir --out resumed/
+  dynamo-mlir dump ops.mlir --from dynamo --stage linalg
 """
 
 
@@ -44,9 +49,12 @@ def _model(p, resumable=False):
 
 
 def _compile_flags(p):
+    p.lists_options = True
     p.add_argument("--target", default="cpu", help="target name (default: cpu; see `dynamo-mlir targets`)")
     p.add_argument("--train", action="store_true", help="also run backward, so the backward graph is compiled")
     p.add_argument("--dynamic", action="store_true", help="compile with symbolic dims (torch.compile dynamic=True)")
+    p.add_argument("-O", "--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a torch.compile option, core or the target's (repeatable; `dynamo-mlir options` lists them)")
 
 
 def _add_dump(p):
@@ -55,6 +63,8 @@ def _add_dump(p):
     p.add_argument("--out", "-o", metavar="DIR", help="folder for the dumps (default: ./dump, or none with --stage)")
     p.add_argument("--stage", metavar="NAME", help="print this stage's IR to stdout (fx, aten, dynamo, linalg, ...)")
     p.add_argument("--print-after-all", action="store_true", help="print the IR after every MLIR pass (stderr)")
+    p.add_argument("--from", dest="from_stage", metavar="STAGE",
+                   help="the stage an .mlir MODEL holds (default: from its header or file name)")
 
 
 def _add_explain(p):
@@ -79,6 +89,11 @@ def _add_targets(p):
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def _add_options(p):
+    p.add_argument("--target", help="only the core's and this target's options (default: every target's)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
 # name -> (one-line help, epilog, add arguments, "module:function" that runs it)
 COMMANDS = {
     "dump": ("write the IR of every stage of every compiled graph", DUMP_EPILOG, _add_dump, "dump:run"),
@@ -88,13 +103,32 @@ COMMANDS = {
                MODEL_HELP, _add_report, "report_cmd:run"),
     "ops": ("the ATen ops imported and the dynamo ops each target accepts", None, _add_ops, "listing:run_ops"),
     "targets": ("the registered targets and their stage tables", None, _add_targets, "listing:run_targets"),
+    "options": ("every option: the core's and each target's, with its environment variable and default",
+                None, _add_options, "listing:run_options"),
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """--help of the command and of those that compile ends with every option, core and per
+    target. The table needs the targets (and so MLIR) loaded: it is built only when help is
+    printed, not on every run."""
+
+    lists_options = False
+
+    def format_help(self) -> str:
+        if not self.lists_options:
+            return super().format_help()
+        from .listing import format_options, options_table
+
+        return super().format_help() + "\noptions={...} keys (and DYNAMO_MLIR_<KEY> variables; -O KEY=VALUE):\n" \
+            + format_options(options_table())
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dynamo-mlir", description="Inspect what the dynamo-mlir torch.compile backend does, stage by stage.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=MODEL_HELP)
+    parser.lists_options = True
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (help_text, epilog, add_args, runner) in COMMANDS.items():

@@ -10,18 +10,20 @@ from . import index as dump_index
 from .errors import UsageError
 from .model_loader import check_inputs, load_model
 from .resume import resume
-from .session import CompileRequest, compile_model, resolve_target
+from .session import CompileRequest, compile_model, option_flags, resolve_target
 
 log = logging.getLogger("dynamo_mlir")
 
 DEFAULT_OUT = "dump"
 
 
-def dump(model_spec: str, request: CompileRequest) -> dump_index.DumpIndex:
-    """Compile `model_spec` (or resume an .mlir file) with dumps into request.dump_dir; index it."""
+def dump(model_spec: str, request: CompileRequest, from_stage: str | None = None,
+         stop_after: str | None = None) -> dump_index.DumpIndex:
+    """Compile `model_spec` (or resume an .mlir file, from `from_stage` up to `stop_after`) with
+    dumps into request.dump_dir; index it."""
     os.makedirs(request.dump_dir, exist_ok=True)
     if model_spec.endswith(".mlir"):
-        index = resume(model_spec, request.target, request.dump_dir, request.print_after_all)
+        index = resume(model_spec, request, from_stage, stop_after)
     else:
         model = load_model(model_spec)
         check_inputs(model)
@@ -39,12 +41,16 @@ def check_stage(stage: str | None, target_name: str) -> None:
 
 def run(args) -> int:
     check_stage(args.stage, args.target)
+    options = option_flags(args.option)
+    if args.from_stage and not args.model.endswith(".mlir"):
+        raise UsageError("--from applies to an .mlir file (a MODEL is compiled from the start)")
     out = args.out or (None if args.stage else DEFAULT_OUT)
     with contextlib.ExitStack() as stack:
         if out is None:  # --stage alone: the files are only a means to print one stage
             out = stack.enter_context(tempfile.TemporaryDirectory(prefix="dynamo-mlir-"))
-        request = CompileRequest(args.target, out, args.train, args.dynamic, args.print_after_all)
-        index = dump(args.model, request)
+        request = CompileRequest(args.target, out, args.train, args.dynamic, args.print_after_all, options)
+        # Resuming with --stage stops there: what comes after it would not be printed anyway.
+        index = dump(args.model, request, args.from_stage, args.stage)
         if args.stage:
             return print_stage(index, out, args.stage)
         print_summary(index, out)

@@ -90,7 +90,7 @@ def build(folder: str, result, model: str, target: Target) -> DumpIndex:
                               library_ops=list(p.library_ops)))
     request = result.request
     return DumpIndex(model, target.name, order, units,
-                     {"train": request.train, "dynamic": request.dynamic, "ran_on": result.ran_on},
+                     {"train": request.train, "dynamic": request.dynamic, "ran_on": result.ran_on, **request.options},
                      result.graph_breaks, result.seconds)
 
 

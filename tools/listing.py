@@ -1,10 +1,10 @@
-"""`dynamo-mlir ops`, `dynamo-mlir targets` and `dynamo-mlir explain`."""
+"""`dynamo-mlir ops`, `dynamo-mlir targets`, `dynamo-mlir options` and `dynamo-mlir explain`."""
 
 import json
 
-from ..codegen import all_targets
+from ..codegen import all_targets, config
 from .model_loader import check_inputs, load_model
-from .session import CompileRequest, compile_model, resolve_target
+from .session import CompileRequest, compile_model, option_flags, resolve_target
 
 
 def _registries():
@@ -79,12 +79,37 @@ def run_targets(args) -> int:
     return 0
 
 
+def options_table(target: str | None = None) -> dict[str, list[dict]]:
+    """'core' and each target (or only `target`) -> its options, from the one option table."""
+    if target is not None:
+        resolve_target(target)
+    return {owner: cls.describe() for owner, cls in config.option_sets().items()
+            if owner == "core" or target in (None, owner)}
+
+
+def format_options(table: dict[str, list[dict]]) -> str:
+    lines = []
+    for owner, rows in table.items():
+        lines.append("core (every target):" if owner == "core" else f"target {owner}:")
+        lines += [f"  {r['name']} ({r['env']}; default {r['default']!r})\n      {r['doc']}" for r in rows]
+        if not rows:
+            lines.append("  (none)")
+    return "\n".join(lines) + "\n"
+
+
+def run_options(args) -> int:
+    table = options_table(args.target)
+    print(json.dumps(table, indent=1) if args.json else format_options(table), end="\n" if args.json else "")
+    return 0
+
+
 def run_explain(args) -> int:
     from ..frontend.stats import explain, stats
 
     model = load_model(args.model)
     check_inputs(model)
-    result = compile_model(model, CompileRequest(args.target, None, args.train, args.dynamic))
+    result = compile_model(model, CompileRequest(args.target, None, args.train, args.dynamic,
+                                                 options=option_flags(args.option)))
     if args.json:
         print(json.dumps({**stats(), "graph_breaks": result.graph_breaks}, indent=1, default=str))
         return 0

@@ -15,7 +15,7 @@ from ..codegen import CompileError, config, driver
 from ..dialects import new_context
 from .errors import UsageError
 from .index import DumpIndex, Unit, split_name, stage_order
-from .session import resolve_target
+from .session import CompileRequest, compile_options, resolve_target
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -30,7 +30,9 @@ class MlirInput:
     target: str | None  # from the header, when the dump recorded it
 
 
-def identify(path: str) -> MlirInput:
+def identify(path: str, stage: str | None = None) -> MlirInput:
+    """Which stage (and target) `path` holds: `stage` when given (the CLI's --from), else its
+    header, else its name."""
     if not os.path.isfile(path):
         raise UsageError(f"no such file '{path}'; give an .mlir file written by `dynamo-mlir dump`")
     with open(path) as f:
@@ -38,6 +40,8 @@ def identify(path: str) -> MlirInput:
     named = split_name(os.path.basename(path))
     graph = named[0] if named else os.path.basename(path).split(".")[0]
     match = _HEADER.search(head)
+    if stage is not None:
+        return MlirInput(path, graph, stage, match["target"] if match else None)
     if match:
         return MlirInput(path, graph, match["stage"], match["target"])
     if named:
@@ -51,27 +55,34 @@ def resumable_stages(target) -> list[str]:
     return ["dynamo"] + [s.name for s in target.stages if s.ext == "mlir"]
 
 
-def resume(path: str, target_name: str | None, dump_dir: str, print_after_all: bool = False) -> DumpIndex:
-    source = identify(path)
-    target = resolve_target(source.target or target_name or "cpu")
+def resume(path: str, request: CompileRequest, from_stage: str | None = None,
+           stop_after: str | None = None) -> DumpIndex:
+    """Run the stages after the one `path` holds, up to `stop_after` (a stage of the target;
+    default: all), with the request's options; dump them into request.dump_dir."""
+    source = identify(path, from_stage)
+    target = resolve_target(source.target or request.target or "cpu")
     if source.stage not in resumable_stages(target):
         raise UsageError(f"cannot resume from stage '{source.stage}' of target '{target.name}': "
                          f"resume from one of {', '.join(resumable_stages(target))}")
     module = _parse(source.path)
-    options = config.resolve({"target": target.name, "dump_dir": dump_dir, "print_after_all": print_after_all})
+    options = config.resolve(compile_options(request, target))
     start_after = None if source.stage == "dynamo" else source.stage
+    stop_after = stop_after if stop_after in target.stage_names() else None
     t0 = time.perf_counter()
     try:
-        run = driver.run_stages(module, target, options, source.graph, start_after=start_after)
+        run = driver.run_stages(module, target, options, source.graph, start_after=start_after,
+                                stop_after=stop_after)
     except CompileError as e:
         raise UsageError(f"resuming '{path}' from stage '{source.stage}' failed: {str(e).splitlines()[0]}") from None
+    dump_dir = request.dump_dir
     unit = Unit(source.graph, "resumed", {source.stage: os.path.relpath(source.path, dump_dir)},
                 {r.name: r.seconds for r in run.records})
     unit.files.update({r.name: os.path.basename(r.path) for r in run.records if r.path})
     for name, (ext, _) in target.extra_dumps.items():
         if os.path.isfile(os.path.join(dump_dir, f"{source.graph}.{name}.{ext}")):
             unit.files[name] = f"{source.graph}.{name}.{ext}"
-    return DumpIndex(path, target.name, stage_order(target), [unit], {"resumed_from": source.stage},
+    return DumpIndex(path, target.name, stage_order(target), [unit],
+                     {"resumed_from": source.stage, **request.options},
                      compile_seconds=time.perf_counter() - t0)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..codegen import CompileError, all_targets, get_target, register_target
+from ..codegen import CompileError, all_targets, config, get_target, register_target
 from ..frontend.stats import REGISTRY, GraphReport
 from .errors import UsageError
 from .model_loader import LoadedModel
@@ -28,6 +28,7 @@ class CompileRequest:
     train: bool = False
     dynamic: bool = False
     print_after_all: bool = False
+    options: dict = field(default_factory=dict)  # more torch.compile options (the CLI's -O)
 
 
 @dataclass
@@ -48,11 +49,35 @@ def resolve_target(name: str):
                          "(see `dynamo-mlir targets`)") from None
 
 
-def compile_model(model: LoadedModel, request: CompileRequest) -> CompileResult:
-    target = resolve_target(request.target)
-    options = {"target": target.name, "print_after_all": request.print_after_all}
+def option_flags(pairs: list[str]) -> dict:
+    """-O KEY=VALUE flags as typed options (each parsed by the type of the option it names)."""
+    texts = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise UsageError(f"-O takes KEY=VALUE, got '{pair}' (see `dynamo-mlir options`)")
+        texts[key.strip()] = value
+    try:
+        return config.texts_to_options(texts, None)
+    except ValueError as e:
+        raise UsageError(str(e).removeprefix("dynamo-mlir: ")) from None
+
+
+def compile_options(request: CompileRequest, target) -> dict:
+    """The options={...} of this request, checked against `target` before anything compiles."""
+    options = {**request.options, "target": target.name, "print_after_all": request.print_after_all}
     if request.dump_dir:
         options["dump_dir"] = request.dump_dir
+    try:
+        config.resolve(options)
+    except ValueError as e:
+        raise UsageError(str(e).removeprefix("dynamo-mlir: ")) from None
+    return options
+
+
+def compile_model(model: LoadedModel, request: CompileRequest) -> CompileResult:
+    target = resolve_target(request.target)
+    options = compile_options(request, target)
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
     REGISTRY.reset()

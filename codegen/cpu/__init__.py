@@ -4,7 +4,8 @@ from torch_mlir import ir
 
 from ..llvm_text import to_llvmlite_text
 from ..target import Stage, Target
-from . import pipeline, rules, runtime  # noqa: F401  (rules registers cpu-specific lowerings)
+from . import library, pipeline, runtime
+from .options import CPUOptions
 
 
 def _llvm_ir(module: ir.Module) -> str:
@@ -23,7 +24,7 @@ def _assembly(module: ir.Module) -> str:
     machine = llvm.Target.from_default_triple().create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2)
     passes = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(2))
-    passes.getModulePassManager().run(parsed, passes)  # the JIT's default level (Options.opt_level)
+    passes.getModulePassManager().run(parsed, passes)  # the JIT's default level (CPUOptions.opt_level)
     return machine.emit_assembly(parsed)
 
 
@@ -37,5 +38,10 @@ TARGET = Target(
     ),
     load=runtime.load,
     extra_dumps={"ll": ("ll", _llvm_ir), "s": ("s", _assembly)},
+    options_class=CPUOptions,
+    find_library_nodes=library.library_nodes,  # matmuls run as MKL sgemm_/dgemm_ calls (library_matmul)
     doc="Host CPU through MLIR's ExecutionEngine (LLVM ORC JIT).",
+    capabilities=frozenset({"serial_loops", "scalar_math"}),  # loops run as written, one thread
 )
+
+from . import rules  # noqa: E402,F401  (cpu-specific lowerings; after TARGET, which declares the name)

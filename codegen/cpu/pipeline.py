@@ -6,10 +6,15 @@ from ...lowering import lower_dynamo_ops
 from ..memref_copies import copies_to_linalg
 from ..passes import run_pipeline
 from ..zero_size import distinct_results, widen_zero_size_arguments
+from . import library
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
+    if options.target_options.library_matmul:  # BLAS calls later: keep those matmuls named
+        library.keep_library_matmuls(module)
     lower_dynamo_ops(module, target="cpu")
+    if options.target_options.library_matmul:
+        library.fold_transposes(module)
     run_pipeline(module, "canonicalize, cse", "linalg", options)
     return distinct_results(module)  # CSE may have made two results one value
 
@@ -27,6 +32,8 @@ def make_loops(module: ir.Module, options) -> ir.Module:
         "buffer-deallocation-pipeline",
     ]
     run_pipeline(module, ", ".join(passes), "loops", options)
+    if options.target_options.library_matmul:
+        library.call_blas(module)  # named matmuls BLAS can take -> sgemm_/dgemm_ calls
     copies_to_linalg(module)
     widen_zero_size_arguments(module)  # the bare-pointer convention refuses memref<0x..>
     return run_pipeline(module, "func.func(convert-linalg-to-loops), canonicalize, cse", "loops", options)

@@ -13,13 +13,14 @@ zeroed tile (i, k, j as above) and adds the tile to C.
 """
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, linalg, scf, tensor
+from torch_mlir.dialects import arith, linalg, tensor
 
 from ...dialects import dynamo as dy
 from ...lowering import register_lowering
+from ...lowering.loops import for_range
 from ...lowering.rules.common import (PARALLEL, REDUCTION, affine_map, empty, generic, identity, matmul_init,
                                       ranked, slice_dim)
-from ...lowering.scalar import const, is_float
+from ...lowering.scalar import const, index, is_float
 
 MATMUL_K_BLOCK = 128  # the most products one running sum of C adds up before the chunk's tile is added
 
@@ -48,27 +49,19 @@ def _ikj(lhs, rhs, acc) -> ir.Value:
 def _k_blocked(lhs, rhs, zero) -> ir.Value:
     """lhs @ rhs as the sum of its K chunks' products: whole chunks in an scf.for, the rest last.
     The loop carries the tile too, so that one buffer serves every chunk."""
-    index = ir.IndexType.get()
     k_dim = ranked(lhs).rank - 1
     k = ranked(lhs).shape[k_dim]
     if k == ir.ShapedType.get_dynamic_size():
-        k = tensor.dim(lhs, const(index, k_dim))
-        whole = arith.muli(arith.divui(k, const(index, MATMUL_K_BLOCK)), const(index, MATMUL_K_BLOCK))
+        k = tensor.dim(lhs, index(k_dim))
+        whole = arith.muli(arith.divui(k, index(MATMUL_K_BLOCK)), index(MATMUL_K_BLOCK))
         rest = arith.subi(k, whole)
     else:
         whole, rest = k - k % MATMUL_K_BLOCK, k % MATMUL_K_BLOCK
-    loop = scf.ForOp(const(index, 0), _as_index(whole), const(index, MATMUL_K_BLOCK), [zero, empty(ranked(zero), zero)])
-    with ir.InsertionPoint(loop.body):
-        total, tile = loop.inner_iter_args
-        scf.YieldOp(_add_chunk(lhs, rhs, total, tile, loop.induction_variable, MATMUL_K_BLOCK))
-    total, tile = loop.results
+    total, tile = for_range(0, whole, [zero, empty(ranked(zero), zero)], step=MATMUL_K_BLOCK,
+                            body=lambda k0, total, tile: _add_chunk(lhs, rhs, total, tile, k0, MATMUL_K_BLOCK))
     if isinstance(rest, int) and rest == 0:
         return total
-    return _add_chunk(lhs, rhs, total, tile, _as_index(whole), rest)[0]
-
-
-def _as_index(n) -> ir.Value:
-    return const(ir.IndexType.get(), n) if isinstance(n, int) else n
+    return _add_chunk(lhs, rhs, total, tile, index(whole), rest)[0]
 
 
 def _add_chunk(lhs, rhs, total, tile, start, size) -> list[ir.Value]:

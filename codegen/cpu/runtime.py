@@ -20,6 +20,7 @@ from torch_mlir.execution_engine import ExecutionEngine
 
 from ..passes import CompileError
 from ..signature import Signature, SizeSpec
+from . import library
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -113,6 +114,8 @@ def check_symbols_resolve(module) -> None:
 
 
 def load(artifact, signature: Signature, options):
+    if set(external_symbols(artifact)) & set(library.GEMM.values()):
+        library.load_blas()
     check_symbols_resolve(artifact)
     kind = CpuFunction if signature.is_static else DynamicCpuFunction
-    return kind(artifact, signature, opt_level=options.opt_level)
+    return kind(artifact, signature, opt_level=options.target_options.opt_level)

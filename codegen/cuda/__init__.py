@@ -5,7 +5,8 @@ PTX generation needs no GPU (tests run it in CI); running needs one and cuda-bin
 """
 
 from ..target import Stage, Target
-from . import pipeline, rules, runtime  # noqa: F401  (rules registers cuda-specific lowerings)
+from . import pipeline, runtime
+from .options import CUDAOptions
 
 
 def _host_schedule(program) -> str:
@@ -26,5 +27,11 @@ TARGET = Target(
     load=runtime.load,
     available=runtime.available,
     extra_dumps={"host": ("txt", _host_schedule)},
+    options_class=CUDAOptions,
     doc="NVIDIA GPUs: generated PTX kernels through the CUDA driver, torch for matmul/conv/pooling (library_matmul).",
+    # Kernels come from linalg ops mapped to blocks/threads: no place for serial loop nests, and
+    # the math library's bodies are not validated on it (those ops stay eager).
+    capabilities=frozenset(),
 )
+
+from . import rules  # noqa: E402,F401  (cuda-specific lowerings; after TARGET, which declares the name)

@@ -13,34 +13,23 @@ Three schedules, picked by `schedule_for`:
 
 from __future__ import annotations
 
-import math as pymath
 from dataclasses import dataclass
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, gpu, memref, scf, vector
 
-from ...lowering.scalar import const, highest, lowest
+from ...lowering.scalar import identity_of
 from .loopnest import PARALLEL, REDUCTION, Access, LoopNest, affine_dims, eval_affine, materialize, op_name
 
 BLOCK = 256          # threads per block for elementwise and serial kernels
 ROW_THREADS = 256    # at most this many threads cooperate on one row
 MAX_VEC_BYTES = 16   # ld.global.v4.b32: the widest access a thread can make
 
-# combining op -> (gpu.all_reduce kind, identity builder)
+# combining op -> gpu.all_reduce kind (its identity: lowering.scalar.IDENTITIES)
 COMBINERS = {
-    "arith.addf": ("ADD", lambda t: const(t, 0.0)),
-    "arith.mulf": ("MUL", lambda t: const(t, 1.0)),
-    "arith.maximumf": ("MAXIMUMF", lambda t: const(t, -pymath.inf)),
-    "arith.minimumf": ("MINIMUMF", lambda t: const(t, pymath.inf)),
-    "arith.maxnumf": ("MAXNUMF", lambda t: const(t, -pymath.inf)),
-    "arith.minnumf": ("MINNUMF", lambda t: const(t, pymath.inf)),
-    "arith.addi": ("ADD", lambda t: const(t, 0)),
-    "arith.muli": ("MUL", lambda t: const(t, 1)),
-    "arith.maxsi": ("MAXSI", lowest),
-    "arith.minsi": ("MINSI", highest),
-    "arith.ori": ("OR", lambda t: const(t, 0)),
-    "arith.andi": ("AND", lambda t: const(t, -1)),
-    "arith.xori": ("XOR", lambda t: const(t, 0)),
+    "arith.addf": "ADD", "arith.mulf": "MUL", "arith.maximumf": "MAXIMUMF", "arith.minimumf": "MINIMUMF",
+    "arith.maxnumf": "MAXNUMF", "arith.minnumf": "MINNUMF", "arith.addi": "ADD", "arith.muli": "MUL",
+    "arith.maxsi": "MAXSI", "arith.minsi": "MINSI", "arith.ori": "OR", "arith.andi": "AND", "arith.xori": "XOR",
 }
 
 
@@ -243,12 +232,13 @@ def row_reduce(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
     vec = vector_width(nest, dim, nest.inputs)
     threads = min(ROW_THREADS, max(32, 1 << max(0, (row_len // vec - 1)).bit_length()))
     comb = nest.combiners[0]
-    kind, identity = COMBINERS[op_name(comb)]
+    kind = COMBINERS[op_name(comb)]
     out, elem = nest.outputs[0], nest.outputs[0].elem
 
     def build(bx, tx):
         row_idx = delinearize(bx, nest.sizes[:p])
-        loop = scf.ForOp(arith.muli(tx, index(vec)), index(row_len), index(threads * vec), [identity(elem)])
+        loop = scf.ForOp(arith.muli(tx, index(vec)), index(row_len), index(threads * vec),
+                         [identity_of(op_name(comb), elem)])
         with ir.InsertionPoint(loop.body):
             idx = row_idx + delinearize(loop.induction_variable, nest.sizes[p:])
             ins = [load_lanes(a, idx, dim, vec) for a in nest.inputs]

@@ -57,7 +57,9 @@ def make_buffers(module: ir.Module, options) -> ir.Module:
 def make_gpu(module: ir.Module, options) -> ir.Module:
     try:
         with module.context, ir.Location.unknown():
-            to_gpu.convert_module(module, library=options.library_matmul, fuse_rows=options.cuda_fuse_rows)
+            cuda = options.target_options
+            to_gpu.convert_module(module, library=cuda.library_matmul, fuse_rows=cuda.cuda_fuse_rows,
+                                  rows=cuda.row_selection(), graph=options.graph_name)
     except Unsupported as e:
         raise CompileError("gpu", str(e)) from None
     # Outlining sinks constants into the kernels; what stays captured becomes kernel arguments.

@@ -176,8 +176,8 @@ def _libdevice_bytes() -> bytes | None:
 
 
 def arch_for(options) -> str:
-    """options.cuda_arch, else the current GPU's compute capability, else sm_90."""
-    arch = getattr(options, "cuda_arch", None)
+    """The cuda_arch option, else the current GPU's compute capability, else sm_90."""
+    arch = options.target_options.cuda_arch
     if arch:
         return arch
     try:

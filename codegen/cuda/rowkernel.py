@@ -12,7 +12,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import arith, gpu, memref, scf
 
-from ...lowering.scalar import const
+from ...lowering.scalar import const, identity_of
 from .kernels import COMBINERS, _lane_index, delinearize, guarded, index, launch, linear_index, load_lanes, prod, store_lanes
 from .loopnest import Access, LoopNest, op_name
 from .rowfuse import RowGroup, _shape, is_row_scalar, key_of
@@ -117,9 +117,9 @@ def _reduce(row: _Row, nest: LoopNest) -> None:
     """Each thread folds its elements, the block combines the partials (shuffles + shared
     memory), and the total is folded into the output's old value (often a fill, cached)."""
     comb, out = nest.combiners[0], nest.outputs[0]
-    kind, identity = COMBINERS[op_name(comb)]
+    kind = COMBINERS[op_name(comb)]
     ins = [row.read(a) for a in nest.inputs]
-    acc = identity(out.elem)
+    acc = identity_of(op_name(comb), out.elem)
     for k in range(row.chunks):
         for lane in range(row.vec):
             new = nest.body([_at(v, k, lane) for v in ins], [acc], row.lane_index(k, lane))[0]

@@ -202,6 +202,6 @@ def _key(inputs):
 
 def load(artifact, signature: Signature, options):
     fn = CudaFunction(artifact, signature, options)
-    if getattr(options, "mode", None) == "reduce-overhead" and getattr(options, "cuda_graphs", True):
+    if options.mode == "reduce-overhead" and options.target_options.cuda_graphs:
         return GraphedFunction(fn)
     return fn

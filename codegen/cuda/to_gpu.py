@@ -8,8 +8,8 @@ launch of their own.
 
 from __future__ import annotations
 
+import itertools
 import logging
-import os
 
 from torch_mlir import ir, passmanager
 from torch_mlir.dialects import func, memref
@@ -103,13 +103,14 @@ def _rewire(op: ir.Operation, values) -> ir.Operation:
     return op
 
 
-def convert_host(func_op, library: bool = True, fuse_rows: bool = True) -> list[str]:
-    """Rewrite one host function in place; returns the schedule chosen per kernel, in order."""
+def convert_host(func_op, library: bool = True, fuse_rows: bool = True, keep_rows=None) -> list[str]:
+    """Rewrite one host function in place; returns the schedule chosen per kernel, in order.
+    keep_rows(found groups) -> the groups to fuse (default: all)."""
     ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
     if not library:  # our own kernels for matmul/conv/pooling too
         ops = [generalize(op) if op.name in LIBRARY_OPS else op for op in ops]
     found = rowfuse.find_groups(ops) if fuse_rows else []
-    found = _debug_select(found)
+    found = keep_rows(found) if keep_rows else found
     groups = {g.indices[-1]: g for g in found}
     grouped = {i for g in groups.values() for i in g.indices}
     folded = {f: c for f, c in _folded_fills(ops, library).items() if f not in grouped and c not in grouped}
@@ -141,24 +142,19 @@ def convert_host(func_op, library: bool = True, fuse_rows: bool = True) -> list[
     return chosen
 
 
-_calls = [0]
+def _row_filter(rows, graph: str):
+    """found groups -> the ones kept: all, or those `rows` (cuda_rowfuse_only) selects, numbered
+    across the graph's host functions in order."""
+    if rows is None:
+        return lambda found: found
+    numbered = itertools.count()
 
+    def keep(found: list) -> list:
+        kept = [g for g in found if rows.keeps(graph, next(numbered))]
+        log.warning("dynamo-mlir: %s: cuda_rowfuse_only kept %d of %d row groups", graph, len(kept), len(found))
+        return kept
 
-def _debug_select(found: list) -> list:
-    """DYNAMO_MLIR_ROWFUSE_ONLY="call:lo-hi[,call:lo-hi]": keep only groups lo..hi-1 of the
-    call-th converted host function of this process (a bisection aid for wrong results)."""
-    spec, call = os.environ.get("DYNAMO_MLIR_ROWFUSE_ONLY"), _calls[0]
-    _calls[0] += 1
-    if spec is None:
-        return found
-    keep = set()
-    for part in filter(None, spec.split(",")):
-        c, rng = part.split(":")
-        lo, hi = map(int, rng.split("-"))
-        if int(c) == call:
-            keep |= set(range(lo, hi))
-    log.warning("dynamo-mlir: host function %d: row groups %s of %d kept", call, sorted(keep & set(range(len(found)))), len(found))
-    return [g for i, g in enumerate(found) if i in keep]
+    return keep
 
 
 def _build_group(group: rowfuse.RowGroup, ops: list) -> str:
@@ -179,11 +175,14 @@ def _build(schedule: str, nest: LoopNest, init) -> None:
         kernels.BUILDERS[schedule](nest)
 
 
-def convert_module(module: ir.Module, library: bool = True, fuse_rows: bool = True) -> list[str]:
+def convert_module(module: ir.Module, library: bool = True, fuse_rows: bool = True, rows=None,
+                   graph: str = "") -> list[str]:
+    """Every host function of `module` (the graph `graph`); `rows`: a RowSelection or None."""
     module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
+    keep_rows = _row_filter(rows, graph)
     chosen = []
     for op in module.body.operations:
         if op_name(op) == "func.func":
-            chosen += convert_host(op, library, fuse_rows)
+            chosen += convert_host(op, library, fuse_rows, keep_rows)
     log.debug("dynamo-mlir: cuda kernels: %s", ", ".join(chosen))
     return chosen

@@ -16,35 +16,15 @@ from .builders import compare, compute_dtype, emit_like, isinf, isnan, like, sel
 
 aten = torch.ops.aten
 
-# ATen op -> dynamo binary op. Scalar overloads (add.Scalar, ...) are covered by the packet.
-BINARY = {
-    aten.add: "add", aten.sub: "sub", aten.mul: "mul", aten.maximum: "max", aten.minimum: "min",
-    aten.fmax: "fmax", aten.fmin: "fmin", aten.remainder: "rem", aten.fmod: "fmod", aten.atan2: "atan2",
-    aten.bitwise_and: "and", aten.bitwise_or: "or", aten.bitwise_xor: "xor", aten.logical_and: "and",
-    aten.logical_or: "or", aten.logical_xor: "xor", aten.copysign: "copysign",
-    aten.bitwise_left_shift: "shl", aten.bitwise_right_shift: "shr",
-}
-UNARY = {
-    aten.neg: "neg", aten.abs: "abs", aten.exp: "exp", aten.exp2: "exp2", aten.expm1: "expm1",
-    aten.log: "log", aten.log2: "log2", aten.log1p: "log1p", aten.sqrt: "sqrt", aten.rsqrt: "rsqrt",
-    aten.reciprocal: "reciprocal", aten.sin: "sin", aten.cos: "cos", aten.tan: "tan", aten.tanh: "tanh",
-    aten.atan: "atan", aten.asin: "asin", aten.acos: "acos", aten.sinh: "sinh", aten.cosh: "cosh",
-    aten.asinh: "asinh", aten.acosh: "acosh", aten.atanh: "atanh", aten.erf: "erf",
-    aten.sigmoid: "sigmoid", aten.relu: "relu", aten.floor: "floor", aten.ceil: "ceil",
-    aten.round: "round", aten.trunc: "trunc", aten.sign: "sign", aten.bitwise_not: "not",
-}
+# ATen op -> dynamo elementwise op, from the elementwise spec (dialects/elementwise.py). Scalar
+# overloads (add.Scalar, ...) are covered by the packet.
+BINARY = {getattr(aten, a): e.name for e in dy.ELEMENTWISE.values() if e.arity == 2 for a in e.aten}
+UNARY = {getattr(aten, a): e.name for e in dy.ELEMENTWISE.values() if e.arity == 1 for a in e.aten}
 # Ops whose integer inputs are computed in the (floating) result type.
-FLOAT_ONLY = {"exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
-              "tan", "tanh", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf",
-              "sigmoid", "atan2", "pow", "div"}
-# Ops whose result moves by about a rounding error when an input does: they read a half-precision
-# chain's float32 values (ImportContext.rounded). Rounding, comparing, sign and remainder ops read
-# the rounded values, as eager does: one rounding can move their result by a whole unit.
-CONTINUOUS = {"add", "sub", "mul", "div", "max", "min", "fmax", "fmin", "atan2", "pow", "neg", "abs",
-              "exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos",
-              "tan", "tanh", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf",
-              "sigmoid", "relu", "gelu", "gelu_tanh"}
-COMPARE = {aten.eq: "eq", aten.ne: "ne", aten.lt: "lt", aten.le: "le", aten.gt: "gt", aten.ge: "ge"}
+FLOAT_ONLY = {e.name for e in dy.ELEMENTWISE.values() if e.float_only}
+# Ops that read a half-precision chain's float32 values (see Elementwise.continuous).
+CONTINUOUS = {e.name for e in dy.ELEMENTWISE.values() if e.continuous}
+COMPARE = {getattr(aten, p): p for p in dy.COMPARE_PREDICATES}  # the ATen ops are named as the predicates
 
 
 def _out(ctx, node):

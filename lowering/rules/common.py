@@ -3,9 +3,9 @@
 from typing import Callable, Sequence
 
 from torch_mlir import ir
-from torch_mlir.dialects import linalg, tensor
+from torch_mlir.dialects import bufferization, linalg, tensor
 
-from ..scalar import const
+from ..scalar import index
 
 PARALLEL = "parallel"
 REDUCTION = "reduction"
@@ -15,14 +15,37 @@ def ranked(value) -> ir.RankedTensorType:
     return ir.RankedTensorType(value.type)
 
 
+def op_kind(op) -> str:
+    """The op's name within the dialect ("add" for dynamo.add): the key of the tables that one
+    rule serving a family of ops reads its scalar body from."""
+    return op.name.split(".", 1)[1]
+
+
 def dynamic_sizes(t: ir.RankedTensorType, source: ir.Value | None, dim_map=None) -> list[ir.Value]:
     """SSA sizes for t's dynamic dims, read off `source` (result dim i = source dim dim_map[i])."""
     sizes = []
     for i, s in enumerate(t.shape):
         if s == ir.ShapedType.get_dynamic_size():
             src_dim = dim_map[i] if dim_map else i
-            sizes.append(tensor.dim(source, const(ir.IndexType.get(), src_dim)))
+            sizes.append(tensor.dim(source, index(src_dim)))
     return sizes
+
+
+def dim_value(x: ir.Value, d: int) -> ir.Value:
+    """x's size along d as an index value (a constant where it is static)."""
+    s = ranked(x).shape[d]
+    return index(s) if s != ir.ShapedType.get_dynamic_size() else tensor.dim(x, index(d))
+
+
+def dim_values(x: ir.Value) -> list[ir.Value]:
+    return [dim_value(x, d) for d in range(ranked(x).rank)]
+
+
+def fresh_copy(value: ir.Value) -> ir.Value:
+    """A fresh buffer holding `value`, which loops then update in place: never value's own
+    buffer (a function argument is writable to bufferization, and an identity linalg.generic
+    would be canonicalized away, leaving the stores to hit the caller's tensor)."""
+    return bufferization.alloc_tensor(value.type, [], copy=value)
 
 
 def empty(t: ir.RankedTensorType, like: ir.Value | None = None, dim_map=None) -> ir.Value:
@@ -40,7 +63,7 @@ def sized_shape(t: ir.RankedTensorType, sizes) -> list:
 def empty_from(t: ir.RankedTensorType, sources) -> ir.Value:
     """tensor.empty of type t whose dynamic dim i has the size of dim sources[i][1] of value
     sources[i][0] (results whose sizes come from several operands, e.g. a matmul's)."""
-    sizes = [tensor.dim(v, const(ir.IndexType.get(), d)) for (v, d), s in zip(sources, t.shape)
+    sizes = [tensor.dim(v, index(d)) for (v, d), s in zip(sources, t.shape)
              if s == ir.ShapedType.get_dynamic_size()]
     return tensor.empty(sized_shape(t, sizes), t.element_type)
 
@@ -50,7 +73,7 @@ def slice_dim(x: ir.Value, dim: int, start, size) -> ir.Value:
     src, dynamic = ranked(x), ir.ShapedType.get_dynamic_size()
     static_size = size if isinstance(size, int) else dynamic
     shape = [static_size if d == dim else s for d, s in enumerate(src.shape)]
-    sizes = [size if d == dim else tensor.dim(x, const(ir.IndexType.get(), d))
+    sizes = [size if d == dim else tensor.dim(x, index(d))
              for d, s in enumerate(shape) if s == dynamic]
     offsets = [(start if isinstance(start, int) else dynamic) if d == dim else 0 for d in range(src.rank)]
     out = ir.RankedTensorType.get(shape, src.element_type)
@@ -63,8 +86,10 @@ def filled(t: ir.RankedTensorType, scalar: ir.Value, like: ir.Value | None = Non
 
 
 def affine_map(n_dims: int, exprs: Sequence) -> ir.AffineMapAttr:
-    """`exprs`: per result, a loop-dim index (int) or the constant 0 written as None."""
-    results = [ir.AffineConstantExpr.get(0) if e is None else ir.AffineDimExpr.get(e) for e in exprs]
+    """`exprs`: per result, a loop-dim index (int), the constant 0 written as None, or an
+    ir.AffineExpr (e.g. a window position, window_expr)."""
+    results = [ir.AffineConstantExpr.get(0) if e is None else ir.AffineDimExpr.get(e) if isinstance(e, int) else e
+               for e in exprs]
     return ir.AffineMapAttr.get(ir.AffineMap.get(n_dims, 0, results))
 
 
@@ -106,3 +131,31 @@ def matmul_init(op, value) -> ir.Value:
     out = ranked(op.out)
     sources = [(op.lhs, d) for d in range(out.rank - 1)] + [(op.rhs, out.rank - 1)]
     return linalg.fill(value, outs=[empty_from(out, sources)])
+
+
+# ----------------------------------------------------------------------------- windows (conv, pool)
+
+
+def pad_spatial(x, padding, value):
+    """Pad the spatial dims (all but N, C) of an NC[D]HW tensor with a scalar on both sides."""
+    if not any(padding):
+        return x
+    src = ranked(x)
+    low = [0, 0, *padding]
+    shape = [s + 2 * p for s, p in zip(src.shape, low)]
+    out = ir.RankedTensorType.get(shape, src.element_type)
+    pad = tensor.PadOp(out, x, [], [], low, low)
+    block = pad.regions[0].blocks.append(*([ir.IndexType.get()] * src.rank))
+    with ir.InsertionPoint(block):
+        tensor.YieldOp(value)
+    return pad.result
+
+
+def window_attrs(stride, dilation) -> dict:
+    return dict(strides=list(stride), dilations=list(dilation))
+
+
+def window_expr(out_dim: int, win_dim: int, stride: int, dilation: int) -> ir.AffineExpr:
+    """The input position `o * stride + k * dilation` of window slot k at output o."""
+    o, k = ir.AffineDimExpr.get(out_dim), ir.AffineDimExpr.get(win_dim)
+    return o * ir.AffineConstantExpr.get(stride) + k * ir.AffineConstantExpr.get(dilation)

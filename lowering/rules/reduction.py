@@ -16,12 +16,11 @@ from torch_mlir.dialects import arith, linalg, tensor
 
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
-from ..scalar import const, highest, is_float, lowest
-from .common import (PARALLEL, REDUCTION, affine_map, elementwise, filled, generic, loop_index, ranked, sized_shape,
-                     slice_dim)
+from ..scalar import const, highest, identity_of, index, is_float, lowest
+from .common import (PARALLEL, REDUCTION, affine_map, dim_value, elementwise, filled, generic, loop_index, ranked,
+                     sized_shape, slice_dim)
 
-DYN = ir.ShapedType.get_dynamic_size()
-INDEX = ir.IndexType
+DYN = dy.DYN
 
 # Longest run of terms one running float sum adds up (see the module docstring).
 SUM_BLOCK = 64
@@ -29,14 +28,15 @@ SUM_BLOCK = 64
 # before the top level's runs grow past SUM_BLOCK.
 DYNAMIC_LEVELS = 4
 
-# kind -> (initial value builder, float combiner, integer combiner)
+# kind -> (float combiner, integer combiner); the accumulator starts from the combiner's identity
+# (scalar.IDENTITIES)
 REDUCERS = {
-    "sum": (lambda t: const(t, 0), arith.addf, arith.addi),
-    "prod": (lambda t: const(t, 1), arith.mulf, arith.muli),
-    "max": (lowest, arith.maximumf, arith.maxsi),
-    "min": (highest, arith.minimumf, arith.minsi),
-    "any": (lambda t: const(t, 0), None, arith.ori),
-    "all": (lambda t: const(t, 1), None, arith.andi),
+    "sum": (arith.addf, arith.addi),
+    "prod": (arith.mulf, arith.muli),
+    "max": (arith.maximumf, arith.maxsi),
+    "min": (arith.minimumf, arith.minsi),
+    "any": (None, arith.ori),
+    "all": (None, arith.andi),
 }
 
 
@@ -71,13 +71,13 @@ def lower_reduce(op, row_limit: int):
 def _reduce(x, kind: str, dims: list[int]) -> ir.Value:
     """One generic reducing `dims` of x away with `kind`, sequentially."""
     src = ranked(x)
-    init_fn, float_fn, int_fn = REDUCERS[kind]
+    float_fn, int_fn = REDUCERS[kind]
     combine = float_fn if is_float(src.element_type) else int_fn
     if combine is None:
         raise NotImplementedError(f"reduce kind {kind} on {src.element_type}")
     kept, in_map, out_map, iterators = _iteration(src.rank, dims)
     out = ir.RankedTensorType.get([src.shape[d] for d in kept], src.element_type)
-    acc = filled(out, init_fn(src.element_type), x, kept)
+    acc = filled(out, identity_of(combine, src.element_type), x, kept)
     return generic([x], [acc], [in_map, out_map], iterators, lambda v, a: [combine(v, a)])[0]
 
 
@@ -147,8 +147,8 @@ def _block_sums(x, dim: int, block: int, blocks, n) -> ir.Value:
 
     def body(v, _, a):
         if ragged:
-            at = arith.addi(arith.muli(loop_index(rank - 1), _index(block)), loop_index(rank))
-            v = arith.select(arith.cmpi(arith.CmpIPredicate.ult, at, _index(n)), v, const(elem, 0))
+            at = arith.addi(arith.muli(loop_index(rank - 1), index(block)), loop_index(rank))
+            v = arith.select(arith.cmpi(arith.CmpIPredicate.ult, at, index(n)), v, const(elem, 0))
         return [arith.addf(a, v)]
 
     return generic([x, window], [acc], maps, [PARALLEL] * rank + [REDUCTION], body)[0]
@@ -159,21 +159,13 @@ def _sum_dynamic_dim(x, dim: int, row_limit: int, levels: int) -> ir.Value:
     plus the rest summed on its own (a slice of x: the ops producing x then run unfused)."""
     if levels == 0:
         return _reduce(x, "sum", [dim])
-    n = _dim(x, dim)
-    blocks = arith.divui(n, _index(SUM_BLOCK))
-    whole = arith.muli(blocks, _index(SUM_BLOCK))
+    n = dim_value(x, dim)
+    blocks = arith.divui(n, index(SUM_BLOCK))
+    whole = arith.muli(blocks, index(SUM_BLOCK))
     partial = _block_sums(x, dim, SUM_BLOCK, blocks, None)
     total = cascade_sum(partial, [dim], row_limit, levels - 1)
     tail = _reduce(slice_dim(x, dim, whole, arith.subi(n, whole)), "sum", [dim])
     return elementwise([total, tail], ranked(total), arith.addf)
-
-
-def _index(n: int) -> ir.Value:
-    return const(INDEX.get(), n)
-
-
-def _dim(x, d: int) -> ir.Value:
-    return tensor.dim(x, _index(d))
 
 
 def _sizes(x, dim: int, replaced: list) -> tuple[list[int], list[ir.Value]]:
@@ -186,7 +178,7 @@ def _sizes(x, dim: int, replaced: list) -> tuple[list[int], list[ir.Value]]:
                 static.append(size)
             else:
                 static.append(DYN)
-                values.append(size if not isinstance(size, int) else _dim(x, d))
+                values.append(size if not isinstance(size, int) else dim_value(x, d))
     return static, values
 
 

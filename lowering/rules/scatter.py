@@ -1,55 +1,21 @@
-"""Scatters -> serial scf.for loop nests (CPU only).
+"""Scatters -> serial scf.for loop nests.
 
 Each op starts from a fresh copy of dest and walks the update's iteration space row-major,
 carrying the result tensor through the loops as an iter_arg: tensor.extract reads the target,
 tensor.insert writes the combined value (one-shot bufferization makes that an in-place store).
 Serial, row-major order is the order of PyTorch's CPU kernels, so duplicate targets combine as in
-eager. Loops outside a linalg.generic are not for the CUDA pipeline: the rules are cpu-only and
-the CUDA partitioner leaves these ops to eager.
+eager. Loops outside a linalg.generic are not for the CUDA pipeline: the rules require "serial_loops",
+which cuda lacks, and the CUDA partitioner leaves these ops to eager.
 """
 
-from typing import Callable, Sequence
-
 from torch_mlir import ir
-from torch_mlir.dialects import arith, bufferization, scf, tensor
+from torch_mlir.dialects import arith, tensor
 
 from ...dialects import dynamo as dy
+from ..loops import loop_nest
 from ..registry import register_lowering
-from ..scalar import const, highest, is_float, lowest
-from .common import elementwise, ranked
-
-INDEX = ir.IndexType.get
-
-
-def _size(value: ir.Value, d: int) -> ir.Value:
-    s = ranked(value).shape[d]
-    return const(INDEX(), s) if s != ir.ShapedType.get_dynamic_size() else tensor.dim(value, const(INDEX(), d))
-
-
-def _sizes(value: ir.Value) -> list[ir.Value]:
-    return [_size(value, d) for d in range(ranked(value).rank)]
-
-
-def loop_nest(bounds: Sequence[ir.Value], inits: Sequence[ir.Value],
-              body: Callable[[list, list], Sequence[ir.Value]]) -> list[ir.Value]:
-    """for i0 < bounds[0]: for i1 < bounds[1]: ... carried = body([i0, i1, ...], carried)."""
-
-    def level(depth: int, ivs: list, carried: list) -> list:
-        if depth == len(bounds):
-            return list(body(ivs, carried))
-        loop = scf.ForOp(const(INDEX(), 0), bounds[depth], const(INDEX(), 1), list(carried))
-        with ir.InsertionPoint(loop.body):
-            scf.YieldOp(level(depth + 1, ivs + [loop.induction_variable], list(loop.inner_iter_args)))
-        return list(loop.results)
-
-    return level(0, [], list(inits))
-
-
-def _copy(value: ir.Value) -> ir.Value:
-    """A fresh buffer holding `value`, which the loops then update in place: never dest's own
-    buffer (a function argument is writable to bufferization, and an identity linalg.generic
-    would be canonicalized away, leaving the stores to hit the caller's tensor)."""
-    return bufferization.alloc_tensor(value.type, [], copy=value)
+from ..scalar import Scalar, const, identity_of, index, is_float, isnan
+from .common import dim_value, dim_values, elementwise, fresh_copy, ranked
 
 
 def _wrap(i: ir.Value, size: ir.Value) -> ir.Value:
@@ -58,7 +24,7 @@ def _wrap(i: ir.Value, size: ir.Value) -> ir.Value:
     n = arith.index_cast(i.type, size)
     r = arith.remsi(i, n)
     r = arith.select(arith.cmpi(arith.CmpIPredicate.slt, r, const(i.type, 0)), arith.addi(r, n), r)
-    return arith.index_cast(INDEX(), r)
+    return arith.index_cast(ir.IndexType.get(), r)
 
 
 # ----------------------------------------------------------------------------- combines
@@ -79,48 +45,45 @@ def _max(old, new):
     if not is_float(new.type):
         return arith.maxsi(old, new)
     take = arith.cmpf(arith.CmpFPredicate.OLT, old, new)
-    return _select(_isnan(new), new, _select(take, new, old))
+    return _select(isnan(new).v, new, _select(take, new, old))
 
 
 def _min(old, new):
     if not is_float(new.type):
         return arith.minsi(old, new)
     take = arith.cmpf(arith.CmpFPredicate.OLT, new, old)
-    return _select(_isnan(new), new, _select(take, new, old))
-
-
-def _isnan(x):
-    return arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+    return _select(isnan(new).v, new, _select(take, new, old))
 
 
 def _add(a, b):
-    return arith.addf(a, b) if is_float(a.type) else arith.addi(a, b)
+    return (Scalar(a) + b).v
 
 
 def _mul(a, b):
-    return arith.mulf(a, b) if is_float(a.type) else arith.muli(a, b)
+    return (Scalar(a) * b).v
 
 
-# reduce -> (combine(old, new), the identity include_self=False starts a target from)
+# reduce -> (combine(old, new), the combiner whose identity include_self=False starts a target
+# from: scalar.IDENTITIES' builders take any element type, so the float op's serves ints too)
 COMBINES = {
     "assign": (lambda old, new: new, None),
-    "sum": (_add, lambda t: const(t, 0)),
-    "mean": (_add, lambda t: const(t, 0)),
-    "prod": (_mul, lambda t: const(t, 1)),
-    "amax": (_max, lowest),
-    "amin": (_min, highest),
+    "sum": (_add, arith.addf),
+    "mean": (_add, arith.addf),
+    "prod": (_mul, arith.mulf),
+    "amax": (_max, arith.maximumf),
+    "amin": (_min, arith.minimumf),
 }
 
 
 # ----------------------------------------------------------------------------- index_put
 
 
-@register_lowering(dy.IndexPutOp, target="cpu")
+@register_lowering(dy.IndexPutOp, requires={"serial_loops"})
 def _lower_index_put(op):
     indices = list(op.indices)
     k, nb = len(indices), ranked(indices[0]).rank
     accumulate = ir.IntegerAttr(op.accumulate).value != 0
-    dest_sizes = [_size(op.dest, d) for d in range(k)]
+    dest_sizes = [dim_value(op.dest, d) for d in range(k)]
 
     def body(ivs, carried):
         (acc,) = carried
@@ -131,30 +94,30 @@ def _lower_index_put(op):
             v = _add(tensor.extract(acc, target), v)
         return [tensor.insert(v, acc, target)]
 
-    return loop_nest(_sizes(op.values), [_copy(op.dest)], body)[0]
+    return loop_nest(dim_values(op.values), [fresh_copy(op.dest)], body)[0]
 
 
 # ----------------------------------------------------------------------------- scatter
 
 
-@register_lowering(dy.ScatterOp, target="cpu")
+@register_lowering(dy.ScatterOp, requires={"serial_loops"})
 def _lower_scatter(op):
     dim = ir.IntegerAttr(op.dim).value
     reduce = ir.StringAttr(op.reduce).value
     include_self = ir.IntegerAttr(op.include_self).value != 0
     elem = ranked(op.out).element_type
     combine, identity = COMBINES[reduce]
-    dim_size = _size(op.dest, dim)
-    bounds = _sizes(op.index)
+    dim_size = dim_value(op.dest, dim)
+    bounds = dim_values(op.index)
 
     def target(ivs):
         coords = list(ivs)
         coords[dim] = _wrap(tensor.extract(op.index, ivs), dim_size)
         return coords
 
-    acc = _copy(op.dest)
+    acc = fresh_copy(op.dest)
     if not include_self and identity is not None:  # targets start from the identity
-        start = identity(elem)
+        start = identity_of(identity, elem)
         acc = loop_nest(bounds, [acc], lambda ivs, c: [tensor.insert(start, c[0], target(ivs))])[0]
     if reduce != "mean":
         def body(ivs, carried):
@@ -196,12 +159,12 @@ def _scatter_mean(op, acc, bounds, target, include_self):
 # ----------------------------------------------------------------------------- masked_scatter
 
 
-@register_lowering(dy.MaskedScatterOp, target="cpu")
+@register_lowering(dy.MaskedScatterOp, requires={"serial_loops"})
 def _lower_masked_scatter(op):
     """A running count of the true positions seen so far picks each one's source element; it is
     capped at the last source element (eager raises when the source is too short)."""
-    last = arith.subi(_size(op.source, 0), const(INDEX(), 1))
-    zero, one = const(INDEX(), 0), const(INDEX(), 1)
+    last = arith.subi(dim_value(op.source, 0), index(1))
+    zero, one = index(0), index(1)
 
     def body(ivs, carried):
         acc, k = carried
@@ -210,4 +173,4 @@ def _lower_masked_scatter(op):
         v = _select(m, v, tensor.extract(acc, ivs))
         return [tensor.insert(v, acc, ivs), arith.addi(k, arith.select(m, one, zero))]
 
-    return loop_nest(_sizes(op.dest), [_copy(op.dest), zero], body)[0]
+    return loop_nest(dim_values(op.dest), [fresh_copy(op.dest), zero], body)[0]

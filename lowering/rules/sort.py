@@ -1,4 +1,4 @@
-"""dynamo.sort -> a bottom-up merge sort written as scf.for loops over tensors (CPU only).
+"""dynamo.sort -> a bottom-up merge sort written as scf.for loops over tensors.
 
 Each line along `dim` is sorted independently: an outer loop walks the other dims (one linear
 counter, split into coordinates), and the merge sort runs on a scratch pair of tensors whose `dim`
@@ -9,27 +9,20 @@ the left run's element unless the right one sorts strictly before it, which make
 O(n log n) per line. Reads are tensor.extract and writes tensor.insert on loop-carried tensors,
 which one-shot bufferization turns into in-place memref code.
 
-Registered for the CPU target only: the loops run outside any linalg op, which the CUDA pipeline
+The rule requires "serial_loops": the loops run outside any linalg op, which the CUDA pipeline
 does not map to the GPU, so the CUDA partitioner leaves sort to eager.
 """
 
 import math
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, scf, tensor
+from torch_mlir.dialects import arith, tensor
 
 from ...dialects import dynamo as dy
+from ..loops import for_range
 from ..registry import register_lowering
 from ..scalar import const, is_bool, is_float
 from .common import PARALLEL, generic, identity, loop_index, ranked
-
-
-def _for(lb, ub, step, inits, body):
-    """scf.for over [lb, ub) by step carrying `inits`; body(iv, *carried) -> new carried values."""
-    loop = scf.ForOp(lb, ub, step, list(inits))
-    with ir.InsertionPoint(loop.body):
-        scf.YieldOp(list(body(loop.induction_variable, *loop.inner_iter_args)))
-    return list(loop.results)
 
 
 def _before(elem: ir.Type, descending: bool):
@@ -64,7 +57,7 @@ def _at(coords: list, position: ir.Value) -> list:
     return [position if c is None else c for c in coords]
 
 
-@register_lowering(dy.SortOp, target="cpu")
+@register_lowering(dy.SortOp, requires={"serial_loops"})
 def _lower_sort(op):
     t = ranked(op.x)
     shape, dim = list(t.shape), ir.IntegerAttr(op.dim).value
@@ -109,13 +102,13 @@ def _lower_sort(op):
                     return [tensor.insert(arith.select(right, b, a), keys, out), tensor.insert(pos, positions, out),
                             arith.addi(i, arith.subi(c(1), taken)), arith.addi(j, taken)]
 
-                return _for(lo, hi, c(1), [keys, positions, lo, mid], step)[:2]
+                return for_range(lo, hi, [keys, positions, lo, mid], step)[:2]
 
-            return _for(c(0), c(n), arith.shli(width, c(1)), [keys, positions], merge)
+            return for_range(c(0), c(n), [keys, positions], merge, step=arith.shli(width, c(1)))
 
-        return _for(c(0), c(passes), c(1), [keys, positions], merge_pass)
+        return for_range(c(0), c(passes), [keys, positions], merge_pass)
 
-    keys, positions = _for(c(0), c(lines), c(1), [keys, positions], line)
+    keys, positions = for_range(c(0), c(lines), [keys, positions], line)
     offsets = [0] * len(shape)
     offsets[dim] = n * (passes % 2)
     out_elem = ir.RankedTensorType.get(shape, elem)

@@ -1,14 +1,13 @@
-"""Shape ops -> linalg.broadcast-like generics, tensor.reshape, linalg.transpose, slices, pads."""
+"""Data movement -> broadcasting generics (static, or like another tensor), tensor.reshape,
+linalg.transpose, slices, concats, pads."""
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
-from ..scalar import const
+from ..scalar import const, index
 from .common import PARALLEL, affine_map, dynamic_sizes, empty, generic, identity, ranked, sized_shape
-
-INDEX = ir.IndexType
 
 
 @register_lowering(dy.BroadcastOp)
@@ -33,7 +32,7 @@ def _shape_tensor(op_out: ir.RankedTensorType, source: ir.Value, sizes):
         dims = sized_shape(op_out, sizes)
     else:
         unit_map = dy.unit_dim_map(ranked(source).shape, op_out.shape)
-        dims = [tensor.dim(source, const(INDEX.get(), unit_map[i])) if s == dy.DYN else s
+        dims = [tensor.dim(source, index(unit_map[i])) if s == dy.DYN else s
                 for i, s in enumerate(op_out.shape)]
     values = [const(i64, d) if isinstance(d, int) else arith.index_cast(i64, d) for d in dims]
     return tensor.from_elements(ir.RankedTensorType.get([len(values)], i64), values)
@@ -75,15 +74,11 @@ def _lower_slice(op):
 def _size(value: ir.Value, dim: int):
     """value's size along `dim`: an int where static, an index value where dynamic."""
     n = ranked(value).shape[dim]
-    return tensor.dim(value, const(INDEX.get(), dim)) if n == dy.DYN else n
-
-
-def _as_index(n) -> ir.Value:
-    return const(INDEX.get(), n) if isinstance(n, int) else n
+    return tensor.dim(value, index(dim)) if n == dy.DYN else n
 
 
 def _add_sizes(a, b):
-    return a + b if isinstance(a, int) and isinstance(b, int) else arith.addi(_as_index(a), _as_index(b))
+    return a + b if isinstance(a, int) and isinstance(b, int) else arith.addi(index(a), index(b))
 
 
 def _insert_slice(source: ir.Value, dest: ir.Value, offsets: list, sizes: list) -> ir.Value:
@@ -101,7 +96,7 @@ def _lower_concat(op):
     lhs_sizes, rhs_sizes = ([_size(v, d) for d in range(out.rank)] for v in (op.lhs, op.rhs))
     out_sizes = list(lhs_sizes)
     out_sizes[dim] = _add_sizes(lhs_sizes[dim], rhs_sizes[dim])
-    result = tensor.empty([_as_index(s) if n == dy.DYN else n for s, n in zip(out_sizes, out.shape)], out.element_type)
+    result = tensor.empty([index(s) if n == dy.DYN else n for s, n in zip(out_sizes, out.shape)], out.element_type)
     result = _insert_slice(op.lhs, result, [0] * out.rank, lhs_sizes)
     offsets = [0] * out.rank
     offsets[dim] = lhs_sizes[dim]
@@ -113,7 +108,18 @@ def _lower_pad(op):
     out = ranked(op.out)
     value = tensor.extract(op.value, [])
     pad = tensor.PadOp(out, op.x, [], [], dy.int_list(op.low), dy.int_list(op.high))
-    block = pad.regions[0].blocks.append(*([INDEX.get()] * out.rank))
+    block = pad.regions[0].blocks.append(*([ir.IndexType.get()] * out.rank))
     with ir.InsertionPoint(block):
         tensor.YieldOp(value)
     return pad.result
+
+
+@register_lowering(dy.BroadcastLikeOp)
+def _lower_broadcast_like(op):
+    src, out = ranked(op.x), ranked(op.out)
+    dims = dy.int_list(op.dims)
+    # A size-1 operand dim facing a result dim that is not statically 1 is stretched (index 0).
+    exprs = [None if (src.shape[i] == 1 and out.shape[d] != 1) else d for i, d in enumerate(dims)]
+    init = empty(out, op.like)
+    return generic([op.x], [init], [affine_map(out.rank, exprs), identity(out.rank)],
+                   [PARALLEL] * out.rank, lambda x, _: [x])[0]

@@ -1,7 +1,7 @@
 """Constants and iota."""
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, linalg, tensor
+from torch_mlir.dialects import arith, tensor
 
 from ...dialects import dynamo as dy
 from ..registry import register_lowering

@@ -1,4 +1,4 @@
-"""Values: tensor constants and iota."""
+"""Tensor creation: constants (literals, fills) and iota (arange)."""
 
 from typing import Any
 
@@ -6,9 +6,6 @@ from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result
 
 from .base import Dynamo, _checked, _require, shape_of, elem_of
-
-
-# ----------------------------------------------------------------------------- values
 
 
 class ConstantOp(Dynamo.Operation, name="constant", traits=[Pure]):

@@ -1,4 +1,5 @@
-"""Shape ops: explicit broadcast, reshape, permute, slice, concat, pad."""
+"""Data movement: explicit broadcast (static or like another tensor), reshape, permute, slice,
+concat, pad: ops that move elements without computing new values."""
 
 from typing import Any, Sequence
 
@@ -6,9 +7,6 @@ from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result
 
 from .base import Dynamo, _checked, _require, tensor_type, shape_of, elem_of, dims_compatible, int_list, int_list_attribute, DYN, unit_dim_map, _verify_sizes, with_optional_sizes
-
-
-# ----------------------------------------------------------------------------- shape ops
 
 
 @with_optional_sizes
@@ -196,21 +194,3 @@ class BroadcastLikeOp(Dynamo.Operation, name="broadcast_like", traits=[Pure]):
         _require(len(dims) == len(src) and dims == sorted(set(dims)) and all(0 <= d < len(out) for d in dims),
                  f"dims {dims} must be increasing, one per operand dim, within the result rank")
         _require(elem_of(self.x) == elem_of(self.out), "broadcast cannot change the element type")
-
-
-class NumelOp(Dynamo.Operation, name="numel", traits=[Pure]):
-    """The product of `x`'s sizes along `dims` as a 0-d tensor of the result's element type
-    (a mean's divisor when some of those sizes are dynamic).
-
-    Example:
-      %n = "dynamo.numel"(%x) {dims = array<i64: 1>} : (tensor<4x?xf32>) -> tensor<f32>
-    """
-
-    x: Operand[ir.RankedTensorType]
-    out: Result[ir.RankedTensorType]
-    dims: Any = int_list_attribute()
-
-    @_checked
-    def verify_invariants(self):
-        _require(shape_of(self.out) == [], "result must be 0-d")
-        _require(all(0 <= d < len(shape_of(self.x)) for d in int_list(self.dims)), "dims out of range")

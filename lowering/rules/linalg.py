@@ -1,4 +1,4 @@
-"""LU, Cholesky, triangular solves and LU permutations as serial scf.for loop nests (CPU only).
+"""LU, Cholesky, triangular solves and LU permutations as serial scf.for loop nests.
 
 Each op works on [batch, rows, cols] tensors: an outer loop walks the batch and the textbook
 right-looking algorithm runs inside it, reading with tensor.extract and writing with
@@ -9,33 +9,19 @@ first failing pivot) are written with arith.select, so every loop has a static t
 
 The import rules run these in float64 (also for float32 inputs, rounding once at the end), so
 the few-ulp differences of another summation order than LAPACK's stay within tolerance.
-Registered for the CPU target only: the loops run outside any linalg op.
+The rules require "serial_loops": the loops run outside any linalg op.
 """
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, bufferization, math, scf, tensor
+from torch_mlir.dialects import arith, math, tensor
 
 from ...dialects import dynamo as dy
+from ..loops import for_range
 from ..registry import register_lowering
-from ..scalar import const
-from .common import PARALLEL, generic, identity, ranked
+from ..scalar import const, i64, index
+from .common import PARALLEL, fresh_copy, generic, identity, ranked
 
-INDEX = ir.IndexType.get
 I32 = lambda: ir.IntegerType.get_signless(32)
-I64 = lambda: ir.IntegerType.get_signless(64)
-
-
-def _for(lb, ub, inits, body):
-    """scf.for over [lb, ub) by 1 carrying `inits`; body(iv, *carried) -> new carried values."""
-    c = lambda v: const(INDEX(), v) if isinstance(v, int) else v
-    loop = scf.ForOp(c(lb), c(ub), c(1), list(inits))
-    with ir.InsertionPoint(loop.body):
-        scf.YieldOp(list(body(loop.induction_variable, *loop.inner_iter_args)))
-    return list(loop.results)
-
-
-def _copy(value: ir.Value) -> ir.Value:
-    return bufferization.alloc_tensor(value.type, [], copy=value)
 
 
 def _filled(shape, elem, value) -> ir.Value:
@@ -49,23 +35,19 @@ def _static(*values):
             raise NotImplementedError("linalg factorization with a dynamic dim")
 
 
-def _idx(v):
-    return const(INDEX(), v)
-
-
 def _first_failure(info, j, failed):
     """info stays the first failing step (1-based): set it to j+1 only while it is still 0."""
     fresh = arith.andi(failed, arith.cmpi(arith.CmpIPredicate.eq, info, const(I32(), 0)))
     return arith.select(fresh, arith.addi(arith.index_cast(I32(), j), const(I32(), 1)), info)
 
 
-@register_lowering(dy.LuFactorOp, target="cpu")
+@register_lowering(dy.LuFactorOp, requires={"serial_loops"})
 def _lower_lu_factor(op):
     _static(op.x)
     batch, m, n = ranked(op.x).shape
     elem, k = ranked(op.x).element_type, min(m, n)
     zero = const(elem, 0.0)
-    lu0, piv0, info0 = _copy(op.x), tensor.empty([batch, k], I32()), tensor.empty([batch], I32())
+    lu0, piv0, info0 = fresh_copy(op.x), tensor.empty([batch, k], I32()), tensor.empty([batch], I32())
 
     def matrix(b, lu, piv, infos):
         at = lambda r, c: [b, r, c]
@@ -76,18 +58,18 @@ def _lower_lu_factor(op):
                 take = arith.cmpf(arith.CmpFPredicate.OGT, v, best)
                 return [arith.select(take, i, best_row), arith.select(take, v, best)]
 
-            p, _ = _for(j, m, [j, math.absf(tensor.extract(lu, at(j, j)))], search)
-            piv = tensor.insert(arith.index_cast(I32(), arith.addi(p, _idx(1))), piv, [b, j])
+            p, _ = for_range(j, m, [j, math.absf(tensor.extract(lu, at(j, j)))], search)
+            piv = tensor.insert(arith.index_cast(I32(), arith.addi(p, index(1))), piv, [b, j])
 
             def swap(c, lu):
                 top, other = tensor.extract(lu, at(j, c)), tensor.extract(lu, at(p, c))
                 return [tensor.insert(top, tensor.insert(other, lu, at(j, c)), at(p, c))]
 
-            (lu,) = _for(0, n, [lu], swap)
+            (lu,) = for_range(0, n, [lu], swap)
             pivot = tensor.extract(lu, at(j, j))
             singular = arith.cmpf(arith.CmpFPredicate.OEQ, pivot, zero)
             info = _first_failure(info, j, singular)
-            below = arith.addi(j, _idx(1))
+            below = arith.addi(j, index(1))
 
             def eliminate(i, lu):
                 a = tensor.extract(lu, at(i, j))
@@ -98,18 +80,18 @@ def _lower_lu_factor(op):
                     v = arith.subf(tensor.extract(lu, at(i, c)), arith.mulf(l, tensor.extract(lu, at(j, c))))
                     return [tensor.insert(v, lu, at(i, c))]
 
-                return _for(below, n, [lu], update)
+                return for_range(below, n, [lu], update)
 
-            (lu,) = _for(below, m, [lu], eliminate)
+            (lu,) = for_range(below, m, [lu], eliminate)
             return [lu, piv, info]
 
-        lu, piv, info = _for(0, k, [lu, piv, const(I32(), 0)], step)
+        lu, piv, info = for_range(0, k, [lu, piv, const(I32(), 0)], step)
         return [lu, piv, tensor.insert(info, infos, [b])]
 
-    return _for(0, batch, [lu0, piv0, info0], matrix)
+    return for_range(0, batch, [lu0, piv0, info0], matrix)
 
 
-@register_lowering(dy.CholeskyOp, target="cpu")
+@register_lowering(dy.CholeskyOp, requires={"serial_loops"})
 def _lower_cholesky(op):
     _static(op.x)
     batch, n, _ = ranked(op.x).shape
@@ -119,7 +101,7 @@ def _lower_cholesky(op):
     def matrix(b, l, infos):
         def dot(l, i, j, start):
             """start - sum_{p<j} L[i,p] L[j,p], in column order."""
-            return _for(0, j, [start], lambda p, s: [arith.subf(s, arith.mulf(
+            return for_range(0, j, [start], lambda p, s: [arith.subf(s, arith.mulf(
                 tensor.extract(l, [b, i, p]), tensor.extract(l, [b, j, p])))])[0]
 
         def column(j, l, info):
@@ -132,16 +114,16 @@ def _lower_cholesky(op):
             def row(i, l):
                 return [tensor.insert(arith.divf(dot(l, i, j, tensor.extract(op.x, [b, i, j])), d), l, [b, i, j])]
 
-            (l,) = _for(arith.addi(j, _idx(1)), n, [l], row)
+            (l,) = for_range(arith.addi(j, index(1)), n, [l], row)
             return [l, info]
 
-        l, info = _for(0, n, [l, const(I32(), 0)], column)
+        l, info = for_range(0, n, [l, const(I32(), 0)], column)
         return [l, tensor.insert(info, infos, [b])]
 
-    return _for(0, batch, [_filled([batch, n, n], elem, 0.0), tensor.empty([batch], I32())], matrix)
+    return for_range(0, batch, [_filled([batch, n, n], elem, 0.0), tensor.empty([batch], I32())], matrix)
 
 
-@register_lowering(dy.TriangularSolveOp, target="cpu")
+@register_lowering(dy.TriangularSolveOp, requires={"serial_loops"})
 def _lower_triangular_solve(op):
     _static(op.a, op.b)
     batch, n, k = ranked(op.b).shape
@@ -151,43 +133,43 @@ def _lower_triangular_solve(op):
     def matrix(b, x):
         def column(c, x):
             def solve_row(r, x):
-                i = arith.subi(_idx(n - 1), r) if upper else r
-                lo, hi = (arith.addi(i, _idx(1)), _idx(n)) if upper else (_idx(0), i)
-                s = _for(lo, hi, [tensor.extract(x, [b, i, c])], lambda p, s: [arith.subf(s, arith.mulf(
+                i = arith.subi(index(n - 1), r) if upper else r
+                lo, hi = (arith.addi(i, index(1)), index(n)) if upper else (index(0), i)
+                s = for_range(lo, hi, [tensor.extract(x, [b, i, c])], lambda p, s: [arith.subf(s, arith.mulf(
                     tensor.extract(op.a, [b, i, p]), tensor.extract(x, [b, p, c])))])[0]
                 if not unit:
                     s = arith.divf(s, tensor.extract(op.a, [b, i, i]))
                 return [tensor.insert(s, x, [b, i, c])]
 
-            return _for(0, n, [x], solve_row)
+            return for_range(0, n, [x], solve_row)
 
-        return _for(0, k, [x], column)
+        return for_range(0, k, [x], column)
 
-    return _for(0, batch, [_copy(op.b)], matrix)[0]
+    return for_range(0, batch, [fresh_copy(op.b)], matrix)[0]
 
 
-@register_lowering(dy.LuPermutationOp, target="cpu")
+@register_lowering(dy.LuPermutationOp, requires={"serial_loops"})
 def _lower_lu_permutation(op):
     _static(op.pivots)
     batch, k = ranked(op.pivots).shape
     size = ir.IntegerAttr(op.size).value
 
     def matrix(b, perm, inverse):
-        perm = _for(0, size, [perm], lambda i, perm: [tensor.insert(arith.index_cast(I64(), i), perm, [b, i])])[0]
+        perm = for_range(0, size, [perm], lambda i, perm: [tensor.insert(arith.index_cast(i64(), i), perm, [b, i])])[0]
 
         def swap(j, perm):
-            p = arith.subi(arith.index_cast(INDEX(), tensor.extract(op.pivots, [b, j])), _idx(1))
+            p = arith.subi(arith.index_cast(ir.IndexType.get(), tensor.extract(op.pivots, [b, j])), index(1))
             top, other = tensor.extract(perm, [b, j]), tensor.extract(perm, [b, p])
             return [tensor.insert(top, tensor.insert(other, perm, [b, j]), [b, p])]
 
-        (perm,) = _for(0, k, [perm], swap)
+        (perm,) = for_range(0, k, [perm], swap)
 
         def invert(i, inverse):
-            source = arith.index_cast(INDEX(), tensor.extract(perm, [b, i]))
-            return [tensor.insert(arith.index_cast(I64(), i), inverse, [b, source])]
+            source = arith.index_cast(ir.IndexType.get(), tensor.extract(perm, [b, i]))
+            return [tensor.insert(arith.index_cast(i64(), i), inverse, [b, source])]
 
-        (inverse,) = _for(0, size, [inverse], invert)
+        (inverse,) = for_range(0, size, [inverse], invert)
         return [perm, inverse]
 
-    empty = lambda: tensor.empty([batch, size], I64())
-    return _for(0, batch, [empty(), empty()], matrix)
+    empty = lambda: tensor.empty([batch, size], i64())
+    return for_range(0, batch, [empty(), empty()], matrix)

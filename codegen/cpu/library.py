@@ -1,0 +1,341 @@
+"""Matmul on the cpu target through MKL's BLAS, the library torch already loaded (`library_matmul`).
+
+`libtorch_cpu.so` exports MKL's Fortran BLAS, `sgemm_` and `dgemm_`. A float32/float64 matmul or
+batch matmul with static shapes is kept as a named `linalg.matmul` / `linalg.batch_matmul`
+instead of our i-k-j loops (rules.py), a transpose feeding it becomes the op's indexing map
+(BLAS reads a transposed operand in place), and after bufferization the op becomes calls:
+
+    row-major C[M,N] = A[M,K] . B[K,N]  is, read column-major,  C^T[N,M] = B^T . A^T
+
+so each call is `gemm_(opB, opA, N, M, K, 1, B, ldb, A, lda, 0, C, ldc)` (Fortran: every argument
+by pointer, scalars in stack slots). A row-major operand is passed as is ('N', ld = its row
+stride), a column-major one (a transpose) as 'T' (ld = its column stride). A batch matmul is an
+scf.for of one call per batch. C's accumulator is a zero fill just before the matmul: the fill is
+dropped and beta = 0 (BLAS then only writes C); any other accumulator is kept with beta = 1.
+
+Our loops stay for: other element types (MKL has no integer or half GEMM here), dynamic shapes,
+zero-size dims, and operands whose memref layout BLAS cannot take (neither stride of a matrix is
+1, a stride only known at run time, or a C that is not row-major). Those named ops become loops
+in convert-linalg-to-loops.
+
+The calls are library calls for stats(): `library_nodes` reads the FX nodes back from the calls'
+locations (the matmul's location, kept by every pass) in the final LLVM-dialect module.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import torch
+from torch_mlir import ir
+from torch_mlir.dialects import arith, func, linalg, llvm, memref, scf
+
+from ...lowering import registry
+from ..provenance import nodes_of
+
+# element type name -> the BLAS routine
+GEMM = {"f32": "sgemm_", "f64": "dgemm_"}
+NAMED = ("linalg.matmul", "linalg.batch_matmul")
+_SWAPPED = {2: [1, 0], 3: [0, 2, 1]}  # a transpose of a matmul operand's last two dims
+
+
+# ----------------------------------------------------------------------------- the process's MKL
+
+
+_loaded = False
+
+
+def load_blas() -> None:
+    """Make MKL's symbols resolvable by the JIT (and by ctypes.CDLL(None)): torch loads
+    libtorch_cpu.so with RTLD_LOCAL, so reopen it with RTLD_GLOBAL (same handle, no second copy)."""
+    global _loaded
+    if not _loaded:
+        ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"), mode=ctypes.RTLD_GLOBAL)
+        _loaded = True
+
+
+# ----------------------------------------------------------------------------- linalg stage
+
+
+def _eligible(op) -> bool:
+    """A dynamo.matmul BLAS can take: float32/float64, every shape static and non-empty."""
+    types = [ir.RankedTensorType(v.type) for v in (op.lhs, op.rhs, op.out)]
+    return (str(types[0].element_type) in GEMM
+            and all(t.has_static_shape and 0 not in t.shape for t in types))
+
+
+def keep_library_matmuls(module: ir.Module) -> None:
+    """Before lowering: lower each eligible dynamo.matmul with the generic rule (a named linalg
+    op) instead of the cpu rule's loops, so that a later stage can recognise it."""
+    generic = registry.lookup("dynamo.matmul", None)
+    for op in _ops_named(module, ("dynamo.matmul",)):
+        op = op.opview
+        if not _eligible(op):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            produced = generic(op)
+        op.results[0].replace_all_uses_with(produced.result if hasattr(produced, "result") else produced)
+        op.erase()
+
+
+def _dims(n: int, *positions: int) -> ir.AffineMap:
+    return ir.AffineMap.get(n, 0, [ir.AffineDimExpr.get(p) for p in positions])
+
+
+def _maps(rank: int, transposed: tuple[bool, bool]) -> list[ir.AffineMap]:
+    """The indexing maps of a (batch) matmul whose A and/or B is read transposed."""
+    if rank == 2:  # (m, n, k)
+        a = _dims(3, 2, 0) if transposed[0] else _dims(3, 0, 2)
+        b = _dims(3, 1, 2) if transposed[1] else _dims(3, 2, 1)
+        c = _dims(3, 0, 1)
+    else:  # (b, m, n, k)
+        a = _dims(4, 0, 3, 1) if transposed[0] else _dims(4, 0, 1, 3)
+        b = _dims(4, 0, 2, 3) if transposed[1] else _dims(4, 0, 3, 2)
+        c = _dims(4, 0, 1, 2)
+    return [a, b, c]
+
+
+def _ops_named(root, names) -> list[ir.Operation]:
+    found = []
+
+    def visit(op):
+        if op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.operation.walk(visit)
+    return found
+
+
+def _transpose_source(value: ir.Value, rank: int) -> ir.Value | None:
+    """x when `value` is linalg.transpose(x) swapping the last two dims, else None."""
+    owner = getattr(value.owner, "operation", value.owner)  # a block, for a block argument
+    if getattr(owner, "name", None) != "linalg.transpose":
+        return None
+    perm = list(ir.DenseI64ArrayAttr(owner.attributes["permutation"]))
+    return owner.operands[0] if perm == _SWAPPED[rank] else None
+
+
+def fold_transposes(module: ir.Module) -> None:
+    """matmul(transpose(x), y) -> matmul with x's indexing map transposed: BLAS reads x as is.
+    The transpose, if nothing else uses it, is left dead for canonicalize."""
+    for op in _ops_named(module, NAMED):
+        if "indexing_maps" in op.attributes:
+            continue
+        view = op.opview
+        a, b = view.inputs
+        rank = ir.ShapedType(a.type).rank
+        sources = [_transpose_source(a, rank), _transpose_source(b, rank)]
+        if all(s is None for s in sources):
+            continue
+        named = linalg.matmul if op.name == "linalg.matmul" else linalg.batch_matmul
+        with ir.InsertionPoint(op), op.location:
+            new = named(a if sources[0] is None else sources[0], b if sources[1] is None else sources[1],
+                        outs=[view.outputs[0]],
+                        indexing_maps=_maps(rank, (sources[0] is not None, sources[1] is not None)))
+        op.results[0].replace_all_uses_with(new)
+        op.erase()
+
+
+# ----------------------------------------------------------------------------- loops stage
+
+
+def _dynamic(stride: int) -> bool:
+    return stride == ir.ShapedType.get_dynamic_stride_or_offset()
+
+
+def _operand_layout(t: ir.MemRefType, rows: int, cols: int, row_dim: int, col_dim: int):
+    """How BLAS reads a logical rows x cols matrix stored as memref `t` (dims row_dim, col_dim):
+    ('N', ld) row-major, ('T', ld) column-major, or None (not a BLAS matrix)."""
+    strides, _ = t.get_strides_and_offset()
+    if any(_dynamic(s) for s in strides):
+        return None
+    s_r, s_c = strides[row_dim], strides[col_dim]
+    if s_c == 1 or cols == 1:
+        ld = s_r if rows > 1 else max(1, cols)
+        return ("N", ld) if ld >= max(1, cols) else None
+    if s_r == 1 or rows == 1:
+        ld = s_c if cols > 1 else max(1, rows)
+        return ("T", ld) if ld >= max(1, rows) else None
+    return None
+
+
+def _positions(op) -> list[list[int]]:
+    """For A, B, C: which memref dim holds each logical dim (m/k, k/n, m/n), from the maps;
+    the batch dim, if any, is first everywhere."""
+    rank = ir.ShapedType(op.opview.outputs[0].type).rank
+    maps = ([ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]] if "indexing_maps" in op.attributes
+            else _maps(rank, (False, False)))
+    n = maps[0].n_dims
+    m, nn, k = n - 3, n - 2, n - 1  # loop dims (b,) m, n, k
+    want = [(m, k), (k, nn), (m, nn)]
+    found = []
+    for amap, (r, c) in zip(maps, want):
+        dims = [ir.AffineDimExpr(e).position for e in amap.results]
+        found.append([dims.index(r), dims.index(c)])
+    return found
+
+
+class _Slots:
+    """The Fortran arguments' stack slots, allocated once at the function's entry."""
+
+    def __init__(self, entry: ir.Block, elem: ir.Type):
+        with ir.InsertionPoint.at_block_begin(entry):
+            i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+            self.trans = [memref.alloca(ir.MemRefType.get([1], i8), [], []) for _ in range(2)]
+            self.ints = [memref.alloca(ir.MemRefType.get([1], i32), [], []) for _ in range(6)]
+            self.scalars = [memref.alloca(ir.MemRefType.get([1], elem), [], []) for _ in range(2)]
+
+
+def _ptr(buffer: ir.Value, byte_offset: ir.Value | None = None) -> ir.Value:
+    """An !llvm.ptr to a memref's first element (plus `byte_offset`, an index)."""
+    index = ir.IndexType.get()
+    base, offset, *_ = memref.extract_strided_metadata(buffer)
+    address = memref.extract_aligned_pointer_as_index(base)
+    width = ir.MemRefType(buffer.type).element_type.width // 8
+    address = arith.addi(address, arith.muli(offset, arith.constant(index, width)))
+    if byte_offset is not None:
+        address = arith.addi(address, byte_offset)
+    return llvm.inttoptr(llvm.PointerType.get(), arith.index_cast(ir.IntegerType.get_signless(64), address))
+
+
+def _store(slot: ir.Value, value: ir.Value) -> ir.Value:
+    memref.store(value, slot, [arith.constant(ir.IndexType.get(), 0)])
+    return _ptr(slot)
+
+
+def _declare(module: ir.Module, name: str) -> None:
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            return
+    ptr = llvm.PointerType.get()
+    with ir.InsertionPoint(module.body):
+        decl = func.FuncOp(name, ir.FunctionType.get([ptr] * 13, []))
+        decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
+
+
+def _plan(op):
+    """(gemm name, (opB, ldb), (opA, lda), ldc, sizes) for a named matmul on memrefs BLAS can run,
+    or None (it stays for convert-linalg-to-loops)."""
+    view = op.opview
+    a, b = view.inputs
+    c = view.outputs[0]
+    types = [ir.MemRefType(v.type) for v in (a, b, c)]
+    elem = str(types[2].element_type)
+    if elem not in GEMM or not all(t.has_static_shape and 0 not in t.shape for t in types):
+        return None
+    (a_m, a_k), (b_k, b_n), (c_m, c_n) = _positions(op)
+    m, k, n = types[0].shape[a_m], types[0].shape[a_k], types[1].shape[b_n]
+    layout_a = _operand_layout(types[0], m, k, a_m, a_k)
+    layout_b = _operand_layout(types[1], k, n, b_k, b_n)
+    layout_c = _operand_layout(types[2], m, n, c_m, c_n)
+    if None in (layout_a, layout_b) or layout_c is None or layout_c[0] != "N":
+        return None
+    if types[2].rank == 3 and any(_batch_stride(t) is None for t in types):
+        return None
+    return GEMM[elem], layout_b, layout_a, layout_c[1], (m, n, k)
+
+
+def _batch_stride(t: ir.MemRefType) -> int | None:
+    """Elements between two batches of a rank-3 memref (None: known only at run time)."""
+    stride = t.get_strides_and_offset()[0][0]
+    if t.shape[0] == 1:
+        return 0
+    return None if _dynamic(stride) else stride
+
+
+def _zero_fill_before(op) -> ir.Operation | None:
+    """The linalg.fill of 0 into op's C right before op (the matmul accumulator), if any."""
+    block, previous = op.block, None
+    for other in block.operations:
+        if other.operation == op:
+            break
+        previous = other.operation
+    if previous is None or previous.name != "linalg.fill" or previous.operands[1] != op.opview.outputs[0]:
+        return None
+    value = previous.operands[0].owner
+    if getattr(value, "name", None) != "arith.constant":
+        return None
+    attr = value.attributes["value"]
+    return previous if isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0 else None
+
+
+def _emit_call(name, slots, op, layout_b, layout_a, ldc, sizes, batch_offsets=None, beta=1.0) -> None:
+    """One gemm_ call at the insertion point: C^T = op(B) . op(A), column-major (see above)."""
+    i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+    elem = ir.MemRefType(op.opview.outputs[0].type).element_type
+    m, n, k = sizes
+    a, b = op.opview.inputs
+    c = op.opview.outputs[0]
+    offsets = batch_offsets or [None, None, None]
+    args = [
+        _store(slots.trans[0], arith.constant(i8, ord(layout_b[0]))),
+        _store(slots.trans[1], arith.constant(i8, ord(layout_a[0]))),
+        *[_store(slot, arith.constant(i32, v)) for slot, v in zip(slots.ints[:3], (n, m, k))],
+        _store(slots.scalars[0], arith.constant(elem, 1.0)),
+        _ptr(b, offsets[1]), _store(slots.ints[3], arith.constant(i32, layout_b[1])),
+        _ptr(a, offsets[0]), _store(slots.ints[4], arith.constant(i32, layout_a[1])),
+        _store(slots.scalars[1], arith.constant(elem, beta)),
+        _ptr(c, offsets[2]), _store(slots.ints[5], arith.constant(i32, ldc)),
+    ]
+    func.call([], name, args)
+
+
+def _batch_loop(name, slots, op, plan_rest, beta) -> None:
+    """One call per batch: each operand's pointer advanced by its batch stride."""
+    index = ir.IndexType.get()
+    operands = [*op.opview.inputs, op.opview.outputs[0]]
+    batch = ir.MemRefType(operands[2].type).shape[0]
+    steps = [_batch_stride(ir.MemRefType(v.type)) * ir.MemRefType(v.type).element_type.width // 8 for v in operands]
+    loop = scf.ForOp(arith.constant(index, 0), arith.constant(index, batch), arith.constant(index, 1))
+    with ir.InsertionPoint(loop.body):
+        i = loop.induction_variable
+        offsets = [arith.muli(i, arith.constant(index, s)) for s in steps]
+        _emit_call(name, slots, op, *plan_rest, batch_offsets=offsets, beta=beta)
+        scf.yield_([])
+
+
+def call_blas(module: ir.Module) -> None:
+    """After bufferization: each named matmul on memrefs that BLAS can take becomes gemm_ calls."""
+    for fn in list(module.body.operations):
+        if fn.operation.name != "func.func" or not fn.regions[0].blocks:
+            continue
+        slots = {}
+        for op in _ops_named(fn, NAMED):
+            plan = _plan(op)
+            if plan is None:
+                continue
+            name, layout_b, layout_a, ldc, sizes = plan
+            elem = ir.MemRefType(op.opview.outputs[0].type).element_type
+            if str(elem) not in slots:
+                slots[str(elem)] = _Slots(fn.regions[0].blocks[0], elem)
+            _declare(module, name)
+            fill = _zero_fill_before(op)
+            beta = 1.0 if fill is None else 0.0
+            with ir.InsertionPoint(op), op.location:
+                if op.name == "linalg.matmul":
+                    _emit_call(name, slots[str(elem)], op, layout_b, layout_a, ldc, sizes, beta=beta)
+                else:
+                    _batch_loop(name, slots[str(elem)], op, (layout_b, layout_a, ldc, sizes), beta)
+            op.erase()
+            if fill is not None:
+                fill.erase()
+
+
+# ----------------------------------------------------------------------------- after the llvm stage
+
+
+def library_nodes(module: ir.Module) -> frozenset[str]:
+    """FX node names whose ops run as BLAS calls in the final LLVM-dialect module."""
+    names: set[str] = set()
+    blas = set(GEMM.values())
+
+    def visit(op):
+        if op.name == "llvm.call" and "callee" in op.attributes:
+            if ir.FlatSymbolRefAttr(op.attributes["callee"]).value in blas:
+                names.update(nodes_of(op.location))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return frozenset(names)

@@ -1,0 +1,22 @@
+"""The cpu target's own options (see codegen/options.py): an option added here is an option of
+`torch.compile(..., options={...})`, of `DYNAMO_MLIR_<NAME>` and of the CLI, with nothing else
+to edit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..options import TargetOptions, option
+
+
+def _opt_level(value: int) -> str | None:
+    return None if 0 <= value <= 3 else f"an LLVM optimisation level is 0-3, got {value}"
+
+
+@dataclass(frozen=True)
+class CPUOptions(TargetOptions):
+    opt_level: int = option(2, "LLVM optimisation level of the JIT (0-3); 2 runs as fast as 3 here and JITs "
+                               "~40% sooner.", _opt_level)
+    library_matmul: bool = option(True, "Run float32/float64 matmul and batch matmul with static shapes as calls to "
+                                        "MKL's sgemm_/dgemm_ (the BLAS in libtorch_cpu; stats: ops_library); off: "
+                                        "in our own loops.")

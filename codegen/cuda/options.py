@@ -1,0 +1,65 @@
+"""The cuda target's own options (see codegen/options.py): an option added here is an option of
+`torch.compile(..., options={...})`, of `DYNAMO_MLIR_<NAME>` and of the CLI, with nothing else
+to edit. Names keep their `cuda_` prefix where they mean nothing to another target."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..options import TargetOptions, option
+
+_ARCH = re.compile(r"sm_\d+[a-z]?$")
+# [GRAPH:]LO-HI; GRAPH starts with a letter, so an old call number ("0:1-2") is refused.
+_ROW_ENTRY = re.compile(r"(?:(?P<graph>[A-Za-z]\w*):)?(?P<lo>\d+)-(?P<hi>\d+)$")
+
+
+def _arch(value: str) -> str | None:
+    return None if _ARCH.match(value) else f"a PTX architecture is sm_<number> (sm_80, sm_90a, ...), got {value!r}"
+
+
+class RowSelection:
+    """`cuda_rowfuse_only`: which row-fused groups a graph keeps, a bisection aid for wrong results.
+
+    Entries `[GRAPH:]LO-HI`, comma-separated: groups LO..HI-1, numbered from 0 within each
+    compiled graph (over its host functions, in order), of the graphs whose name contains
+    GRAPH as whole `_`-separated words (forward, backward, inference, forward_fused_1, or a full
+    name such as g3_forward_fused_0); without GRAPH, of every graph. A graph no entry names keeps
+    none. Keyed on the graph, not on a process-wide count, so the output does not depend on what
+    the process compiled before."""
+
+    def __init__(self, spec: str):
+        self.entries = []
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            match = _ROW_ENTRY.match(part)
+            if match is None or int(match["lo"]) > int(match["hi"]):
+                raise ValueError(f"row selection entry {part!r} is not [GRAPH:]LO-HI with LO <= HI "
+                                 "(e.g. 0-4, backward:2-3)")
+            self.entries.append((match["graph"], range(int(match["lo"]), int(match["hi"]))))
+
+    def keeps(self, graph: str, index: int) -> bool:
+        return any(index in groups and (key is None or f"_{key}_" in f"_{graph}_") for key, groups in self.entries)
+
+
+def _row_selection(value: str) -> str | None:
+    try:
+        RowSelection(value)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+@dataclass(frozen=True)
+class CUDAOptions(TargetOptions):
+    cuda_arch: str | None = option(None, "PTX architecture (sm_90, ...); default: the GPU's, else sm_90.", _arch)
+    cuda_fuse_rows: bool = option(True, "Fuse a row's reductions and the elementwise ops around them into one "
+                                        "kernel (one block per row).")
+    cuda_graphs: bool = option(True, "In mode=reduce-overhead, replay the host schedule as a CUDA graph.")
+    library_matmul: bool = option(True, "Run matmul/conv/pooling as library calls through torch (cuBLAS/cuDNN; "
+                                        "stats: ops_library); off: in our own generated kernels.")
+    cuda_rowfuse_only: str | None = option(None, "Debugging: keep only these row-fused groups, '[GRAPH:]LO-HI,...' "
+                                                 "(e.g. 'backward:0-3'; see codegen/cuda/options.py); "
+                                                 "benchmarks/rowfuse_bisect.py bisects with it.", _row_selection)
+
+    def row_selection(self) -> RowSelection | None:
+        return RowSelection(self.cuda_rowfuse_only) if self.cuda_rowfuse_only is not None else None

@@ -1,0 +1,135 @@
+"""The one mechanism behind every option: declaring, naming, parsing, validating.
+
+An option set is a frozen dataclass whose option fields are declared with `option(...)`. The
+core's set is `config.Options`; each target declares its own `TargetOptions` subclass in its
+own package (Triton's per-backend `CUDAOptions`), so adding a target option edits only that
+target. Every option `name` is the `options={...}` key `name` and the environment variable
+`DYNAMO_MLIR_<NAME>`; values from the environment (and the CLI's `-O`) are text, parsed by the
+field's type. Precedence: explicit options > environment > defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import MISSING, Field, dataclass, field, fields
+from typing import Any, Callable, Mapping
+
+
+class OptionError(ValueError):
+    """A wrong option (unknown key, bad value, a mode not supported): the user's to fix, so it
+    is raised to the caller, never turned into a fallback to eager."""
+
+ENV_PREFIX = "DYNAMO_MLIR_"
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
+def option(default: Any, doc: str, check: Callable[[Any], str | None] | None = None) -> Any:
+    """Declare an option field. `check(value)` returns why a value is invalid, or None."""
+    return field(default=default, metadata={"doc": doc, "check": check})
+
+
+def env_var(name: str) -> str:
+    return ENV_PREFIX + name.upper()
+
+
+def _kind(f: Field) -> tuple[str, bool]:
+    """(base type name, whether None is allowed) from the annotation, e.g. 'str | None'."""
+    text = f.type.__name__ if isinstance(f.type, type) else str(f.type)  # annotations may be evaluated
+    parts = [p.strip() for p in text.split("|")]
+    return parts[0], "None" in parts[1:]
+
+
+def _type_name(f: Field) -> str:
+    kind, optional = _kind(f)
+    return kind + (" | None" if optional else "")
+
+
+def parse_text(f: Field, text: str) -> Any:
+    """An option's value from text (environment variable, command line)."""
+    kind, optional = _kind(f)
+    if kind == "bool":
+        word = text.strip().lower()
+        if word not in _TRUE + _FALSE:
+            raise OptionError(f"dynamo-mlir: option '{f.name}' takes a boolean (1/0, true/false), got {text!r}")
+        return word in _TRUE
+    if kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise OptionError(f"dynamo-mlir: option '{f.name}' takes an integer, got {text!r}") from None
+    if optional and text == "":
+        return None
+    return text
+
+
+def _type_error(f: Field, value: Any) -> str | None:
+    kind, optional = _kind(f)
+    if value is None:
+        return None if optional else "None is not allowed"
+    python = {"bool": bool, "int": int, "str": str}.get(kind)
+    if python is None:
+        return None
+    if isinstance(value, python) and not (python is int and isinstance(value, bool)):
+        return None
+    return f"expected {kind}{' or None' if optional else ''}, got {type(value).__name__} {value!r}"
+
+
+@dataclass(frozen=True)
+class OptionSet:
+    """Base of an option set: class methods that read its declared fields."""
+
+    @classmethod
+    def option_fields(cls) -> list[Field]:
+        return [f for f in fields(cls) if "doc" in f.metadata]
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in cls.option_fields()]
+
+    @classmethod
+    def field_of(cls, name: str) -> Field | None:
+        return next((f for f in cls.option_fields() if f.name == name), None)
+
+    @classmethod
+    def describe(cls) -> list[dict]:
+        """One row per option (name, environment variable, type, default, doc): --help, docs."""
+        return [{"name": f.name, "env": env_var(f.name), "type": _type_name(f),
+                 "default": None if f.default is MISSING else f.default, "doc": f.metadata["doc"]}
+                for f in cls.option_fields()]
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+        environ = os.environ if environ is None else environ
+        return {f.name: parse_text(f, environ[env_var(f.name)])
+                for f in cls.option_fields() if env_var(f.name) in environ}
+
+    @classmethod
+    def validate(cls, values: Mapping[str, Any], owner: str) -> None:
+        """Raise ValueError naming the option and `owner` for a wrongly typed or invalid value."""
+        for name, value in values.items():
+            f = cls.field_of(name)
+            why = _type_error(f, value)
+            if why is None and f.metadata["check"] is not None and value is not None:
+                why = f.metadata["check"](value)
+            if why:
+                raise OptionError(f"dynamo-mlir: invalid value for option '{name}' ({owner}): {why}")
+
+
+@dataclass(frozen=True)
+class TargetOptions(OptionSet):
+    """A target's own options; a target declares a subclass as `Target.options_class`.
+
+    Subclasses are frozen dataclasses of `option(...)` fields; override `parse` only to check
+    options against each other."""
+
+    @classmethod
+    def parse(cls, explicit: Mapping[str, Any], target: str,
+              environ: Mapping[str, str] | None = None) -> "TargetOptions":
+        """Explicit options over `DYNAMO_MLIR_*` variables over defaults; unknown keys are an error."""
+        unknown = sorted(set(explicit) - set(cls.names()))
+        if unknown:
+            raise OptionError(f"dynamo-mlir: unknown option(s) {unknown} for target '{target}'; "
+                             f"its options: {cls.names()}")
+        merged = {**cls.from_env(environ), **explicit}
+        cls.validate(merged, f"target '{target}'")
+        return cls(**merged)

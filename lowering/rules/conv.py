@@ -1,0 +1,69 @@
+"""Convolutions -> linalg named ops (2-d, grouped or not) or one generic (3-d, which linalg names
+only channels-last or ungrouped)."""
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, linalg, tensor
+
+from ...dialects import dynamo as dy
+from ..registry import register_lowering
+from ..scalar import const, is_float
+from .common import PARALLEL, REDUCTION, affine_map, filled, generic, pad_spatial, ranked, window_attrs, window_expr
+
+
+def _zero_filled(t, like=None, dim_map=None):
+    return filled(t, const(t.element_type, 0), like, dim_map)
+
+
+@register_lowering(dy.Conv2dOp)
+def _lower_conv(op):
+    out = ranked(op.out)
+    stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
+    groups = ir.IntegerAttr(op.groups).value
+    x = pad_spatial(op.x, padding, const(out.element_type, 0))
+    if out.rank == 5:
+        return _conv_generic(x, op.weight, out, groups, stride, dilation)
+    attrs = window_attrs(stride, dilation)
+    if groups == 1:
+        return linalg.conv_2d_nchw_fchw(x, op.weight, outs=[_zero_filled(out)], **attrs)
+    return _grouped_conv(x, op.weight, out, groups, attrs)
+
+
+def _grouped_conv(x, weight, out, groups, attrs):
+    """NCHW -> N,G,C/G,H,W and FCHW -> G,F/G,C,H,W, then conv_2d_ngchw_gfchw, then back."""
+    xs, ws = list(ranked(x).shape), list(ranked(weight).shape)
+    elem = out.element_type
+    x5 = tensor.expand_shape(ir.RankedTensorType.get([xs[0], groups, xs[1] // groups, xs[2], xs[3]], elem),
+                             x, [[0], [1, 2], [3], [4]], output_shape=[], static_output_shape=[xs[0], groups, xs[1] // groups, xs[2], xs[3]])
+    w5 = tensor.expand_shape(ir.RankedTensorType.get([groups, ws[0] // groups] + ws[1:], elem),
+                             weight, [[0, 1], [2], [3], [4]], output_shape=[], static_output_shape=[groups, ws[0] // groups] + ws[1:])
+    o = list(out.shape)
+    out5 = ir.RankedTensorType.get([o[0], groups, o[1] // groups, o[2], o[3]], elem)
+    y5 = linalg.conv_2d_ngchw_gfchw(x5, w5, outs=[_zero_filled(out5)], **attrs)
+    return tensor.collapse_shape(out, y5, [[0], [1, 2], [3], [4]])
+
+
+def _conv_generic(x, weight, out, groups, stride, dilation):
+    """Any-rank grouped convolution as one generic (linalg has no grouped 3-d named op).
+
+    Loops (n, g, f, o..., c, k...) over the result viewed as N,G,F/G,O...; the input's channel
+    is g*C/G + c and the weight's filter g*F/G + f, so neither operand needs reshaping.
+    """
+    elem = out.element_type
+    spatial = out.rank - 2
+    shape = list(out.shape)
+    fg, cg = shape[1] // groups, ranked(weight).shape[1]
+    grouped = ir.RankedTensorType.get([shape[0], groups, fg, *shape[2:]], elem)
+    n_loops = 4 + 2 * spatial  # n, g, f, o..., c, k...
+    o_dims = list(range(3, 3 + spatial))
+    c_dim = 3 + spatial
+    k_dims = list(range(c_dim + 1, n_loops))
+    g, c, f = (ir.AffineDimExpr.get(d) for d in (1, c_dim, 2))
+    x_map = affine_map(n_loops, [0, g * ir.AffineConstantExpr.get(cg) + c]
+                 + [window_expr(o, k, s, d) for o, k, s, d in zip(o_dims, k_dims, stride, dilation)])
+    w_map = affine_map(n_loops, [g * ir.AffineConstantExpr.get(fg) + f, c_dim, *k_dims])
+    y_map = affine_map(n_loops, [0, 1, 2, *o_dims])
+    iters = [PARALLEL] * (3 + spatial) + [REDUCTION] * (1 + spatial)
+    mul, add = (arith.mulf, arith.addf) if is_float(elem) else (arith.muli, arith.addi)
+    y = generic([x, weight], [_zero_filled(grouped)], [x_map, w_map, y_map], iters,
+                lambda a, b, acc: [add(acc, mul(a, b))])[0]
+    return tensor.collapse_shape(out, y, [[0], [1, 2], *[[3 + i] for i in range(spatial)]])

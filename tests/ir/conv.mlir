@@ -1,0 +1,28 @@
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
+
+// conv2d with padding 1: the input zero-padded by tensor.pad (5x5 -> 7x7), then linalg's
+// NCHW/FCHW convolution accumulating into a zero fill.
+// CHECK: %[[ZERO:cst[_0-9]*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[PADDED:padded[_0-9]*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor.yield %[[ZERO]] : f32
+// CHECK-NEXT: } : tensor<1x2x5x5xf32> to tensor<1x2x7x7xf32>
+// CHECK: %[[ACC:[0-9]+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{[0-9]+}} : tensor<1x3x5x5xf32>)
+// CHECK-NEXT: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+// CHECK-SAME: ins(%[[PADDED]], %arg1 : tensor<1x2x7x7xf32>, tensor<3x2x3x3xf32>) outs(%[[ACC]] : tensor<1x3x5x5xf32>)
+func.func @main(%arg0: tensor<1x2x5x5xf32>, %arg1: tensor<3x2x3x3xf32>) -> tensor<1x3x5x5xf32> {
+  %0 = "dynamo.conv2d"(%arg0, %arg1) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x5x5xf32>
+  return %0 : tensor<1x3x5x5xf32>
+}
+
+// -----
+// groups = 2: channels split into a group dim (NCHW -> N,G,C/G,H,W; FCHW -> G,F/G,C,H,W),
+// linalg's grouped convolution, and the result's group dim folded back into channels.
+// CHECK: %[[X:expanded[_0-9]*]] = tensor.expand_shape %arg0 {{\[\[}}0], [1, 2], [3], [4]] output_shape [1, 2, 2, 5, 5]
+// CHECK-NEXT: %[[W:expanded[_0-9]*]] = tensor.expand_shape %arg1 {{\[\[}}0, 1], [2], [3], [4]] output_shape [2, 2, 2, 3, 3]
+// CHECK: %[[Y:[0-9]+]] = linalg.conv_2d_ngchw_gfchw
+// CHECK-SAME: ins(%[[X]], %[[W]] : tensor<1x2x2x5x5xf32>, tensor<2x2x2x3x3xf32>)
+// CHECK-NEXT: tensor.collapse_shape %[[Y]] {{\[\[}}0], [1, 2], [3], [4]] : tensor<1x2x2x3x3xf32> into tensor<1x4x3x3xf32>
+func.func @main(%arg0: tensor<1x4x5x5xf32>, %arg1: tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32> {
+  %0 = "dynamo.conv2d"(%arg0, %arg1) {dilation = array<i64: 1, 1>, groups = 2 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+  return %0 : tensor<1x4x3x3xf32>
+}

@@ -1,0 +1,48 @@
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix LOOPS
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu -O fuse_elementwise=false --stage loops | check --prefix UNFUSED
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage llvm | check --prefix LLVM
+// RUN: not dynamo-mlir dump %s --from dynamo --target cpu -O cuda_arch=sm_90 --stage loops | check --prefix WRONG-TARGET
+
+// The cpu target's stage boundaries on add + exp.
+// loops: fused into one loop nest (fuse_elementwise), bufferized, the result an out-parameter
+// (torch allocates it), no allocation left.
+// LOOPS: func.func @main(%arg0: memref<4x8xf32>, %arg1: memref<4x8xf32>, %arg2: memref<4x8xf32>) {
+// LOOPS-NOT: memref.alloc
+// LOOPS: scf.for %[[I:arg[0-9]+]] = %c0 to %c4 step %c1 {
+// LOOPS-NEXT: scf.for %[[J:arg[0-9]+]] = %c0 to %c8 step %c1 {
+// LOOPS-NEXT: %[[A:[0-9]+]] = memref.load %arg0[%[[I]], %[[J]]] : memref<4x8xf32>
+// LOOPS-NEXT: %[[B:[0-9]+]] = memref.load %arg1[%[[I]], %[[J]]] : memref<4x8xf32>
+// LOOPS-NEXT: %[[S:[0-9]+]] = arith.addf %[[A]], %[[B]] : f32
+// LOOPS-NEXT: %[[E:[0-9]+]] = math.exp %[[S]] : f32
+// LOOPS-NEXT: memref.store %[[E]], %arg2[%[[I]], %[[J]]] : memref<4x8xf32>
+// LOOPS-NOT: scf.for
+// With fuse_elementwise off: two loop nests, the second reading the first's output.
+// UNFUSED: arith.addf
+// UNFUSED-NEXT: memref.store %{{[0-9]+}}, %arg2
+// UNFUSED: scf.for
+// UNFUSED: memref.load %arg2
+// UNFUSED-NEXT: math.exp
+// llvm: static shapes take the bare-pointer convention, one !llvm.ptr per tensor; exp is the
+// LLVM intrinsic.
+// LLVM: llvm.func @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr) {
+// LLVM: llvm.fadd %{{[0-9]+}}, %{{[0-9]+}} : f32
+// LLVM-NEXT: llvm.intr.exp(%{{[0-9]+}}) : (f32) -> f32
+// LLVM: llvm.return
+// Another target's option is refused, naming where it belongs and what cpu accepts.
+// WRONG-TARGET: unknown option(s) 'cuda_arch' (an option of cuda) for target 'cpu'{{.*}}its options: ['opt_level', 'library_matmul']
+func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = "dynamo.add"(%arg0, %arg1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = "dynamo.exp"(%0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+// A `?` dim: memrefs are passed as descriptors (pointers, offset, sizes, strides), and the
+// result is allocated inside, not an out-parameter.
+// LLVM: llvm.func @malloc(i64) -> !llvm.ptr
+// LLVM: llvm.func @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: i64, %arg3: i64, %arg4: i64, %arg5: i64, %arg6: i64,
+// LLVM: llvm.call @malloc
+func.func @main(%arg0: tensor<?x8xf32>, %arg1: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = "dynamo.add"(%arg0, %arg1) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}

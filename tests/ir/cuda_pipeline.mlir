@@ -1,0 +1,81 @@
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage gpu | check --prefix GPU
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda -O cuda_fuse_rows=false --stage gpu | check --prefix UNFUSED
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda -O cuda_rowfuse_only=0-0 --stage gpu | check --prefix UNFUSED
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage nvvm | check --prefix NVVM
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda -O cuda_arch=sm_80 --stage ptx | check --prefix PTX
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage host | check --prefix HOST
+// RUN: not dynamo-mlir dump %s --from dynamo --target cuda -O cuda_arch=90 --stage gpu | check --prefix BAD-OPTION
+
+// Softmax over rows of 256: the cuda target's stage boundaries.
+// gpu: with cuda_fuse_rows (the default) both row reductions and the elementwise ops around
+// them are one outlined kernel, one block (32 threads) per row: max, then exp and sum, with
+// block-wide gpu.all_reduce.
+// GPU: func.func @softmax(%arg0: memref<4x256xf32>, %arg1: memref<4x256xf32>)
+// GPU: gpu.launch_func @softmax_kernel::@softmax_kernel blocks in (%c4, %c1, %c1) threads in (%c32, %c1, %c1)
+// GPU-NOT: gpu.launch_func
+// GPU: gpu.module @softmax_kernel
+// GPU-NEXT: gpu.func @softmax_kernel(%arg0: memref<1024xf32>, %arg1: memref<1024xf32>) kernel
+// GPU: gpu.all_reduce maximumf
+// GPU: math.exp
+// GPU: gpu.all_reduce add
+// GPU: arith.divf
+// GPU-NOT: gpu.module
+// Without row fusion (or with cuda_rowfuse_only keeping no group): four kernels, the row
+// statistics through a 4-element buffer.
+// UNFUSED: %[[STATS:alloc[_0-9]*]] = memref.alloc() {{.*}} : memref<4xf32>
+// UNFUSED: gpu.launch_func @softmax_kernel::@softmax_kernel {{.*}} args({{.*}}, %[[STATS]] : memref<4xf32>)
+// UNFUSED: gpu.launch_func @softmax_kernel_0::@softmax_kernel
+// UNFUSED-NEXT: gpu.launch_func @softmax_kernel_1::@softmax_kernel
+// UNFUSED-NEXT: gpu.launch_func @softmax_kernel_2::@softmax_kernel
+// nvvm: the kernel is an llvm.func marked nvvm.kernel; all_reduce became warp shuffles and a
+// barrier; exp calls libdevice.
+// NVVM: module attributes {llvm.target_triple = "nvptx64-nvidia-cuda"}
+// NVVM: llvm.func @__nv_expf(f32) -> f32
+// NVVM: llvm.func @softmax_kernel(%arg0: !llvm.ptr, %arg1: !llvm.ptr) attributes {{{.*}}nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>}
+// NVVM: nvvm.shfl.sync bfly
+// NVVM: nvvm.barrier
+// NVVM: llvm.call @__nv_expf
+// ptx: for the architecture the option names, one entry point, 16-byte loads, shuffles,
+// libdevice's exp inlined (no call left).
+// PTX: .target sm_80
+// PTX: .visible .entry softmax_kernel(
+// PTX: .maxntid 32, 1, 1
+// PTX: ld.global.v4.b32
+// PTX: shfl.sync.bfly.b32
+// PTX: bar.sync 0;
+// PTX: ex2.approx
+// PTX-NOT: call
+// PTX-NOT: .entry
+// The host schedule: one launch per row block.
+// HOST: host softmax(%0: 4x256xfloat32, %1: 4x256xfloat32)
+// HOST-NEXT: launch softmax_kernel grid=(4, 1, 1) block=(32, 1, 1) (%0, %1)
+// An invalid cuda option value is refused before anything runs, naming the option.
+// BAD-OPTION: invalid value for option 'cuda_arch' (target 'cuda'): a PTX architecture is sm_<number>
+func.func @softmax(%x: tensor<4x256xf32>) -> tensor<4x256xf32> {
+  %m_r = "dynamo.reduce"(%x) {kind = "max", dims = array<i64: 1>} : (tensor<4x256xf32>) -> tensor<4xf32>
+  %m_k = "dynamo.reshape"(%m_r) {operandSegmentSizes = array<i32: 1, 0>} : (tensor<4xf32>) -> tensor<4x1xf32>
+  %m = "dynamo.broadcast"(%m_k) {dims = array<i64: 0, 1>, operandSegmentSizes = array<i32: 1, 0>} : (tensor<4x1xf32>) -> tensor<4x256xf32>
+  %s = "dynamo.sub"(%x, %m) : (tensor<4x256xf32>, tensor<4x256xf32>) -> tensor<4x256xf32>
+  %e = "dynamo.exp"(%s) : (tensor<4x256xf32>) -> tensor<4x256xf32>
+  %z_r = "dynamo.reduce"(%e) {kind = "sum", dims = array<i64: 1>} : (tensor<4x256xf32>) -> tensor<4xf32>
+  %z_k = "dynamo.reshape"(%z_r) {operandSegmentSizes = array<i32: 1, 0>} : (tensor<4xf32>) -> tensor<4x1xf32>
+  %z = "dynamo.broadcast"(%z_k) {dims = array<i64: 0, 1>, operandSegmentSizes = array<i32: 1, 0>} : (tensor<4x1xf32>) -> tensor<4x256xf32>
+  %o = "dynamo.div"(%e, %z) : (tensor<4x256xf32>, tensor<4x256xf32>) -> tensor<4x256xf32>
+  return %o : tensor<4x256xf32>
+}
+
+// -----
+// An elementwise chain: fused at linalg, one kernel at gpu, each thread loading 4 contiguous
+// floats of each input (vector<4xf32>) and storing 4.
+// GPU: gpu.launch_func @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)
+// GPU-NOT: gpu.launch_func
+// GPU: vector.load %arg0[%[[I:[0-9]+]]] {alignment = 16 : i64} : memref<32xf32>, vector<4xf32>
+// GPU: vector.load %arg1[%[[I]]] {alignment = 16 : i64} : memref<32xf32>, vector<4xf32>
+// GPU: arith.addf
+// GPU: math.exp
+// GPU: vector.store %{{[0-9]+}}, %arg2[%[[I]]] {alignment = 16 : i64} : memref<32xf32>, vector<4xf32>
+func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = "dynamo.add"(%arg0, %arg1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = "dynamo.exp"(%0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}

@@ -1,0 +1,118 @@
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix LOOPS
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage llvm | check --prefix LLVM
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage llvm | check --prefix NO-BF16-MATH
+
+// An f32 add is one all-parallel linalg.generic whose body adds the two inputs' elements.
+// CHECK: #[[MAP:map[0-9]*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK: func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[INIT:[0-9]+]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[MAP]], #[[MAP]], #[[MAP]]], iterator_types = ["parallel", "parallel"]}
+// CHECK-SAME: ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%[[INIT]] : tensor<4x8xf32>)
+// CHECK-NEXT: ^bb0(%[[A:in[_0-9]*]]: f32, %[[B:in[_0-9]*]]: f32, %out: f32):
+// CHECK-NEXT: %[[SUM:[0-9]+]] = arith.addf %[[A]], %[[B]] : f32
+// CHECK-NEXT: linalg.yield %[[SUM]] : f32
+func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = "dynamo.add"(%arg0, %arg1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+// Integers take the integer table: addi, and floor division rounds toward -inf (floordivsi).
+// CHECK: ^bb0(%[[A:in[_0-9]*]]: i32, %[[B:in[_0-9]*]]: i32, %out: i32):
+// CHECK-NEXT: arith.addi %[[A]], %[[B]] : i32
+// CHECK: arith.floordivsi %{{.*}}, %{{.*}} : i32
+// CHECK-NOT: arith.divsi
+func.func @main(%arg0: tensor<4x8xi32>, %arg1: tensor<4x8xi32>) -> tensor<4x8xi32> {
+  %0 = "dynamo.add"(%arg0, %arg1) : (tensor<4x8xi32>, tensor<4x8xi32>) -> tensor<4x8xi32>
+  %1 = "dynamo.floordiv"(%0, %arg1) : (tensor<4x8xi32>, tensor<4x8xi32>) -> tensor<4x8xi32>
+  return %1 : tensor<4x8xi32>
+}
+
+// -----
+// compare -> an i1 tensor from an ordered float predicate; select -> arith.select on it.
+// CHECK: %[[MASK:[0-9]+]] = linalg.generic
+// CHECK-SAME: outs(%{{[0-9]+}} : tensor<4x8xi1>)
+// CHECK-NEXT: ^bb0(%[[A:in[_0-9]*]]: f32, %[[B:in[_0-9]*]]: f32, %out: i1):
+// CHECK-NEXT: arith.cmpf ogt, %[[A]], %[[B]] : f32
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[MASK]], %arg0, %arg1 : tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK-NEXT: ^bb0(%[[M:in[_0-9]*]]: i1, %[[X:in[_0-9]*]]: f32, %[[Y:in[_0-9]*]]: f32, %out: f32):
+// CHECK-NEXT: arith.select %[[M]], %[[X]], %[[Y]] : f32
+func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = "dynamo.compare"(%arg0, %arg1) {predicate = "gt"} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>
+  %1 = "dynamo.select"(%0, %arg0, %arg1) : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+// Unary bodies from the float table: sigmoid is 1 / (1 + exp(-x)), relu a maximumf with 0.
+// CHECK-DAG: %[[ZERO:cst[_0-9]*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[ONE:cst[_0-9]*]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[NEG:[0-9]+]] = arith.negf %in : f32
+// CHECK-NEXT: %[[EXP:[0-9]+]] = math.exp %[[NEG]] : f32
+// CHECK-NEXT: %[[DEN:[0-9]+]] = arith.addf %[[EXP]], %[[ONE]] : f32
+// CHECK-NEXT: arith.divf %[[ONE]], %[[DEN]] : f32
+// CHECK: arith.maximumf %in, %[[ZERO]] : f32
+func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = "dynamo.sigmoid"(%arg0) : (tensor<8xf32>) -> tensor<8xf32>
+  %1 = "dynamo.relu"(%0) : (tensor<8xf32>) -> tensor<8xf32>
+  return %1 : tensor<8xf32>
+}
+
+// -----
+// float -> int casts truncate toward zero (fptosi), as torch's .to(int) does.
+// CHECK: ^bb0(%in: f32, %out: i32):
+// CHECK-NEXT: arith.fptosi %in : f32 to i32
+func.func @main(%arg0: tensor<4x8xf32>) -> tensor<4x8xi32> {
+  %0 = "dynamo.cast"(%arg0) : (tensor<4x8xf32>) -> tensor<4x8xi32>
+  return %0 : tensor<4x8xi32>
+}
+
+// -----
+// Half precision as the frontend imports it: each op computes in f32 between explicit casts.
+// At linalg, one generic per op; at loops, fused into one loop nest that still rounds the
+// product to bf16 before exp reads it back (eager's rounding between the two ops).
+// CHECK: arith.extf %in : bf16 to f32
+// CHECK: arith.extf %in : bf16 to f32
+// CHECK: arith.mulf %in, %in_0 : f32
+// CHECK: arith.truncf %in : f32 to bf16
+// CHECK: arith.extf %in : bf16 to f32
+// CHECK: math.exp %in : f32
+// CHECK: arith.truncf %in : f32 to bf16
+// LOOPS: func.func @main(%arg0: memref<4x8xbf16>, %arg1: memref<4x8xbf16>, %arg2: memref<4x8xbf16>)
+// LOOPS: scf.for %[[I:arg[0-9]+]] =
+// LOOPS-NEXT: scf.for %[[J:arg[0-9]+]] =
+// LOOPS: %[[P:[0-9]+]] = arith.mulf %{{[0-9]+}}, %{{[0-9]+}} : f32
+// LOOPS-NEXT: %[[R:[0-9]+]] = arith.truncf %[[P]] : f32 to bf16
+// LOOPS-NEXT: %[[W:[0-9]+]] = arith.extf %[[R]] : bf16 to f32
+// LOOPS-NEXT: %[[E:[0-9]+]] = math.exp %[[W]] : f32
+// LOOPS-NEXT: %[[OUT:[0-9]+]] = arith.truncf %[[E]] : f32 to bf16
+// LOOPS-NEXT: memref.store %[[OUT]], %arg2[%[[I]], %[[J]]] : memref<4x8xbf16>
+// LOOPS-NOT: scf.for
+func.func @main(%arg0: tensor<4x8xbf16>, %arg1: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  %0 = "dynamo.cast"(%arg0) : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+  %1 = "dynamo.cast"(%arg1) : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+  %2 = "dynamo.mul"(%0, %1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %3 = "dynamo.cast"(%2) : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  %4 = "dynamo.cast"(%3) : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+  %5 = "dynamo.exp"(%4) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %6 = "dynamo.cast"(%5) : (tensor<4x8xf32>) -> tensor<4x8xbf16>
+  return %6 : tensor<4x8xbf16>
+}
+
+// -----
+// x86 has no bf16 arithmetic: the cpu llvm stage computes a bf16 op in f32 (widening by a
+// 16-bit shift, rounding to nearest even with the 0x7FFF bias, NaN kept), never in bf16.
+// LLVM: llvm.func @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr)
+// LLVM: llvm.load %{{[0-9]+}} : !llvm.ptr -> bf16
+// LLVM: llvm.shl %{{[0-9]+}}, %{{[0-9]+}} : i32
+// LLVM: %[[P:[0-9]+]] = llvm.fmul %{{[0-9]+}}, %{{[0-9]+}} : f32
+// LLVM-NEXT: llvm.fcmp "une" %[[P]], %[[P]] : f32
+// LLVM-NEXT: llvm.mlir.constant(32767 : i32) : i32
+// LLVM: llvm.store %{{[0-9]+}}, %{{[0-9]+}} : bf16, !llvm.ptr
+// NO-BF16-MATH-NOT: {{llvm\.(f[a-z]+|intr\.[a-z]+)\b.*: bf16$}}
+func.func @main(%arg0: tensor<4x8xbf16>, %arg1: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  %0 = "dynamo.mul"(%arg0, %arg1) : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  return %0 : tensor<4x8xbf16>
+}

@@ -1,0 +1,28 @@
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
+
+// max pooling 2x2 stride 2: linalg's NCHW max pooling over a -inf fill (the window shape is
+// an empty 2x2 tensor).
+// CHECK: %[[NEGINF:cst[_0-9]*]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[ACC:[0-9]+]] = linalg.fill ins(%[[NEGINF]] : f32) outs(%{{[0-9]+}} : tensor<1x2x2x2xf32>)
+// CHECK-NEXT: %[[WINDOW:[0-9]+]] = tensor.empty() : tensor<2x2xf32>
+// CHECK-NEXT: linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+// CHECK-SAME: ins(%arg0, %[[WINDOW]] : tensor<1x2x4x4xf32>, tensor<2x2xf32>) outs(%[[ACC]] : tensor<1x2x2x2xf32>)
+func.func @main(%arg0: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32> {
+  %0 = "dynamo.pool2d"(%arg0) {dilation = array<i64: 1, 1>, kernel = array<i64: 2, 2>, kind = "max", padding = array<i64: 0, 0>, stride = array<i64: 2, 2>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
+  return %0 : tensor<1x2x2x2xf32>
+}
+
+// -----
+// avg pooling: a sum pooling over a zero fill, then each sum divided by the window size, 4.
+// CHECK-DAG: %[[FOUR:cst[_0-9]*]] = arith.constant 4.000000e+00 : f32
+// CHECK-DAG: %[[ZERO:cst[_0-9]*]] = arith.constant 0.000000e+00 : f32
+// CHECK: linalg.fill ins(%[[ZERO]] : f32)
+// CHECK: %[[SUM:[0-9]+]] = linalg.pooling_nchw_sum
+// CHECK-NEXT: linalg.generic
+// CHECK-SAME: ins(%[[SUM]] : tensor<1x2x2x2xf32>)
+// CHECK-NEXT: ^bb0(%in: f32, %out: f32):
+// CHECK-NEXT: arith.divf %in, %[[FOUR]] : f32
+func.func @main(%arg0: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32> {
+  %0 = "dynamo.pool2d"(%arg0) {dilation = array<i64: 1, 1>, kernel = array<i64: 2, 2>, kind = "avg", padding = array<i64: 0, 0>, stride = array<i64: 2, 2>} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
+  return %0 : tensor<1x2x2x2xf32>
+}
