@@ -127,6 +127,7 @@ ELEMENTWISE = {e.name: e for e in [
     _binary("shl", "a << b", None, "arith.shli", aten="bitwise_left_shift"),
     _binary("shr", "a >> b (arithmetic)", None, "arith.shrsi", aten="bitwise_right_shift"),
     _binary("copysign", "|a| with b's sign", "math.copysign", aten="copysign", continuous=False),
+    _binary("logaddexp2", "log2(2^a + 2^b)", "logaddexp2", aten="logaddexp2"),
 ]}
 
 # name -> what it computes, per arity (the tables the op classes are made from)

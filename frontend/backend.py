@@ -20,6 +20,7 @@ from .half_precision import half_overrides
 from .foreach import decompositions as foreach_decompositions
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
 from .aten.resample import full_precision_decompositions
+from .aten.elementwise import BINARY, UNARY
 from .stats import REGISTRY, GraphReport, op_name
 
 log = logging.getLogger("dynamo_mlir")
@@ -49,6 +50,11 @@ def decompositions() -> dict:
     table.update(linear_cross_entropy_decompositions())
     table.update(foreach_decompositions())  # torch.optim's multi-tensor updates, per tensor
     table.update(full_precision_decompositions())  # grid_sampler_2d (frontend/aten/resample.py)
+    # An ATen op of the ELEMENTWISE table (dialects/elementwise.py) imports as its own dynamo op:
+    # drop core ATen's decomposition of it (logaddexp2 has one), or the importer never sees it.
+    for packet in (*UNARY, *BINARY):
+        for overload in packet.overloads():
+            table.pop(getattr(packet, overload), None)
     table.update(half_overrides(table))  # eager CPU kernels' own roundings for bf16/f16
     return table
 

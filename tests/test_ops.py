@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import assert_all_compiled, read_stage
+from helpers import assert_all_compiled, assert_close_to_float32, read_stage
 
 r = torch.randn
 
@@ -37,6 +37,7 @@ CASES = [
     ("sqrt", torch.sqrt, lambda: (_pos(64),), '"dynamo.sqrt"', "math.sqrt"),
     ("rsqrt", torch.rsqrt, lambda: (_pos(64),), '"dynamo.rsqrt"', "math.rsqrt"),
     ("pow", lambda a: torch.pow(a, 3.5), lambda: (_pos(64),), '"dynamo.pow"', "math.powf"),
+    ("logaddexp2", torch.logaddexp2, lambda: (r(64) * 10, r(64) * 10), '"dynamo.logaddexp2"', "math.exp2"),
     # the cpu target's own matmul rule (library_matmul off): a generic with loops (i, k, j), see
     # codegen/cpu/rules.py
     ("matmul", torch.matmul, lambda: (r(16, 32), r(32, 8)), '"dynamo.matmul"', '"parallel", "reduction", "parallel"'),
@@ -209,3 +210,34 @@ def test_movement_of_a_transposed_value_compiles():
         torch.testing.assert_close(a, e)
     s = assert_all_compiled(min_ops=4)
     assert {"aten.diagonal.default", "aten.flip.default"} <= set(s["compiled_ops"]), s["compiled_ops"]
+
+
+def test_logaddexp2_matches_eager_including_nan_inf_and_half_types(tmp_path):
+    """dynamo.logaddexp2 (not torch's decomposition): NaN wherever eager has one, the same
+    infinities (equal infinities give themselves), and max(a, b) + log2(1 + 2^-|a - b|) within two
+    ulps of the larger operand (eager cancels the same way where the result is near 0). Half
+    types: against the float32 computation rounded once."""
+    inf, nan = float("inf"), float("nan")
+    special = torch.tensor([inf, -inf, nan, 0.0, -0.0, 1.0, -1.0, 100.0, -100.0, 1e-30, 3e38, -3e38, 30.0])
+    pairs = torch.cartesian_prod(special, special)
+    torch.manual_seed(0)
+    a = torch.cat([pairs[:, 0], r(1000) * 10, r(200) * 1e-3, torch.linspace(-60, 60, 241)])
+    b = torch.cat([pairs[:, 1], r(1000) * 10, r(200) * 1e-3, torch.linspace(60, -60, 241)])
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        torch._dynamo.reset()
+        x, y = a.to(dtype), b.to(dtype)
+        dump = tmp_path / str(dtype)
+        got = torch.compile(torch.logaddexp2, backend="mlir", options={"strict": True, "dump_dir": str(dump)})(x, y)
+        assert_all_compiled()
+        assert '"dynamo.logaddexp2"' in read_stage(str(dump), "dynamo")
+        expected = torch.logaddexp2(x, y)
+        assert torch.equal(got.isnan(), expected.isnan())
+        inf_mask = expected.isinf()
+        assert torch.equal(got[inf_mask], expected[inf_mask])
+        finite = expected.isfinite()
+        if dtype == torch.bfloat16:
+            assert_close_to_float32(got[finite], torch.logaddexp2(x.float(), y.float())[finite], magnitude_rtol=1e-5)
+            continue
+        scale = torch.maximum(torch.maximum(x.abs(), y.abs()), expected.abs())[finite]
+        err = (got - expected).abs()[finite]
+        assert (err <= 2 * torch.finfo(dtype).eps * scale).all(), float((err / scale).max())

@@ -92,6 +92,24 @@ def rem(a, b):
     return arith.select(fix, arith.addf(r, b), r)
 
 
+def logaddexp2(a, b):
+    """log2(2^a + 2^b) as max(a, b) + log2(1 + 2^-|a - b|), as eager's CPU kernel: no overflow, and
+    the log1p step is Kahan's (log(u) * y / (u - 1) with u = 1 + y), exact where y is below one ulp
+    of 1 (LLVM lowers math.log1p to log(1 + y)). A NaN operand gives NaN (maximumf and |a - b|
+    propagate it); equal infinities give themselves (a - b would be NaN)."""
+    t = a.type
+    one = const(t, 1.0)
+    m = arith.maximumf(a, b)
+    y = math.exp2(arith.negf(math.absf(arith.subf(a, b))))  # in [0, 1]
+    u = arith.addf(one, y)
+    um1 = arith.subf(u, one)
+    log1p = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, um1, const(t, 0.0)), y,
+                         arith.divf(arith.mulf(math.log(u), y), um1))
+    result = arith.addf(m, arith.mulf(log1p, const(t, 1 / pymath.log(2))))
+    same_inf = arith.andi(arith.cmpf(arith.CmpFPredicate.OEQ, a, b), isinf(a))
+    return arith.select(same_inf, a, result)
+
+
 # ----------------------------------------------------------------------------- integer (and i1)
 
 

@@ -116,3 +116,25 @@ func.func @main(%arg0: tensor<4x8xbf16>, %arg1: tensor<4x8xbf16>) -> tensor<4x8x
   %0 = "dynamo.mul"(%arg0, %arg1) : (tensor<4x8xbf16>, tensor<4x8xbf16>) -> tensor<4x8xbf16>
   return %0 : tensor<4x8xbf16>
 }
+
+// -----
+// logaddexp2 is max(a, b) + log2(1 + 2^-|a - b|), with Kahan's log1p (y where 1 + y rounds to 1,
+// else log(1 + y) * y / ((1 + y) - 1)), and a itself where a == b is infinite (a - b is NaN).
+// CHECK: ^bb0(%[[A:in[_0-9]*]]: f32, %[[B:in[_0-9]*]]: f32, %out: f32):
+// CHECK-NEXT: %[[M:[0-9]+]] = arith.maximumf %[[A]], %[[B]] : f32
+// CHECK-NEXT: %[[D:[0-9]+]] = arith.subf %[[A]], %[[B]] : f32
+// CHECK-NEXT: %[[ABS:[0-9]+]] = math.absf %[[D]] : f32
+// CHECK-NEXT: %[[NEG:[0-9]+]] = arith.negf %[[ABS]] : f32
+// CHECK-NEXT: %[[Y:[0-9]+]] = math.exp2 %[[NEG]] : f32
+// CHECK: %[[LOG:[0-9]+]] = math.log %{{[0-9]+}} : f32
+// CHECK: %[[LOG1P:[0-9]+]] = arith.select %{{[0-9]+}}, %[[Y]], %{{[0-9]+}} : f32
+// CHECK-NEXT: %[[L2:[0-9]+]] = arith.mulf %[[LOG1P]], %{{cst[_0-9]*}} : f32
+// CHECK-NEXT: %[[SUM:[0-9]+]] = arith.addf %[[M]], %[[L2]] : f32
+// CHECK-NEXT: %[[EQ:[0-9]+]] = arith.cmpf oeq, %[[A]], %[[B]] : f32
+// CHECK: %[[SAME_INF:[0-9]+]] = arith.andi %[[EQ]], %{{[0-9]+}} : i1
+// CHECK-NEXT: %[[R:[0-9]+]] = arith.select %[[SAME_INF]], %[[A]], %[[SUM]] : f32
+// CHECK-NEXT: linalg.yield %[[R]] : f32
+func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = "dynamo.logaddexp2"(%arg0, %arg1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
