@@ -8,6 +8,8 @@ import os
 
 import pytest
 import torch
+
+import dynamo_mlir
 from torch_mlir import ir
 
 from cuda_models import MODELS
@@ -15,6 +17,7 @@ from dynamo_mlir.codegen import config, get_target, register_target, run_stages,
 from dynamo_mlir.codegen.options import TargetOptions, option
 from dynamo_mlir.dialects import new_context
 from dynamo_mlir.tools import cli
+from helpers import assert_all_compiled
 
 
 def test_core_options_hold_no_target_option():
@@ -48,9 +51,18 @@ def test_unknown_option_names_every_option_set():
 def test_another_targets_option_is_refused_naming_the_chosen_targets_options():
     with pytest.raises(ValueError, match=r"'cuda_arch' \(an option of cuda\) for target 'cpu'.*its options: \['opt_level', 'library_matmul'\]"):
         config.resolve({"target": "cpu", "cuda_arch": "sm_90"})
-    # With the target chosen by the inputs' device, the graph's compile refuses it.
+    # With the target chosen by the inputs' device, the graph's compile refuses it: raised to the
+    # caller, not turned into a quiet fallback to eager.
+    torch._dynamo.reset()
+    dynamo_mlir.reset()
     with pytest.raises(Exception, match=r"'cuda_arch' \(an option of cuda\) for target 'cpu'"):
         torch.compile(lambda x: x + 1, backend="mlir", options={"cuda_arch": "sm_90"})(torch.randn(2))
+    assert dynamo_mlir.stats()["fallback_ops"] == {}
+    # The cpu target's own option is taken, and the graph compiles.
+    torch._dynamo.reset()
+    x = torch.randn(2)
+    torch.testing.assert_close(torch.compile(lambda x: x + 1, backend="mlir", options={"opt_level": 1})(x), x + 1)
+    assert_all_compiled()
 
 
 @pytest.mark.parametrize("options,why", [
