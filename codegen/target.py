@@ -31,6 +31,11 @@ class Stage:
 class Target:
     """A compilation target.
 
+    device_type: the device whose tensors `load`'s callable reads and writes (its home device).
+    serves: the device types the target is chosen for when no `target` option names one; None
+    means (device_type,), () an explicit-only target (`options={"target": name}`), e.g. a
+    cross-compiling target that runs host tensors elsewhere. A PrivateUse1 device renamed by its
+    plugin (torch.utils.rename_privateuse1_backend) is served under either name.
     stages: ordered, from the dynamo-dialect module to the artifact `load` takes.
     load(artifact, signature, options) -> callable(*tensors) -> list[tensors].
     available(): whether this machine can run it (e.g. a GPU is present); PTX can be generated
@@ -64,9 +69,13 @@ class Target:
     capabilities: frozenset[str] = frozenset()
     options_class: type[TargetOptions] = TargetOptions
     find_library_nodes: Callable[[Any], frozenset[str]] | None = None
+    serves: tuple[str, ...] | None = None
 
     def __post_init__(self):
         declare_target(self.name, self.capabilities)
+
+    def served_device_types(self) -> tuple[str, ...]:
+        return (self.device_type,) if self.serves is None else tuple(self.serves)
 
     def stage_names(self) -> list[str]:
         return [s.name for s in self.stages]
@@ -83,7 +92,21 @@ _TARGETS: dict[str, Target] = {}
 _discovered = False
 
 
-def register_target(target: Target) -> Target:
+class DuplicateTarget(ValueError):
+    """Two different targets registered under one name."""
+
+
+class NoTargetForDevice(LookupError):
+    """No registered target serves a graph's device type (the message says which exist)."""
+
+
+def register_target(target: Target, override: bool = False) -> Target:
+    """Make `target` choosable by name and device. A different target already registered under
+    the name raises DuplicateTarget unless `override=True` (the CLI swaps a loader that way)."""
+    old = _TARGETS.get(target.name)
+    if old is not None and old is not target and not override:
+        raise DuplicateTarget(f"a target named '{target.name}' is already registered ({old.doc or old}); "
+                              "pick another name, or pass override=True to replace it")
     _TARGETS[target.name] = target
     return target
 
@@ -93,7 +116,11 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    # The core's own targets first: when a plugin serves the same device, the core stays the
+    # default unless it is unavailable (see target_for_device).
+    points = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
+                    key=lambda ep: not ep.value.startswith("dynamo_mlir."))
+    for ep in points:
         if ep.name in _TARGETS:
             continue
         try:
@@ -114,9 +141,24 @@ def all_targets() -> dict[str, Target]:
     return dict(_TARGETS)
 
 
+def _device_names(device_type: str) -> set[str]:
+    """A device type and, for a renamed PrivateUse1 backend, its generic name too."""
+    import torch
+
+    renamed = torch._C._get_privateuse1_backend_name()
+    return {device_type, "privateuseone"} if device_type == renamed else {device_type}
+
+
 def target_for_device(device_type: str) -> Target:
+    """The target chosen for tensors of `device_type`: among the targets serving it, the first
+    that can run here (core targets before plugins), else the first (its stages still run)."""
     _discover()
-    for t in _TARGETS.values():
-        if t.device_type == device_type:
-            return t
-    raise KeyError(f"no target for device type '{device_type}'")
+    names = _device_names(device_type)
+    serving = [t for t in _TARGETS.values() if names & set(t.served_device_types())]
+    if not serving:
+        known = ", ".join(f"{t.name} ({'/'.join(t.served_device_types()) or 'explicit only'})"
+                          for t in _TARGETS.values())
+        raise NoTargetForDevice(
+            f"no dynamo-mlir target serves device type '{device_type}' (targets: {known}); install a "
+            f"target plugin for it, or name one with options={{'target': ...}}")
+    return next((t for t in serving if t.available()), serving[0])

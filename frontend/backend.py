@@ -14,6 +14,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
 from ..codegen import config, driver
+from ..codegen.target import NoTargetForDevice
 from . import aten as _rules  # noqa: F401  (registers the import rules)
 from .compile import compile_graph, new_graph_name
 from .half_precision import half_overrides
@@ -141,6 +142,14 @@ def _untraceable_reason(error: Exception) -> str:
             "torch meta function failed: the whole graph ran eagerly (strict=True raises instead)")
 
 
+def _eager_reason(error: Exception) -> str:
+    if isinstance(error, NoTargetForDevice):
+        return f"{error.args[0]}: the whole graph ran eagerly"
+    if isinstance(error, _DATA_DEPENDENT):
+        return _data_dependent_reason(error)
+    return _untraceable_reason(error)
+
+
 def _call_name(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
     """A Dynamo graph node's op as a reader knows it: torch.narrow, Tensor.view, Linear."""
     if node.op == "call_method":
@@ -178,6 +187,6 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     except Exception as e:  # noqa: BLE001  our own compilers catch their failures: this is tracing
         if options.strict:
             raise
-        reason = _data_dependent_reason(e) if isinstance(e, _DATA_DEPENDENT) else _untraceable_reason(e)
+        reason = _eager_reason(e)
     REGISTRY.add(_eager_graph_report(gm, reason, options))
     return gm.forward

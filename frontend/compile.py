@@ -81,9 +81,13 @@ def _graph_devices(gm: fx.GraphModule, example_inputs) -> set[str]:
 
 
 def choose_target(gm: fx.GraphModule, example_inputs, options: Options) -> Target:
+    """The `target` option, else the target serving the graph's device: an accelerator's when
+    the graph has one (host scalars and size tensors ride along on the cpu), else the cpu's.
+    Raises NoTargetForDevice when nothing serves it (the backend then runs the graph eagerly)."""
     if options.target:
         return get_target(options.target)
-    return target_for_device("cuda" if "cuda" in _graph_devices(gm, example_inputs) else "cpu")
+    devices = _graph_devices(gm, example_inputs)
+    return target_for_device(min(devices - {"cpu"}, default="cpu"))
 
 
 def new_graph_name(kind: str) -> str:

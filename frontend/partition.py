@@ -16,7 +16,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from ..dialects import new_context
+from ..dialects import is_ours, new_context
 from ..lowering import registry as lowering_registry
 from . import dtypes
 from .aten import elementwise
@@ -147,7 +147,7 @@ class SupportOracle(OperatorSupportBase):
 
         def visit(op):
             name = op.name
-            if name.startswith("dynamo."):
+            if is_ours(name):
                 if name in self.target.unsupported_ops:
                     problems.append(f"{name} is not supported by target {self.target.name}")
                 else:

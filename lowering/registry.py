@@ -32,6 +32,17 @@ CAPABILITIES = {
                    "f64 and work on float bit patterns.",
 }
 
+
+
+def declare_capability(name: str, doc: str) -> str:
+    """Add a capability a plugin's rules may require and its targets declare (e.g. a vendor's
+    matrix instructions). Declaring an existing name with another meaning raises."""
+    if CAPABILITIES.get(name, doc) != doc:
+        raise ValueError(f"capability '{name}' is already declared as: {CAPABILITIES[name]}")
+    CAPABILITIES[name] = doc
+    return name
+
+
 _Key = tuple[str | None, frozenset[str]]  # (target, requirements)
 _RULES: dict[str, dict[_Key, Rule]] = {}  # op name -> its rules
 _TARGETS: dict[str, frozenset[str]] = {}  # declared target name -> its capabilities

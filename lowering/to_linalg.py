@@ -4,6 +4,7 @@ import logging
 
 from torch_mlir import ir
 
+from ..dialects import is_ours
 from . import registry
 
 log = logging.getLogger("dynamo_mlir")
@@ -17,11 +18,17 @@ class LoweringError(RuntimeError):
         self.op = op
 
 
+# A rule may build ops of our dialects (an extension op expanded into dynamo ops); they are
+# lowered in the next round. More rounds than this means rules that expand into each other.
+MAX_ROUNDS = 8
+
+
 def _dynamo_ops(module: ir.Module) -> list[ir.OpView]:
+    """The ops of our dialects (dynamo's and the registered plugin dialects') in program order."""
     found = []
 
     def visit(op):
-        if op.name.startswith("dynamo."):
+        if is_ours(op.name):
             found.append(op)
         return ir.WalkResult.ADVANCE
 
@@ -37,8 +44,22 @@ def _as_value(produced) -> ir.Value:
 
 
 def lower_dynamo_ops(module: ir.Module, target: str | None = None) -> ir.Module:
-    """Rewrite, in place and in program order, each dynamo op with its lowering rule."""
-    for op in _dynamo_ops(module):
+    """Rewrite, in place and in program order, each op of our dialects with its lowering rule,
+    until none is left (a rule may expand an op into other ops of ours)."""
+    for _ in range(MAX_ROUNDS):
+        ops = _dynamo_ops(module)
+        if not ops:
+            return module
+        _lower_round(ops, target)
+    left = sorted({op.name for op in _dynamo_ops(module)})
+    if left:
+        raise LoweringError(f"lowering rules kept producing {left} after {MAX_ROUNDS} rounds (target {target}): "
+                            "a rule expands into an op whose rule expands back", left[0])
+    return module
+
+
+def _lower_round(ops: list, target: str | None) -> None:
+    for op in ops:
         op = op.opview
         rule = registry.lookup(op.name, target)
         try:
@@ -50,4 +71,3 @@ def lower_dynamo_ops(module: ir.Module, target: str | None = None) -> ir.Module:
         for old, new in zip(op.results, values):
             old.replace_all_uses_with(new)
         op.erase()
-    return module

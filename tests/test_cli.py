@@ -131,7 +131,7 @@ def test_ops_and_targets(capsys):
     assert "target cpu: accepts" in capsys.readouterr().out
     assert run_cli("targets") == 0
     out = capsys.readouterr().out
-    assert "cpu  (device cpu, available here)" in out and "linalg.mlir -> loops.mlir -> llvm.mlir" in out
+    assert "cpu  (device cpu, chosen for cpu tensors, available here)" in out and "linalg.mlir -> loops.mlir -> llvm.mlir" in out
     assert run_cli("targets", "--json") == 0
     assert "cpu" in [t["name"] for t in json.loads(capsys.readouterr().out)]
 

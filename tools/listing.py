@@ -58,7 +58,8 @@ def _columns(names: list[str], width: int = 100) -> str:
 def targets_table() -> list[dict]:
     rows = []
     for name, t in sorted(all_targets().items()):
-        rows.append({"name": name, "device_type": t.device_type, "available": bool(t.available()),
+        rows.append({"name": name, "device_type": t.device_type, "serves": list(t.served_device_types()),
+                     "available": bool(t.available()),
                      "stages": [f"{s.name}.{s.ext}" for s in t.stages],
                      "extra_dumps": [f"{n}.{ext}" for n, (ext, _) in t.extra_dumps.items()], "doc": t.doc})
     return rows
@@ -71,7 +72,9 @@ def run_targets(args) -> int:
         return 0
     for row in rows:
         here = "available here" if row["available"] else "not available here (stages can still be dumped)"
-        print(f"{row['name']}  (device {row['device_type']}, {here})")
+        chosen = (f"chosen for {'/'.join(row['serves'])} tensors" if row["serves"]
+                  else "chosen only by options={'target': ...}")
+        print(f"{row['name']}  (device {row['device_type']}, {chosen}, {here})")
         print(f"  {row['doc']}")
         print(f"  stages: fx.txt -> aten.txt -> dynamo.mlir -> {' -> '.join(row['stages'])}")
         if row["extra_dumps"]:

@@ -149,8 +149,8 @@ def _stages_only(target, device: str):
         raise CompileError("load", f"target '{target.name}' cannot run on this machine (no {target.device_type} "
                                    "device); every stage was generated, the region ran eagerly")
 
-    register_target(dataclasses.replace(target, load=cannot_load))
+    register_target(dataclasses.replace(target, load=cannot_load), override=True)
     try:
         yield
     finally:
-        register_target(target)
+        register_target(target, override=True)

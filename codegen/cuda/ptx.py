@@ -56,12 +56,13 @@ class CudaProgram:
         return device + "\n" + "\n".join(f"{comment} {line}" for line in host.splitlines()) + "\n"
 
 
-def device_module(module: ir.Module) -> ir.Module:
-    """Every gpu.module's contents in one module with the NVPTX triple (symbols deduplicated:
-    each gpu.module declares the libdevice functions it calls)."""
+def device_module(module: ir.Module, triple: str = TRIPLE) -> ir.Module:
+    """Every gpu.module's contents in one module with the given triple (NVPTX here; any GPU
+    target through codegen.stages), symbols deduplicated: each gpu.module declares the device
+    library functions it calls."""
     with module.context, ir.Location.unknown():
         dev = ir.Module.create()
-        dev.operation.attributes["llvm.target_triple"] = ir.StringAttr.get(TRIPLE)
+        dev.operation.attributes["llvm.target_triple"] = ir.StringAttr.get(triple)
         seen = set()
         with ir.InsertionPoint(dev.body):
             for gm in module.body.operations:

@@ -1,0 +1,143 @@
+"""Stage building blocks a target composes: the host-independent steps of the cpu and cuda
+pipelines, with every choice an argument instead of a cpu/cuda option.
+
+A new target (a plugin: see docs/adding-a-target.md) takes the steps it shares with the core
+and writes only what is its own, e.g. a cross-compiling CPU target takes `lower_to_linalg`,
+`bufferize_to_loops`, `loops_to_llvm` and `llvm_ir` and adds its object-file and linking
+stages; a GPU target takes `lower_to_linalg`, `map_to_gpu`, `host_schedules` and
+`device_module` and adds its own gpu-to-ISA conversion. Each function is `module -> module`
+(or text) and runs its passes through `run_pipeline`, so a failure names the stage and leaves a
+repro, as the core's own stages do. `dynamo_mlir.plugin` exports this module as `stages`.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from ..lowering import lower_dynamo_ops
+from .llvm_text import to_llvmlite_text
+from .memref_copies import copies_to_linalg
+from .passes import CompileError, run_pipeline
+from .zero_size import distinct_results, widen_zero_size_arguments
+
+
+def lower_to_linalg(module: ir.Module, options, target: str, stage: str = "linalg") -> ir.Module:
+    """Every op of our dialects -> linalg/tensor/arith/math with `target`'s rules (its own rules
+    first, then the generic ones its capabilities allow), then canonicalized; with the core
+    option `fuse_elementwise`, producer/consumer elementwise ops fused."""
+    lower_dynamo_ops(module, target=target)
+    passes = ["canonicalize", "cse"]
+    if options.fuse_elementwise:
+        passes += ["linalg-fuse-elementwise-ops", "canonicalize", "cse"]
+    run_pipeline(module, ", ".join(passes), stage, options)
+    return distinct_results(module)  # CSE may have made two results one value
+
+
+def bufferize(module: ir.Module, options, stage: str = "buffers", deallocate: bool = True) -> ir.Module:
+    """Tensors -> memrefs, results as out-params (the caller allocates outputs; static
+    allocations are hoisted into them); with `deallocate`, temporary buffers freed."""
+    passes = [
+        "canonicalize",
+        "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
+        "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
+        "canonicalize",
+        *(["buffer-deallocation-pipeline"] if deallocate else ["cse"]),
+    ]
+    return run_pipeline(module, ", ".join(passes), stage, options)
+
+
+def to_loops(module: ir.Module, options, stage: str = "loops") -> ir.Module:
+    """Bufferized linalg ops (and memref copies) as scf loops, what a CPU-like target compiles."""
+    copies_to_linalg(module)
+    widen_zero_size_arguments(module)  # the bare-pointer convention refuses memref<0x..>
+    return run_pipeline(module, "func.func(convert-linalg-to-loops), canonicalize, cse", stage, options)
+
+
+def bufferize_to_loops(module: ir.Module, options, stage: str = "loops") -> ir.Module:
+    """`bufferize`, then `to_loops`."""
+    return to_loops(bufferize(module, options, stage), options, stage)
+
+
+def _bare_pointers(module: ir.Module) -> bool:
+    """Static shapes only: one pointer per tensor. With `?` dims every memref is a descriptor."""
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            for t in ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs:
+                if isinstance(t, ir.MemRefType) and not ir.MemRefType(t).has_static_shape:
+                    return False
+    return True
+
+
+def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = True) -> ir.Module:
+    """scf loops -> the LLVM dialect, for any LLVM CPU target. Half-precision math is computed
+    in f32 (no CPU has bf16 arithmetic that LLVM lowers without compiler-rt libcalls); math
+    ops become LLVM intrinsics, or with `libm` calls to the C library the code is linked with."""
+    passes = [
+        "expand-strided-metadata",
+        # LLVM would promote bf16/f16 arithmetic through compiler-rt libcalls (__truncsfbf2, ...)
+        # that a JIT process does not have, and the call would crash. Compute such math/arith
+        # ops in f32 (rounding back after each op, as PyTorch's scalar kernels do), then do the
+        # remaining bf16 <-> f32 conversions with integer bit operations.
+        "func.func(math-extend-to-supported-types{extra-types=f32 target-type=f32})",
+        "func.func(arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32})",
+        "func.func(arith-expand{include-bf16=true})",
+        "lower-affine",
+        "convert-scf-to-cf",
+        "convert-math-to-llvm{approximate-log1p=false}",  # log(1 + x) loses tiny x: libm log1p
+        *(["convert-math-to-libm"] if libm else []),
+        "convert-arith-to-llvm",
+        "finalize-memref-to-llvm",
+        "convert-cf-to-llvm",
+        # Bare pointers: one pointer per tensor, the cheapest call (static shapes only).
+        f"convert-func-to-llvm{{use-bare-ptr-memref-call-conv={int(_bare_pointers(module))}}}",
+        "convert-arith-to-llvm",
+        "reconcile-unrealized-casts",
+    ]
+    return run_pipeline(module, ", ".join(passes), stage, options)
+
+
+def llvm_ir(module: ir.Module, triple: str | None = None, data_layout: str | None = None) -> str:
+    """An LLVM-dialect module as LLVM IR text that llvmlite parses (its LLVM is older than
+    MLIR's printer), optionally retargeted to `triple` / `data_layout`."""
+    from torch_mlir.dialects.llvm import translate_module_to_llvmir
+
+    with module.context:
+        if triple:
+            module.operation.attributes["llvm.target_triple"] = ir.StringAttr.get(triple)
+        if data_layout:
+            module.operation.attributes["llvm.data_layout"] = ir.StringAttr.get(data_layout)
+    return to_llvmlite_text(str(translate_module_to_llvmir(module.operation)))
+
+
+def map_to_gpu(module: ir.Module, options, stage: str = "gpu", fuse_rows: bool = True) -> ir.Module:
+    """Bufferized host functions -> gpu.launch per kernel (one thread per output element, or one
+    block per row for fused row reductions), outlined into gpu.modules; every op becomes a
+    generated kernel (no library calls: a plugin target has no torch-side library to call)."""
+    from .cuda import to_gpu
+    from .cuda.loopnest import Unsupported
+
+    try:
+        with module.context, ir.Location.unknown():
+            to_gpu.convert_module(module, library=False, fuse_rows=fuse_rows, graph=options.graph_name)
+    except Unsupported as e:
+        raise CompileError(stage, str(e)) from None
+    return run_pipeline(module, "gpu-kernel-outlining, canonicalize, cse", stage, options)
+
+
+def host_schedules(module: ir.Module, stage: str = "gpu") -> dict:
+    """The host side of a `map_to_gpu` module, per function: allocations, views, constants and
+    kernel launches in order, as plain data a runtime replays (`str()` prints it)."""
+    from .cuda import schedule
+    from .cuda.loopnest import Unsupported
+
+    try:
+        return schedule.extract(module)
+    except Unsupported as e:
+        raise CompileError(stage, str(e)) from None
+
+
+def device_module(module: ir.Module, triple: str) -> ir.Module:
+    """Every gpu.module's (already converted) contents in one module for `triple`."""
+    from .cuda.ptx import device_module as gather
+
+    return gather(module, triple)
