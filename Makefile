@@ -9,11 +9,16 @@ PY := $(VENV)/bin/python
 
 .PHONY: setup browser demo test bench clean
 
-$(VENV)/.installed: pyproject.toml
+# The out-of-tree examples (examples/*: a dialect extension and two targets) are installed as
+# the plugins they are, and tested with the suite.
+EXAMPLES := $(patsubst %/pyproject.toml,%,$(wildcard examples/*/pyproject.toml))
+
+$(VENV)/.installed: pyproject.toml $(addsuffix /pyproject.toml,$(EXAMPLES))
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "torch==$(TORCH_VERSION)"
 	$(PY) -m pip install -q -e ".[test]"
+	for example in $(EXAMPLES); do $(PY) -m pip install -q --no-deps -e $$example || exit 1; done
 	touch $@
 
 setup: $(VENV)/.installed

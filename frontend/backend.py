@@ -16,7 +16,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from ..codegen import config, driver
 from ..codegen.target import NoTargetForDevice
 from . import aten as _rules  # noqa: F401  (registers the import rules)
-from .compile import compile_graph, new_graph_name
+from .compile import compile_graph, direct_call, new_graph_name
 from .half_precision import half_overrides
 from .foreach import decompositions as foreach_decompositions
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
@@ -114,7 +114,8 @@ def use_math_attention(gm: torch.fx.GraphModule) -> None:
 
 def _compiler(kind: str, options: config.Options):
     def compile_fn(gm: torch.fx.GraphModule, example_inputs):
-        return make_boxed_func(compile_graph(gm, example_inputs, kind, options))
+        fused = compile_graph(gm, example_inputs, kind, options)
+        return make_boxed_func(direct_call(fused) or fused)
 
     return compile_fn
 

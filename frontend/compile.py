@@ -126,6 +126,34 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     return fused
 
 
+def direct_call(fused: fx.GraphModule):
+    """The graph as a plain function when it is one compiled region fed by the graph's inputs in
+    order (the usual case): the call then skips the GraphModule's generated forward and two
+    nn.Module dispatches, a third of the per-call cost of a small graph. None otherwise."""
+    nodes = list(fused.graph.nodes)
+    inputs = [n for n in nodes if n.op == "placeholder"]
+    calls = [n for n in nodes if n.op not in ("placeholder", "output")]
+    head = calls[0] if calls else None
+    region = getattr(fused, head.target, None) if head is not None and head.op == "call_module" else None
+    if not isinstance(region, CompiledRegion) or list(head.args) != inputs or head.kwargs:
+        return None
+    if any(not (is_plumbing(n) and n.args[0] is head) for n in calls[1:]):
+        return None
+    result = next(n for n in nodes if n.op == "output").args[0]
+    if not isinstance(result, (tuple, list)) or not all(isinstance(r, fx.Node) and r in calls for r in result):
+        return None
+    picks = [r.args[1] if r is not head else None for r in result]
+    if None in picks and region.returns_tuple:
+        return None
+    forward = region.forward
+
+    def call(*args):
+        out = forward(*args)
+        return [out if i is None else out[i] for i in picks]
+
+    return call
+
+
 def is_plumbing(node: fx.Node) -> bool:
     """getitem picks one output of a multi-output op or region: tuple unpacking, not an ATen op
     (counted neither as compiled nor as eager)."""
