@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import sys
 
 import torch
 
@@ -162,38 +163,84 @@ class CudaFunction:
         return outputs
 
 
-class GraphedFunction:
-    """mode="reduce-overhead": the whole host schedule captured once in a CUDA graph, replayed.
+def _is_static(t: torch.Tensor) -> bool:
+    """A parameter or buffer (Dynamo marks the ones it lifts into graph inputs): long-lived, and
+    changed only in place, so a graph may read it where it lives."""
+    return isinstance(t, torch.nn.Parameter) or hasattr(t, "_dynamo_static_input_type")
 
-    Inputs are copied into the graph's own buffers and outputs cloned out of it: callers (and
-    AOTAutograd's saved tensors) may keep outputs across calls, which the next replay would
-    otherwise overwrite.
+
+class _Replay:
+    """One captured CUDA graph: static inputs read in place, the others through buffers of its own."""
+
+    def __init__(self, fn: "CudaFunction", inputs):
+        self.static = [_is_static(t) for t in inputs]
+        self.inputs = [t if static else t.clone() for t, static in zip(inputs, self.static)]
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.outputs = fn(*self.inputs)
+        self.key = _static_addresses(inputs, self.static)
+
+    def outputs_free(self) -> bool:
+        """Whether the caller let go of every output: no tensor object and no view of its
+        storage is alive outside this replay (a replay would overwrite what they read)."""
+        return all(sys.getrefcount(t) <= _OWN_REFS and
+                   torch._C._storage_Use_Count(t.untyped_storage()._cdata) <= _OWN_STORAGE_REFS
+                   for t in self.outputs)
+
+    def run(self, inputs) -> list[torch.Tensor]:
+        for mine, t, static in zip(self.inputs, inputs, self.static):
+            if not static:
+                mine.copy_(t)
+        self.graph.replay()
+        return list(self.outputs)  # the caller's list: it may rebind its items, never ours
+
+
+def _static_addresses(inputs, static) -> tuple:
+    return tuple(t.data_ptr() if s else None for t, s in zip(inputs, static))
+
+
+# Reference counts of an output only its replay holds, as outputs_free sees them: the
+# replay's list, the generator's loop variable and getrefcount's argument; for its storage, the tensor
+# and the temporary storage object.
+_OWN_REFS, _OWN_STORAGE_REFS = 3, 2
+
+
+class GraphedFunction:
+    """mode="reduce-overhead": the host schedule captured in CUDA graphs, replayed.
+
+    A replay is captured per input signature (device, dtype, shape) and per address of the
+    static inputs (parameters, buffers), which it reads in place; other inputs are copied into
+    its own buffers. Outputs are the replay's own tensors, not clones: a replay is reused only
+    once the caller has dropped every output of its previous run (tensors and views). While
+    they are alive another replay is captured, up to MAX_REPLAYS per signature; past that the
+    outputs are cloned (AOTAutograd's saved activations keep a training step's outputs alive).
+    Replays run on the caller's current stream.
     """
+
+    MAX_REPLAYS = 4
 
     def __init__(self, fn: CudaFunction):
         self.fn = fn
-        self.graph = None
-        self.key = None
+        self.replays: dict[tuple, list[_Replay]] = {}
 
-    def _capture(self, inputs):
+    def _capture(self, inputs) -> _Replay:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm up: module load, allocator pools
             self.fn(*inputs)
         torch.cuda.current_stream().wait_stream(side)
-        self.static_inputs = [t.clone() for t in inputs]
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.static_outputs = self.fn(*self.static_inputs)
-        self.key = _key(inputs)
+        return _Replay(self.fn, inputs)
 
     def __call__(self, *inputs):
-        if self.graph is None or _key(inputs) != self.key:
-            self._capture(inputs)
-        for static, t in zip(self.static_inputs, inputs):
-            static.copy_(t)
-        self.graph.replay()
-        return [o.clone() for o in self.static_outputs]
+        static = [_is_static(t) for t in inputs]
+        replays = self.replays.setdefault((_key(inputs), _static_addresses(inputs, static)), [])
+        free = next((r for r in replays if r.outputs_free()), None)
+        if free is not None:
+            return free.run(inputs)
+        if len(replays) < self.MAX_REPLAYS:
+            replays.append(self._capture(inputs))
+            return replays[-1].run(inputs)
+        return [o.clone() for o in replays[0].run(inputs)]
 
 
 def _key(inputs):
