@@ -213,7 +213,8 @@ class GraphedFunction:
     its own buffers. Outputs are the replay's own tensors, not clones: a replay is reused only
     once the caller has dropped every output of its previous run (tensors and views). While
     they are alive another replay is captured, up to MAX_REPLAYS per signature; past that the
-    outputs are cloned (AOTAutograd's saved activations keep a training step's outputs alive).
+    schedule runs uncaptured, into new outputs (AOTAutograd's saved activations keep a training
+    step's outputs alive).
     Replays run on the caller's current stream.
     """
 
@@ -240,7 +241,7 @@ class GraphedFunction:
         if len(replays) < self.MAX_REPLAYS:
             replays.append(self._capture(inputs))
             return replays[-1].run(inputs)
-        return [o.clone() for o in replays[0].run(inputs)]
+        return self.fn(*inputs)  # every replay's outputs are alive: run uncaptured, into new outputs
 
 
 def _key(inputs):
