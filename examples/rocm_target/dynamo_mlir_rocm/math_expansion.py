@@ -57,8 +57,8 @@ def _erf(x: ir.Value) -> ir.Value:
 
 
 def expand_erf(module: ir.Module) -> int:
-    """Replace every float32 math.erf in `module`'s gpu.modules by arith/math.exp; returns how
-    many. Other widths are left (the code object stage refuses them by name)."""
+    """Replace every float32 math.erf in `module` (after map_to_gpu: in its kernels) by
+    arith/math.exp; returns how many. Other widths are left (the ll stage refuses them by name)."""
     found = []
 
     def visit(op):
@@ -66,9 +66,7 @@ def expand_erf(module: ir.Module) -> int:
             found.append(op)
         return ir.WalkResult.ADVANCE
 
-    for top in module.body.operations:
-        if top.operation.name == "gpu.module":
-            top.operation.walk(visit)
+    module.operation.walk(visit)
     for op in found:
         with ir.InsertionPoint(op), op.location:
             value = _erf(op.operands[0])
