@@ -25,7 +25,7 @@ class StageRecord:
     name: str
     ext: str
     seconds: float
-    text: str | None = None  # kept only when someone asked for the IR
+    text: str | bytes | None = None  # kept only when someone asked for the IR (bytes: a binary artifact)
     path: str | None = None
 
 
@@ -36,7 +36,11 @@ class StageRun:
     options: Any = None  # the options the stages ran with: bound to the target, naming the graph
 
 
-def as_text(ir_value: Any) -> str:
+def as_text(ir_value: Any) -> str | bytes:
+    """The dump of an artifact: IR as text; a binary artifact (`bytes`, e.g. a code object or an
+    executable, possibly a bytes subclass carrying more) as itself, written in binary mode."""
+    if isinstance(ir_value, (bytes, bytearray)):
+        return bytes(ir_value)
     if hasattr(ir_value, "operation"):
         return ir_value.operation.get_asm()
     return str(ir_value)
@@ -59,6 +63,8 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
     for stage in stages:
         t0 = time.perf_counter()
         before = as_text(run.artifact)  # the repro if this stage fails
+        if isinstance(before, bytes):
+            before = f"; a binary artifact of {len(before)} bytes (dumped by the stage before)\n"
         try:
             with _context_of(run.artifact):
                 run.artifact = stage.run(run.artifact, options)
@@ -104,9 +110,13 @@ def _context_of(artifact):
     return stack
 
 
-def write_dump(folder: str, graph: str, stage: str, ext: str, text: str, target: str | None = None) -> str:
+def write_dump(folder: str, graph: str, stage: str, ext: str, text: str | bytes, target: str | None = None) -> str:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{graph}.{stage}.{ext}")
+    if isinstance(text, bytes):
+        with open(path, "wb") as f:
+            f.write(text)
+        return path
     with open(path, "w") as f:
         if ext == "mlir":  # lets `dynamo-mlir dump FILE.mlir` resume after this stage, on this target
             f.write(f"// dynamo-mlir stage: {stage}" + (f" target: {target}" if target else "") + "\n")

@@ -170,3 +170,31 @@ def test_an_explicit_only_target_is_never_chosen_by_device():
         from dynamo_mlir.codegen import target as registry
 
         registry._TARGETS.pop(name)
+
+
+def _doubling_runtime(artifact, signature, options):
+    """Stands in for a device runtime that would load the binary: here x * 2, the model."""
+    assert isinstance(artifact, bytes)
+    return lambda x: [x * 2]
+
+
+def test_a_stage_whose_artifact_is_bytes_is_dumped_in_binary(tmp_path):
+    """A target's last stage may be a binary (a code object, an executable): dumped byte for byte."""
+    blob = b"\x7fELF\x00\xff\xfe binary"
+    name = "cpu_with_binary_stage"
+    cpu = plugin.get_target("cpu")
+    plugin.register_target(dataclasses.replace(
+        cpu, name=name, serves=(), stages=cpu.stages + (plugin.Stage("bin", "bin", lambda module, options: blob),),
+        load=_doubling_runtime, extra_dumps={}, find_library_nodes=None))
+    try:
+        dynamo_mlir.reset()
+        x = torch.randn(16)
+        f = lambda x: x * 2
+        torch.testing.assert_close(torch.compile(f, backend="mlir", options={"target": name, "dump_dir": str(tmp_path)})(x), f(x))
+        assert_fallbacks({})
+        dumped = [p for p in tmp_path.iterdir() if p.name.endswith(".bin.bin")]
+        assert len(dumped) == 1 and dumped[0].read_bytes() == blob
+    finally:
+        from dynamo_mlir.codegen import target as registry
+
+        registry._TARGETS.pop(name)

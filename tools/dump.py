@@ -65,9 +65,19 @@ def print_stage(index: dump_index.DumpIndex, folder: str, stage: str) -> int:
     for filename in files:
         if len(files) > 1:  # several graphs: say which is which, as a comment in every IR syntax
             sys.stdout.write(f"// ===== {filename}\n")
-        with open(os.path.join(folder, filename)) as f:
-            sys.stdout.write(f.read())
+        _print_file(os.path.join(folder, filename))
     return 0
+
+
+def _print_file(path: str) -> None:
+    """A text stage as text; a binary stage (code object, executable) as its bytes."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        sys.stdout.write(data.decode())
+    except UnicodeDecodeError:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
 
 
 def print_summary(index: dump_index.DumpIndex, folder: str) -> None:

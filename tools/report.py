@@ -26,6 +26,8 @@ def _read(folder: str, filename: str) -> str:
             text = f.read(MAX_CHARS + 1)
     except OSError as e:
         return f"(cannot read {filename}: {e})"
+    except UnicodeDecodeError:  # a binary stage (code object, executable): not shown as text
+        return f"(binary file, {os.path.getsize(path)} bytes: {filename})"
     if len(text) > MAX_CHARS:
         return text[:MAX_CHARS] + f"\n... (truncated at {MAX_CHARS} characters; see {filename})"
     return text
