@@ -7,7 +7,7 @@ TORCH_VERSION ?= 2.13.0
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup browser demo test bench clean
+.PHONY: setup browser toolchains demo test bench clean
 
 # The out-of-tree examples (examples/*: a dialect extension and two targets) are installed as
 # the plugins they are, and tested with the suite.
@@ -32,8 +32,22 @@ browser:
 	  { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	    else echo "chromium missing and not root: the browser tests will be skipped"; fi; }
 
-test: setup browser
-	$(PY) -m pytest -q tests
+# The examples' tests need cross tools: qemu-user and an AArch64 gcc (the edge target runs its
+# shared libraries under qemu), lld and LLVM 19's objdump/readelf (the rocm target links and
+# disassembles gfx90a/gfx942 code objects). Installed as root where missing; else those tests skip.
+TOOLCHAIN_PACKAGES := qemu-user gcc-aarch64-linux-gnu lld llvm-19
+toolchains:
+	@missing=""; \
+	  command -v qemu-aarch64 >/dev/null 2>&1 || missing="$$missing qemu-user"; \
+	  command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || missing="$$missing gcc-aarch64-linux-gnu"; \
+	  command -v ld.lld >/dev/null 2>&1 || missing="$$missing lld"; \
+	  command -v llvm-objdump-19 >/dev/null 2>&1 || missing="$$missing llvm-19"; \
+	  if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; \
+	    else echo "missing$$missing and not root: the examples' tests that need them will be skipped"; fi; fi
+
+test: setup browser toolchains
+	$(PY) -m pytest -q tests examples
 
 bench: setup
 	$(PY) benchmarks/bench_models.py
