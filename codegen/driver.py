@@ -25,7 +25,7 @@ class StageRecord:
     name: str
     ext: str
     seconds: float
-    text: str | None = None  # kept only when someone asked for the IR
+    text: str | bytes | None = None  # kept only when someone asked for the IR (bytes: a binary artifact)
     path: str | None = None
 
 
@@ -39,7 +39,17 @@ class StageRun:
 def as_text(ir_value: Any) -> str:
     if hasattr(ir_value, "operation"):
         return ir_value.operation.get_asm()
+    if isinstance(ir_value, (bytes, bytearray)):  # a repro names a binary input, it cannot hold it
+        return f"// a binary artifact of {len(ir_value)} bytes (its stage's dump file holds it)\n"
     return str(ir_value)
+
+
+def dump_content(artifact: Any) -> str | bytes:
+    """What a stage's dump file holds: a stage whose artifact is bytes (an object file, a shared
+    library) is dumped byte for byte, any other artifact as its text."""
+    if isinstance(artifact, (bytes, bytearray)):
+        return bytes(artifact)
+    return as_text(artifact)
 
 
 def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
@@ -70,7 +80,7 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
             raise CompileError(stage.name, f"{type(e).__name__}: {e}", repro, getattr(e, "op", None)) from e
         record = StageRecord(stage.name, stage.ext, time.perf_counter() - t0)
         if keep_text or dump_dir:
-            record.text = as_text(run.artifact)
+            record.text = dump_content(run.artifact)
         if dump_dir:
             record.path = write_dump(dump_dir, graph_name, stage.name, stage.ext, record.text, target.name)
         if observer:
@@ -104,9 +114,14 @@ def _context_of(artifact):
     return stack
 
 
-def write_dump(folder: str, graph: str, stage: str, ext: str, text: str, target: str | None = None) -> str:
+def write_dump(folder: str, graph: str, stage: str, ext: str, text: str | bytes, target: str | None = None) -> str:
+    """Write one stage's dump; bytes (a binary artifact) are written in binary mode, unchanged."""
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{graph}.{stage}.{ext}")
+    if isinstance(text, bytes):
+        with open(path, "wb") as f:
+            f.write(text)
+        return path
     with open(path, "w") as f:
         if ext == "mlir":  # lets `dynamo-mlir dump FILE.mlir` resume after this stage, on this target
             f.write(f"// dynamo-mlir stage: {stage}" + (f" target: {target}" if target else "") + "\n")

@@ -170,3 +170,33 @@ def test_an_explicit_only_target_is_never_chosen_by_device():
         from dynamo_mlir.codegen import target as registry
 
         registry._TARGETS.pop(name)
+
+
+def test_a_stage_whose_artifact_is_bytes_is_dumped_byte_for_byte(tmp_path):
+    """An object file or a shared library is a stage's artifact like IR: its dump is the bytes."""
+    blob = b"\x7fELF\xff\xfe" + bytes(range(256))  # not UTF-8: written as text, it would not round-trip
+
+    def cannot_run(artifact, signature, options):
+        assert artifact == blob  # the loader gets the bytes themselves
+        raise plugin.CompileError("load", "this test target only makes files")
+
+    cpu = plugin.get_target("cpu")
+    name = "cpu_with_binary_stage"
+    plugin.register_target(dataclasses.replace(
+        cpu, name=name, serves=(), extra_dumps={}, find_library_nodes=None, load=cannot_run,
+        stages=(*cpu.stages, plugin.Stage("blob", "bin", lambda module, options: blob, "a binary"))))
+    try:
+        dynamo_mlir.reset()
+        f = lambda x: torch.cos(x) * 2
+        x = torch.randn(8)
+        torch.compile(f, backend="mlir", options={"target": name, "dump_dir": str(tmp_path)})(x)
+        (path,) = tmp_path.glob("*.blob.bin")
+        assert path.read_bytes() == blob
+        (llvm,) = tmp_path.glob("*.llvm.mlir")
+        assert "llvm.func" in llvm.read_text()
+        assert dynamo_mlir.stats()["partitions_failed"] == 1
+        assert "this test target only makes files" in dynamo_mlir.explain()
+    finally:
+        from dynamo_mlir.codegen import target as registry
+
+        registry._TARGETS.pop(name)

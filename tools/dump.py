@@ -65,8 +65,13 @@ def print_stage(index: dump_index.DumpIndex, folder: str, stage: str) -> int:
     for filename in files:
         if len(files) > 1:  # several graphs: say which is which, as a comment in every IR syntax
             sys.stdout.write(f"// ===== {filename}\n")
-        with open(os.path.join(folder, filename)) as f:
-            sys.stdout.write(f.read())
+        with open(os.path.join(folder, filename), "rb") as f:
+            content = f.read()
+        try:
+            sys.stdout.write(content.decode())
+        except UnicodeDecodeError:  # a binary stage (an object file, a library): say what it is
+            sys.stdout.write(f"// {filename}: a binary artifact of {len(content)} bytes; "
+                             "`--out DIR` keeps it\n")
     return 0
 
 
