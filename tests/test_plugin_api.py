@@ -200,3 +200,12 @@ def test_a_stage_whose_artifact_is_bytes_is_dumped_byte_for_byte(tmp_path):
         from dynamo_mlir.codegen import target as registry
 
         registry._TARGETS.pop(name)
+
+
+def test_nodes_of_names_the_graph_nodes_an_op_came_from():
+    """What a target reads from its ops' locations to report library calls (Target.library_nodes)."""
+    with ir.Context():
+        fused = ir.Location.fused([ir.Location.name("mm_1 = aten.mm.default"),
+                                   ir.Location.name("add_2 = aten.add.Tensor")])
+        assert plugin.nodes_of(fused) == {"mm_1", "add_2"}
+        assert plugin.nodes_of(ir.Location.unknown()) == frozenset()
