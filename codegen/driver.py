@@ -36,14 +36,20 @@ class StageRun:
     options: Any = None  # the options the stages ran with: bound to the target, naming the graph
 
 
-def as_text(ir_value: Any) -> str | bytes:
-    """The dump of an artifact: IR as text; a binary artifact (`bytes`, e.g. a code object or an
-    executable, possibly a bytes subclass carrying more) as itself, written in binary mode."""
-    if isinstance(ir_value, (bytes, bytearray)):
-        return bytes(ir_value)
+def as_text(ir_value: Any) -> str:
     if hasattr(ir_value, "operation"):
         return ir_value.operation.get_asm()
+    if isinstance(ir_value, (bytes, bytearray)):  # a repro names a binary input, it cannot hold it
+        return f"// a binary artifact of {len(ir_value)} bytes (its stage's dump file holds it)\n"
     return str(ir_value)
+
+
+def dump_content(artifact: Any) -> str | bytes:
+    """What a stage's dump file holds: a stage whose artifact is bytes (an object file, a shared
+    library) is dumped byte for byte, any other artifact as its text."""
+    if isinstance(artifact, (bytes, bytearray)):
+        return bytes(artifact)
+    return as_text(artifact)
 
 
 def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
@@ -63,8 +69,6 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
     for stage in stages:
         t0 = time.perf_counter()
         before = as_text(run.artifact)  # the repro if this stage fails
-        if isinstance(before, bytes):
-            before = f"; a binary artifact of {len(before)} bytes (dumped by the stage before)\n"
         try:
             with _context_of(run.artifact):
                 run.artifact = stage.run(run.artifact, options)
@@ -76,7 +80,7 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
             raise CompileError(stage.name, f"{type(e).__name__}: {e}", repro, getattr(e, "op", None)) from e
         record = StageRecord(stage.name, stage.ext, time.perf_counter() - t0)
         if keep_text or dump_dir:
-            record.text = as_text(run.artifact)
+            record.text = dump_content(run.artifact)
         if dump_dir:
             record.path = write_dump(dump_dir, graph_name, stage.name, stage.ext, record.text, target.name)
         if observer:
@@ -111,6 +115,7 @@ def _context_of(artifact):
 
 
 def write_dump(folder: str, graph: str, stage: str, ext: str, text: str | bytes, target: str | None = None) -> str:
+    """Write one stage's dump; bytes (a binary artifact) are written in binary mode, unchanged."""
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{graph}.{stage}.{ext}")
     if isinstance(text, bytes):

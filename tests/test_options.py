@@ -140,9 +140,12 @@ def test_rowfuse_only_is_keyed_on_the_graph_not_on_a_process_count():
 
 
 def test_readme_lists_every_option():
-    """The README's table is written by hand: it must name each option once, under its owner."""
+    """The README's table is written by hand: it must name each option of the core and its
+    targets once, under its owner."""
     readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
     for owner, cls in config.option_sets().items():
+        if not cls.__module__.startswith("dynamo_mlir."):
+            continue  # an installed plugin target's options: its own package documents them
         for row in cls.describe():
             prefix = "" if owner == "core" else f"{owner}: "
             assert f"| {prefix}`{row['name']}` | `{row['env']}` |" in readme, row["name"]

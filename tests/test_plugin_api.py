@@ -172,29 +172,40 @@ def test_an_explicit_only_target_is_never_chosen_by_device():
         registry._TARGETS.pop(name)
 
 
-def _doubling_runtime(artifact, signature, options):
-    """Stands in for a device runtime that would load the binary: here x * 2, the model."""
-    assert isinstance(artifact, bytes)
-    return lambda x: [x * 2]
+def test_a_stage_whose_artifact_is_bytes_is_dumped_byte_for_byte(tmp_path):
+    """An object file or a shared library is a stage's artifact like IR: its dump is the bytes."""
+    blob = b"\x7fELF\xff\xfe" + bytes(range(256))  # not UTF-8: written as text, it would not round-trip
 
+    def cannot_run(artifact, signature, options):
+        assert artifact == blob  # the loader gets the bytes themselves
+        raise plugin.CompileError("load", "this test target only makes files")
 
-def test_a_stage_whose_artifact_is_bytes_is_dumped_in_binary(tmp_path):
-    """A target's last stage may be a binary (a code object, an executable): dumped byte for byte."""
-    blob = b"\x7fELF\x00\xff\xfe binary"
-    name = "cpu_with_binary_stage"
     cpu = plugin.get_target("cpu")
+    name = "cpu_with_binary_stage"
     plugin.register_target(dataclasses.replace(
-        cpu, name=name, serves=(), stages=cpu.stages + (plugin.Stage("bin", "bin", lambda module, options: blob),),
-        load=_doubling_runtime, extra_dumps={}, find_library_nodes=None))
+        cpu, name=name, serves=(), extra_dumps={}, find_library_nodes=None, load=cannot_run,
+        stages=(*cpu.stages, plugin.Stage("blob", "bin", lambda module, options: blob, "a binary"))))
     try:
         dynamo_mlir.reset()
-        x = torch.randn(16)
-        f = lambda x: x * 2
-        torch.testing.assert_close(torch.compile(f, backend="mlir", options={"target": name, "dump_dir": str(tmp_path)})(x), f(x))
-        assert_fallbacks({})
-        dumped = [p for p in tmp_path.iterdir() if p.name.endswith(".bin.bin")]
-        assert len(dumped) == 1 and dumped[0].read_bytes() == blob
+        f = lambda x: torch.cos(x) * 2
+        x = torch.randn(8)
+        torch.compile(f, backend="mlir", options={"target": name, "dump_dir": str(tmp_path)})(x)
+        (path,) = tmp_path.glob("*.blob.bin")
+        assert path.read_bytes() == blob
+        (llvm,) = tmp_path.glob("*.llvm.mlir")
+        assert "llvm.func" in llvm.read_text()
+        assert dynamo_mlir.stats()["partitions_failed"] == 1
+        assert "this test target only makes files" in dynamo_mlir.explain()
     finally:
         from dynamo_mlir.codegen import target as registry
 
         registry._TARGETS.pop(name)
+
+
+def test_nodes_of_names_the_graph_nodes_an_op_came_from():
+    """What a target reads from its ops' locations to report library calls (Target.library_nodes)."""
+    with ir.Context():
+        fused = ir.Location.fused([ir.Location.name("mm_1 = aten.mm.default"),
+                                   ir.Location.name("add_2 = aten.add.Tensor")])
+        assert plugin.nodes_of(fused) == {"mm_1", "add_2"}
+        assert plugin.nodes_of(ir.Location.unknown()) == frozenset()

@@ -23,6 +23,7 @@ A target compiles linalg for one kind of hardware:
                                    llvm_ir, map_to_gpu, host_schedules, device_module)
     TargetOptions, option          its own options (`options={...}`, DYNAMO_MLIR_<NAME>, CLI -O)
     declare_capability(name, doc)  a new capability its rules may require
+    nodes_of(op.location)          the FX nodes an op came from (a target naming its library calls)
     register the Target under the `dynamo_mlir.targets` entry-point group (or register_target)
 
 The core picks a target by the `target` option, else by the device type of the graph's tensors
@@ -38,6 +39,7 @@ from dynamo_mlir.codegen import stages
 from dynamo_mlir.codegen.config import Options
 from dynamo_mlir.codegen.options import OptionError, TargetOptions, option
 from dynamo_mlir.codegen.passes import CompileError, run_pipeline
+from dynamo_mlir.codegen.provenance import nodes_of
 from dynamo_mlir.codegen.signature import Signature
 from dynamo_mlir.codegen.target import (DuplicateTarget, NoTargetForDevice, Stage, Target, all_targets,
                                         get_target, register_target, target_for_device)
@@ -63,7 +65,7 @@ __all__ = [
     # targets
     "Target", "Stage", "TargetOptions", "option", "OptionError", "Options", "Signature", "register_target",
     "get_target", "all_targets", "target_for_device", "DuplicateTarget", "NoTargetForDevice", "stages",
-    "run_pipeline", "CompileError", "declare_capability", "CAPABILITIES",
+    "run_pipeline", "CompileError", "declare_capability", "CAPABILITIES", "nodes_of",
     # dialect
     "register_dialect", "DuplicateDialect", "Dynamo", "core_ops", "verifier", "VerifyError", "tensor_type",
     "shape_of", "elem_of",
