@@ -9,7 +9,6 @@ from dynamo_mlir import plugin
 from .dialect import RMSNormOp, eps_of
 
 ops = plugin.core_ops
-DYNAMIC = ir.ShapedType.get_dynamic_size()
 
 
 def _ranked(value) -> ir.RankedTensorType:
@@ -25,20 +24,15 @@ def _cast(value, elem):
 
 
 def _splat_like(number: float, like):
-    """A constant of like's type; one with dynamic dims is a 0-d constant broadcast like it."""
+    """A constant of like's (static) type: the core refuses symbolic sizes for plugin ops."""
     t = _ranked(like)
-    if DYNAMIC not in t.shape:
-        return ops.ConstantOp(value=ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(t.element_type, number)),
-                              out=t).out
-    scalar = ir.RankedTensorType.get([], t.element_type)
-    c = ops.ConstantOp(value=ir.DenseElementsAttr.get_splat(scalar, ir.FloatAttr.get(t.element_type, number)),
-                       out=scalar).out
-    return ops.BroadcastLikeOp(c, like, dims=ir.DenseI64ArrayAttr.get([]), out=t).out
+    return ops.ConstantOp(value=ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(t.element_type, number)), out=t).out
 
 
 def _broadcast_like(value, like, dims):
+    """value's dims become like's `dims`; the others are repeated."""
     out = _with_elem(like, _ranked(value).element_type)
-    return ops.BroadcastLikeOp(value, like, dims=ir.DenseI64ArrayAttr.get(dims), out=out).out
+    return ops.BroadcastOp(value, dims=ir.DenseI64ArrayAttr.get(dims), out=out).out
 
 
 def inverse_rms(x32, eps: float):
@@ -48,8 +42,6 @@ def inverse_rms(x32, eps: float):
     rows = ir.RankedTensorType.get(t.shape[:-1], t.element_type)
     squares = ops.MulOp(x32, x32, out=t).out
     sums = ops.ReduceOp(squares, ir.StringAttr.get("sum"), ir.DenseI64ArrayAttr.get([rank - 1]), out=rows).out
-    if n == DYNAMIC:
-        raise NotImplementedError("fused.rms_norm's generic rule needs a static normalized dim")
     mean = ops.DivOp(sums, _splat_like(float(n), sums), out=rows).out
     return ops.RsqrtOp(ops.AddOp(mean, _splat_like(eps, mean), out=rows).out, out=rows).out
 

@@ -1,5 +1,6 @@
 """FX node `fused.rms_norm.default` -> `fused.rms_norm`; anything the op is not defined for is
-left eager with the reason (the eager custom op still computes it)."""
+left eager with the reason (the eager custom op still computes it). Static shapes only: the
+core leaves a plugin op with symbolic sizes eager before its import rule runs."""
 
 import torch
 from torch_mlir import ir
@@ -23,7 +24,5 @@ def import_rms_norm(ctx: plugin.ImportContext, node):
         raise plugin.Unsupported(f"weight's dtype {ctx.dtype_of(weight)} differs from x's {dtype}")
     if len(ctx.shape_of(weight)) != 1:
         raise plugin.Unsupported(f"weight must be 1-d, got shape {ctx.shape_of(weight)}")
-    if ctx.shape_of(x)[-1] == ir.ShapedType.get_dynamic_size():
-        raise plugin.Unsupported("the normalized (last) dim must be static")
     eps = ir.FloatAttr.get(ir.F64Type.get(), float(a.eps))
     return RMSNormOp(x, weight, eps, out=ctx.out_type(node)).out

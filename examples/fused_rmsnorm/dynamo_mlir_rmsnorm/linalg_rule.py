@@ -18,7 +18,6 @@ from dynamo_mlir import plugin
 
 from .dialect import RMSNormOp, eps_of
 
-DYNAMIC = ir.ShapedType.get_dynamic_size()
 PARALLEL, REDUCTION = "parallel", "reduction"
 # Partial sums per row on cpu, the first that divides the row: 4 AVX2 vectors of f32 in flight.
 LANES = (32, 16, 8, 4, 2, 1)
@@ -28,11 +27,8 @@ def _ranked(value) -> ir.RankedTensorType:
     return ir.RankedTensorType(value.type)
 
 
-def _empty(shape, elem, like):
-    """tensor.empty of `shape` whose dynamic dims take like's sizes (its leading dims)."""
-    sizes = [tensor.dim(like, arith.constant(ir.IndexType.get(), d)) if s == DYNAMIC else s
-             for d, s in enumerate(shape)]
-    return tensor.empty(sizes, elem)
+def _empty(shape, elem):
+    return tensor.empty(list(shape), elem)
 
 
 def _map(rank: int, dims) -> ir.AffineMapAttr:
@@ -56,9 +52,9 @@ def _to(value, elem):
     return arith.extf(elem, value) if width(elem) > width(value.type) else arith.truncf(elem, value)
 
 
-def _zeros(shape, f32, like):
+def _zeros(shape, f32):
     zero = arith.constant(f32, ir.FloatAttr.get(f32, 0.0))
-    return linalg.fill(zero, outs=[_empty(shape, f32, like)])
+    return linalg.fill(zero, outs=[_empty(shape, f32)])
 
 
 def _square_add(a, acc):
@@ -71,7 +67,7 @@ def _row_sums(x, f32):
     per row (the form cuda's row fusion recognizes: trailing reduction, f32 output)."""
     t = _ranked(x)
     rank = t.rank
-    return _generic([x], _zeros(t.shape[:-1], f32, x), [_map(rank, range(rank)), _map(rank, range(rank - 1))],
+    return _generic([x], _zeros(t.shape[:-1], f32), [_map(rank, range(rank)), _map(rank, range(rank - 1))],
                     [PARALLEL] * (rank - 1) + [REDUCTION], _square_add)
 
 
@@ -96,11 +92,11 @@ def _lane_sums(x, f32):
     chunk, lane = ir.AffineDimExpr.get(rank - 1), ir.AffineDimExpr.get(rank)
     x_map = ir.AffineMapAttr.get(ir.AffineMap.get(loops, 0, [ir.AffineDimExpr.get(d) for d in rows] + [chunk * lanes + lane]))
     chunks = tensor.empty([n // lanes], f32)
-    partial = _generic([x, chunks], _zeros(t.shape[:-1] + [lanes], f32, x),
+    partial = _generic([x, chunks], _zeros(t.shape[:-1] + [lanes], f32),
                        [x_map, _map(loops, [rank - 1]), _map(loops, rows + [rank])],
                        [PARALLEL] * (rank - 1) + [REDUCTION, PARALLEL], lambda a, _, acc: _square_add(a, acc))
     add = lambda p, acc: arith.addf(acc, p)  # noqa: E731
-    return _generic([partial], _zeros(t.shape[:-1], f32, x), [_map(rank, range(rank)), _map(rank, rows)],
+    return _generic([partial], _zeros(t.shape[:-1], f32), [_map(rank, range(rank)), _map(rank, rows)],
                     [PARALLEL] * (rank - 1) + [REDUCTION], add)
 
 
@@ -109,7 +105,7 @@ def _inverse_rms(sums, n: int, eps: float, f32):
     rank = _ranked(sums).rank
     n_c, eps_c = (arith.constant(f32, ir.FloatAttr.get(f32, v)) for v in (float(n), eps))
     body = lambda s, _: math.rsqrt(arith.addf(arith.divf(s, n_c), eps_c))  # noqa: E731
-    return _generic([sums], _empty(_ranked(sums).shape, f32, sums), [_map(rank, range(rank))] * 2,
+    return _generic([sums], _empty(_ranked(sums).shape, f32), [_map(rank, range(rank))] * 2,
                     [PARALLEL] * rank, body)
 
 
@@ -122,15 +118,13 @@ def _scale(x, inv, weight, f32):
         return _to(arith.mulf(_to(w, f32), _to(normed, f32)), elem)
 
     maps = [_map(rank, range(rank)), _map(rank, range(rank - 1)), _map(rank, [rank - 1]), _map(rank, range(rank))]
-    return _generic([x, inv, weight], _empty(t.shape, elem, x), maps, [PARALLEL] * rank, body)
+    return _generic([x, inv, weight], _empty(t.shape, elem), maps, [PARALLEL] * rank, body)
 
 
 def _lowering(row_sums):
     def lower(op):
         f32 = ir.F32Type.get()
         n = _ranked(op.x).shape[-1]
-        if n == DYNAMIC:
-            raise NotImplementedError("fused.rms_norm needs a static normalized dim")
         inv = _inverse_rms(row_sums(op.x, f32), n, eps_of(op), f32)
         return _scale(op.x, inv, op.weight, f32)
 
