@@ -1,57 +1,48 @@
-"""Models and micro-kernels: eager vs inductor vs mlir, measured in one run, on CPU or CUDA.
+"""Models, kernels and per-call overhead: eager vs inductor vs mlir, measured in one run, on CPU or CUDA.
 
-For each workload: median time per call of each backend (after warm-up; CUDA times with device
-events), the ratios against eager and inductor, and each backend's compile time (first call minus
-a steady call), plus whether mlir matched eager and how many ops it left to eager.
-With --train: whole training steps instead (forward, loss, backward, Adam step; train_workloads.py),
-each backend on its own copy of the model and optimizer, losses compared step by step.
+The benchmark that speed is judged by. For each workload: median time per call of each backend
+(after warm-up; CUDA times with device events), the ratios between them, each backend's compile
+time (cold: first call minus a steady call), whether mlir matched eager and how many ops it left
+to eager. Tables, each at every thread count asked for (default: torch's and 1):
+  models    the MLP, the CNN, GPT-2, BERT and LLaMA (transformers, random weights), a GPT-2
+            training step (forward, loss, backward, AdamW step); geomean row over them
+  kernels   softmax, layernorm, an elementwise chain, matmul, a conv
+  overhead  one-op graphs: time per call in microseconds, and mlir's (inductor's) minus eager's;
+            on CUDA also in mode="reduce-overhead"
+With --train: all training steps instead (train_workloads.py), each backend on its own copy of
+the model and optimizer, losses compared step by step.
 
-    python benchmarks/bench_models.py [--device cpu|cuda] [--train] [--repeats 30] [--only mlp_b256,softmax_4096x1024] [--out results.md]
+    python benchmarks/bench_models.py [--device cpu|cuda] [--threads default,1] [--repeats 20]
+        [--only mlp,softmax_4096x1024] [--train] [--quick] [--out results.md]
 """
 
 import argparse
+import datetime
+import math
+import os
+import platform
+import shlex
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+import traceback
 
 import torch
-import torch.nn.functional as F
 
 import dynamo_mlir
-from dynamo_mlir.tools.models import TinyGPT, cnn, mlp, randomize_batchnorm, transformer_block
-from train_workloads import losses_match, make_step, train_workloads
+from train_workloads import Training, losses_match, make_step, train_workloads
+from workloads import HAVE_TRANSFORMERS, Inference, inference_workloads
 
-
-def _elementwise_chain(x):
-    return torch.tanh(torch.exp(x * 0.5) + 1.0) * x
-
-
-def _softmax(x):
-    return torch.softmax(x, dim=-1)
-
-
-def _layernorm(x, w, b):
-    return F.layer_norm(x, (x.shape[-1],), w, b)
-
-
-def workloads(device: str):
-    """name -> (callable, inputs) on `device`. Models in eval mode; everything runs under no_grad."""
-    torch.manual_seed(0)
-    table = {
-        "mlp_b256": (mlp().eval(), (torch.randn(256, 10),)),
-        "cnn_b8": (randomize_batchnorm(cnn()).eval(), (torch.randn(8, 3, 32, 32),)),
-        "transformer_block": (transformer_block().eval(), (torch.randn(8, 16, 64),)),
-        "elementwise_4M": (_elementwise_chain, (torch.randn(4 * 1024 * 1024),)),
-        "softmax_4096x1024": (_softmax, (torch.randn(4096, 1024),)),
-        "layernorm_4096x1024": (_layernorm, (torch.randn(4096, 1024), torch.randn(1024), torch.randn(1024))),
-        "matmul_512": (torch.mm, (torch.randn(512, 512), torch.randn(512, 512))),
-        "gpt2_like_b8": (TinyGPT().eval(), (torch.randint(0, 256, (8, 32)),)),
-    }
-    return {name: (_to(fn, device), tuple(x.to(device) for x in xs)) for name, (fn, xs) in table.items()}
-
-
-def _to(fn, device):
-    return fn.to(device) if isinstance(fn, torch.nn.Module) else fn
+# Backend name -> torch.compile's arguments (None: eager).
+BACKENDS = {"eager": None, "inductor": dict(backend="inductor"), "mlir": dict(backend="mlir")}
+# The one-op graphs on CUDA, also replayed as CUDA graphs: the launch overhead that mode removes.
+REDUCE_OVERHEAD = {"inductor reduce-overhead": dict(backend="inductor", mode="reduce-overhead"),
+                   "mlir reduce-overhead": dict(backend="mlir", mode="reduce-overhead")}
+WARMUP_CALLS = 3
+OVERHEAD_CALLS = 50  # calls per timed sample of a one-op graph (one call is a few microseconds)
 
 
 def _sync(device: str):
@@ -59,65 +50,97 @@ def _sync(device: str):
         torch.cuda.synchronize()
 
 
-def time_calls(fn, inputs, repeats: int, device: str) -> tuple[float, float]:
-    """(first call seconds, median steady call seconds)."""
+def _timed(fn, inputs, calls: int, device: str) -> float:
+    """Seconds per call over `calls` back-to-back calls (CUDA: device events around them)."""
+    if device == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn(*inputs)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / calls
     t0 = time.perf_counter()
-    fn(*inputs)
-    _sync(device)
-    first = time.perf_counter() - t0
-    for _ in range(3):
+    for _ in range(calls):
         fn(*inputs)
-    times = []
+    return (time.perf_counter() - t0) / calls
+
+
+def time_backends(fns: dict, inputs, repeats: int, device: str, calls: int = 1) -> dict:
+    """backend -> (first call seconds, median seconds per call). Each backend's first call (its
+    compile) in turn, then warm-up calls, then `repeats` samples of `calls` calls taken round-robin
+    over the backends, so that a shared machine's changing load falls on all of them alike."""
+    first = {}
+    for name, fn in fns.items():
+        t0 = time.perf_counter()
+        fn(*inputs)
+        _sync(device)
+        first[name] = time.perf_counter() - t0
+    for fn in fns.values():
+        for _ in range(WARMUP_CALLS):
+            fn(*inputs)
+    _sync(device)
+    samples = {name: [] for name in fns}
     for _ in range(repeats):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn(*inputs)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        else:
-            t0 = time.perf_counter()
-            fn(*inputs)
-            times.append(time.perf_counter() - t0)
-    return first, statistics.median(times)
+        for name, fn in fns.items():
+            samples[name].append(_timed(fn, inputs, calls, device))
+    return {name: (first[name], statistics.median(samples[name])) for name in fns}
 
 
-def measure(name, fn, inputs, repeats, device):
-    row = {"name": name}
-    backends = {"eager": fn, "inductor": torch.compile(fn, backend="inductor"),
-                "mlir": torch.compile(fn, backend="mlir")}
-    with torch.no_grad():
-        reference = fn(*inputs)
-        for backend, f in backends.items():
-            torch._dynamo.reset()
-            dynamo_mlir.reset()
-            first, steady = time_calls(f, inputs, repeats, device)
-            row[backend] = steady
-            row[f"{backend}_compile"] = max(first - steady, 0.0)
-            if backend == "mlir":
-                s = dynamo_mlir.stats()
-                row["mlir_fallbacks"] = where_ops_ran(s)
-                row["mlir_ok"] = torch.allclose(f(*inputs), reference, rtol=1e-4, atol=1e-4)
-    return row
+def _fresh():
+    """Nothing compiled for an earlier workload is reused, and mlir's stats count this one only."""
+    torch._dynamo.reset()
+    dynamo_mlir.reset()
 
 
-def measure_training(name, model, make_optimizer, x, y, repeats, device):
-    """Like measure, for a training step: one model/optimizer copy per backend, same steps."""
-    row, losses = {"name": name}, {}
-    for backend in ("eager", "inductor", "mlir"):
-        torch._dynamo.reset()
-        dynamo_mlir.reset()
-        step = make_step(model, make_optimizer)
-        fn = step if backend == "eager" else torch.compile(step, backend=backend)
-        recorded = losses[backend] = []
-        first, steady = time_calls(lambda *a: recorded.append(fn(*a)), (x, y), repeats, device)
+def _compiled(fn, how):
+    return fn if how is None else torch.compile(fn, **how)
+
+
+def _record(row, timings):
+    for backend, (first, steady) in timings.items():
         row[backend], row[f"{backend}_compile"] = steady, max(first - steady, 0.0)
-        if backend == "mlir":
-            s = dynamo_mlir.stats()
-            row["mlir_fallbacks"], row["mlir_graphs"] = where_ops_ran(s), s["graphs_by_kind"]
-    row["mlir_ok"] = losses_match(losses["mlir"], losses["eager"])
+
+
+def _match(got, want, tol) -> str:
+    if torch.allclose(got, want, **tol):
+        return "yes"
+    return f"NO (max abs err {(got - want).abs().max().item():.1e})"
+
+
+def measure(name, w: Inference, repeats, device, backends):
+    row = {"name": name, "group": w.group}
+    calls = OVERHEAD_CALLS if w.group == "overhead" else 1
+    _fresh()
+    with torch.no_grad():
+        reference = w.fn(*w.inputs)
+        fns = {backend: _compiled(w.fn, how) for backend, how in backends.items()}
+        _record(row, time_backends(fns, w.inputs, repeats, device, calls))
+        row["mlir_fallbacks"] = where_ops_ran(dynamo_mlir.stats())
+        # Every mlir variant (on CUDA's one-op graphs also reduce-overhead) against eager.
+        verdicts = {b: _match(f(*w.inputs), reference, w.tol) for b, f in fns.items() if b.startswith("mlir")}
+        wrong = [f"{b}: {v}" for b, v in verdicts.items() if v != "yes"]
+        row["mlir_ok"] = "; ".join(wrong) if wrong else "yes"
     return row
+
+
+def measure_training(name, w: Training, repeats, device, backends):
+    """Like measure, for a training step: one model/optimizer copy per backend, same steps."""
+    row, losses = {"name": name, "group": w.group}, {backend: [] for backend in backends}
+    _fresh()
+
+    def recording(backend, how):
+        step = _compiled(make_step(w), how)
+        return lambda *a: losses[backend].append(step(*a))
+
+    fns = {backend: recording(backend, how) for backend, how in backends.items()}
+    _record(row, time_backends(fns, (w.inputs, w.target), repeats, device))
+    row["mlir_fallbacks"] = where_ops_ran(dynamo_mlir.stats())
+    row["mlir_ok"] = "yes" if losses_match(losses["mlir"], losses["eager"]) else "NO (losses differ)"
+    return row
+
+
+MEASURE = {Inference: measure, Training: measure_training}
 
 
 def where_ops_ran(s: dict) -> str:
@@ -125,45 +148,200 @@ def where_ops_ran(s: dict) -> str:
     return f"{s['ops_fallback']} / {s['runtime_fallback_calls']} / {s['ops_library']}"
 
 
-def table(rows) -> str:
-    head = ("| workload | eager ms | inductor ms | mlir ms | eager/mlir | inductor/mlir | "
+def measure_all(chosen, args, backends) -> list[dict]:
+    rows = []
+    for name, w in chosen.items():
+        t0 = time.perf_counter()
+        how = backends | (REDUCE_OVERHEAD if w.group == "overhead" and args.device == "cuda" else {})
+        try:
+            rows.append(MEASURE[type(w)](name, w, args.repeats, args.device, how))
+        except Exception as e:  # one workload failing leaves the others' figures standing
+            traceback.print_exc()
+            rows.append({"name": name, "group": w.group, "error": f"{type(e).__name__}: {e}".splitlines()[0][:200]})
+        print(f"measured {name} at {torch.get_num_threads()} thread(s) in {time.perf_counter() - t0:.0f} s",
+              file=sys.stderr, flush=True)
+    return rows
+
+
+def _geomean(values) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+RATIOS = (("eager", "mlir"), ("inductor", "mlir"), ("eager", "inductor"))
+
+
+def ms_table(rows, geomean: bool) -> str:
+    head = ("| workload | eager ms | inductor ms | mlir ms | eager/mlir | inductor/mlir | eager/inductor | "
             "compile s (inductor / mlir) | mlir eager ops / run-time fallback calls / library calls | matches |")
-    lines = [head, "|" + "---|" * 9]
+    lines = [head, "|" + "---|" * 10]
     for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['name']} | | | | | | | | | error: {r['error']} |")
+            continue
+        ratios = " | ".join(f"{r[a] / r[b]:.2f}" for a, b in RATIOS)
         lines.append(
-            f"| {r['name']} | {r['eager'] * 1e3:.3f} | {r['inductor'] * 1e3:.3f} | {r['mlir'] * 1e3:.3f} | "
-            f"{r['eager'] / r['mlir']:.2f} | {r['inductor'] / r['mlir']:.2f} | "
+            f"| {r['name']} | {r['eager'] * 1e3:.3f} | {r['inductor'] * 1e3:.3f} | {r['mlir'] * 1e3:.3f} | {ratios} | "
             f"{r['inductor_compile']:.1f} / {r['mlir_compile']:.1f} | {r['mlir_fallbacks']} | {r['mlir_ok']} |")
+    done = [r for r in rows if "error" not in r]
+    if geomean and done:
+        ratios = " | ".join(f"**{_geomean(r[a] / r[b] for r in done):.2f}**" for a, b in RATIOS)
+        lines.append(f"| **geomean ({len(done)} workloads)** | | | | {ratios} | | | |")
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
+def us_table(rows, backends) -> str:
+    """Time per call of the one-op graphs, and what each compiled backend adds to eager's."""
+    compiled = [b for b in backends if b != "eager"]
+    head = ("| graph | " + " | ".join(f"{b} us" for b in backends) + " | "
+            + " | ".join(f"{b} - eager us" for b in compiled) + " | compile s (mlir) | matches |")
+    lines = [head, "|" + "---|" * (len(backends) + len(compiled) + 3)]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['name']} |" + " |" * (len(backends) + len(compiled) + 1) + f" error: {r['error']} |")
+            continue
+        times = " | ".join(f"{r[b] * 1e6:.1f}" for b in backends)
+        extra = " | ".join(f"{(r[b] - r['eager']) * 1e6:+.1f}" for b in compiled)
+        lines.append(f"| {r['name']} | {times} | {extra} | {r['mlir_compile']:.1f} | {r['mlir_ok']} |")
+    return "\n".join(lines)
+
+
+def report(rows, args, threads: str) -> str:
+    where = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    what = "training steps" if args.train else "calls"
+    parts = [f"## {where}, {threads}", "",
+             f"Median of {args.repeats} {what} per backend (taken round-robin over the backends) after "
+             f"{WARMUP_CALLS} warm-up calls; a ratio a/b > 1 "
+             "means b is faster. Compile s: first call minus a steady call."]
+    for group, title in (("models", "Training steps" if args.train else "Models"), ("kernels", "Kernels")):
+        chosen = [r for r in rows if r["group"] == group]
+        if chosen:
+            parts += ["", f"### {title}", "", ms_table(chosen, geomean=group == "models")]
+    overhead = [r for r in rows if r["group"] == "overhead"]
+    if overhead:
+        backends = list(BACKENDS) + (list(REDUCE_OVERHEAD) if args.device == "cuda" else [])
+        parts += ["", f"### Per-call overhead (one-op graphs; microseconds per call, samples of {OVERHEAD_CALLS} "
+                      "calls)", "", us_table(overhead, backends)]
+    return "\n".join(parts) + "\n"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    except OSError:
+        names = []
+    return f"{names[0] if names else platform.processor() or 'unknown CPU'} ({os.cpu_count()} logical CPUs)"
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=os.path.dirname(os.path.abspath(__file__)),
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def header(args) -> str:
+    machine = _cpu_model() + (f"; GPU {torch.cuda.get_device_name()}" if args.device == "cuda" else "")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
+    lines = ["# bench_models: eager vs inductor vs mlir", "",
+             f"- date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+             f"- torch {torch.__version__}, dynamo-mlir {_commit()}, Python {platform.python_version()}",
+             f"- machine: {machine}; load average at start: {load}",
+             f"- command: `{shlex.join(sys.orig_argv)}` (in {os.getcwd()})",
+             "- inductor compiles cold, as mlir: a fresh cache folder, its FX graph and AOTAutograd caches off"]
+    if not HAVE_TRANSFORMERS:
+        lines.append("- transformers is not installed: GPT-2, BERT, LLaMA and the GPT-2 training step are left out")
+    if args.device == "cuda":
+        lines.append("- TF32 off (matmul and cuDNN): float32 compared with float32")
+    return "\n".join(lines) + "\n"
+
+
+def thread_counts(text: str) -> dict[int, str]:
+    """'default,1' -> {torch's default: its label, 1: '1 thread'}, each count once."""
+    default = torch.get_num_threads()
+    counts = [default if t.strip() == "default" else int(t) for t in text.split(",") if t.strip()]
+    return {n: f"{n} thread(s)" + (" (torch's default)" if n == default else "") for n in counts}
+
+
+def cold_inductor() -> str:
+    """A fresh inductor cache folder for this run, its FX graph and AOTAutograd caches off: its
+    compile times are then cold like mlir's, whatever earlier runs left on disk."""
+    import torch._functorch.config
+    import torch._inductor.config
+
+    folder = tempfile.mkdtemp(prefix="bench_models_inductor_")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+    torch._inductor.config.fx_graph_cache = False
+    torch._functorch.config.enable_autograd_cache = False
+    return folder
+
+
+def warm_up(device: str):
+    """Pay each backend's one-time start-up (imports, inductor's headers) outside the tables."""
+    x = torch.ones(4, device=device)
+    for how in BACKENDS.values():
+        _fresh()
+        _compiled(lambda t: t + 1, how)(x)
+
+
+def choose(args) -> dict:
+    chosen = (train_workloads(args.device) if args.train
+              else inference_workloads(args.device) | train_workloads(args.device, everything=False))
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = sorted(set(wanted) - set(chosen))
+        if unknown:
+            raise SystemExit(f"bench_models: unknown workload(s) {unknown}; known: {sorted(chosen)}")
+        chosen = {k: v for k, v in chosen.items() if k in wanted}
+    return chosen
+
+
+def parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to run (default cpu)")
-    parser.add_argument("--repeats", type=int, default=30, help="timed calls per backend (median reported)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed calls per backend, median reported "
+                                                                 "(default 20; 5 with --quick)")
+    parser.add_argument("--threads", default=None,
+                        help="comma-separated torch intra-op thread counts, each its own table; 'default' is "
+                             "torch's (default: 'default,1' on cpu, 'default' on cuda and with --quick)")
     parser.add_argument("--only", default="", help="comma-separated workload names")
-    parser.add_argument("--train", action="store_true", help="time training steps (train_workloads.py)")
-    parser.add_argument("--out", default="", help="also write the table (markdown) to this file")
-    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--train", action="store_true", help="all training steps instead (train_workloads.py)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 5 repeats, one thread count")
+    parser.add_argument("--out", default="", help="also write the tables (markdown) to this file")
     args = parser.parse_args(argv)
-    if args.threads:  # on a shared machine, an oversubscribed OpenMP pool makes eager times noise
-        torch.set_num_threads(args.threads)
-    chosen = train_workloads(args.device) if args.train else workloads(args.device)
-    if args.only:
-        chosen = {k: v for k, v in chosen.items() if k in args.only.split(",")}
-    rows = []
-    for name, work in chosen.items():
-        run = measure_training if args.train else measure
-        rows.append(run(name, *work, args.repeats, args.device))
-        print(f"measured {name}", file=sys.stderr, flush=True)
-    where = torch.cuda.get_device_name() if args.device == "cuda" else f"cpu, {torch.get_num_threads()} threads"
-    what = "training steps" if args.train else "calls"
-    text = (f"torch {torch.__version__}, {where}, median of {args.repeats} {what}; "
-            f"ratios > 1 mean mlir is faster\n\n{table(rows)}\n")
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    args.repeats = args.repeats or (5 if args.quick else 20)
+    args.threads = args.threads or ("default" if args.quick or args.device == "cuda" else "default,1")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("bench_models: --device cuda needs a CUDA GPU, and torch sees none here "
+              f"(torch {torch.__version__}); use --device cpu", file=sys.stderr)
+        return 2
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    counts = thread_counts(args.threads)
+    chosen = choose(args)
+    folder = cold_inductor()
+    text = header(args)
+    print(text, flush=True)
+    try:
+        warm_up(args.device)
+        for n, label in counts.items():  # on a shared machine, an oversubscribed OpenMP pool makes times noise
+            torch.set_num_threads(n)
+            section = report(measure_all(chosen, args, BACKENDS), args, label)
+            print(section, flush=True)
+            text += "\n" + section
+            if args.out:  # after each table, so that an interrupted run keeps what it measured
+                with open(args.out, "w") as f:
+                    f.write(text)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

@@ -10,4 +10,4 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.
 python3 -c "import cuda.bindings, llvmlite, torch; print('cuda-bindings', cuda.bindings.__version__, 'llvmlite', llvmlite.__version__, 'torch', torch.__version__)" | tee -a $OUT/gpu.txt
 timeout ${TEST_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider tests/test_cuda_ptx.py tests/test_cuda_runtime.py tests/test_cuda_models.py ${PYTEST_ARGS} 2>&1 | tee $OUT/pytest.log | tail -25
 [ -n "$SKIP_BENCH" ] || timeout ${BENCH_TIMEOUT:-240} python3 benchmarks/bench_cuda.py --device cuda --out $OUT/bench_cuda.md 2>&1 | tee $OUT/bench_cuda.log | tail -30
-[ -n "$SKIP_MODELS" ] || timeout ${MODELS_TIMEOUT:-240} python3 benchmarks/bench_models.py --device cuda --out $OUT/bench_models.md 2>&1 | tee $OUT/bench_models.log | tail -30
+[ -n "$SKIP_MODELS" ] || timeout ${MODELS_TIMEOUT:-600} python3 benchmarks/bench_models.py --device cuda --out $OUT/bench_models.md 2>&1 | tee $OUT/bench_models.log | tail -30

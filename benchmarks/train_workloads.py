@@ -1,40 +1,78 @@
-"""Training-step workloads for bench_models.py --train: forward + loss + backward + optimizer step.
+"""Training-step workloads of bench_models.py: forward + loss + backward + optimizer step.
 
-Each backend gets its own copy of the model and optimizer, made from one seeded model, so every
-backend runs the same sequence of steps from the same weights; the steps' losses are compared
-against eager's (same step count, so the same trajectory) to say whether mlir matched.
+The GPT-2 step is part of the default run; --train runs all of them. Each backend gets its own
+copy of the model and optimizer, made from one seeded model, so every backend runs the same
+sequence of steps from the same weights; the steps' losses are compared against eager's (same
+step count, so the same trajectory) to say whether mlir matched.
 """
 
 import copy
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-from dynamo_mlir.tools.models import mlp, transformer_block
+from dynamo_mlir.tools.models import hf_model, mlp, transformer_block
+from workloads import HAVE_TRANSFORMERS, TOKENS, VOCAB, WIDTH, Logits, tokens
+
+
+@dataclass
+class Training:
+    model: nn.Module
+    make_optimizer: Callable[[nn.Module], torch.optim.Optimizer]
+    inputs: torch.Tensor
+    target: torch.Tensor
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.mse_loss
+    group: str = "models"  # the table it is reported in
 
 
 def _adam(model):
     return torch.optim.Adam(model.parameters(), lr=1e-3)
 
 
-def train_workloads(device: str):
-    """name -> (model factory result, optimizer factory, inputs, target)."""
-    torch.manual_seed(0)
-    table = {
-        "train_mlp_b256_adam": (mlp(), _adam, torch.randn(256, 10), torch.randn(256, 1)),
-        "train_transformer_block_adam": (transformer_block(), _adam, torch.randn(8, 16, 64), torch.randn(8, 16, 64)),
-    }
-    return {name: (m.to(device), opt, x.to(device), y.to(device)) for name, (m, opt, x, y) in table.items()}
+def _adamw(model):
+    return torch.optim.AdamW(model.parameters(), lr=1e-3)
 
 
-def make_step(model, make_optimizer):
-    """A fresh copy of `model` and its optimizer, and the step function over them."""
-    model = copy.deepcopy(model).train()
-    opt = make_optimizer(model)
-    loss_fn = torch.nn.MSELoss()
+def _token_loss(logits, labels):
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten())
+
+
+def _gpt2_step(g) -> Training:
+    """GPT-2 (as in the inference table) predicting each next token (wrapping around), AdamW."""
+    ids = tokens(g)
+    model = Logits(hf_model("gpt2", width=WIDTH, vocab=VOCAB, positions=TOKENS[1]), "input_ids")
+    return Training(model, _adamw, ids, ids.roll(-1, dims=1), _token_loss)
+
+
+def train_workloads(device: str, everything: bool = True) -> dict[str, Training]:
+    """name -> Training on `device`: all of them, or (everything=False) the GPT-2 step only
+    (none without transformers). Each is built from seed 0."""
+    builders = {"train_gpt2_adamw": lambda: _gpt2_step(torch.Generator().manual_seed(0))} if HAVE_TRANSFORMERS else {}
+    if everything:
+        builders |= {
+            "train_mlp_b256_adam": lambda: Training(mlp(), _adam, torch.randn(256, 10), torch.randn(256, 1)),
+            "train_transformer_block_adam": lambda: Training(transformer_block(), _adam, torch.randn(8, 16, 64),
+                                                             torch.randn(8, 16, 64)),
+        }
+    table = {}
+    for name, build in builders.items():
+        torch.manual_seed(0)
+        w = table[name] = build()
+        w.model, w.inputs, w.target = w.model.to(device), w.inputs.to(device), w.target.to(device)
+    return table
+
+
+def make_step(w: Training):
+    """A fresh copy of the workload's model and its optimizer, and the step function over them."""
+    model = copy.deepcopy(w.model).train()
+    opt = w.make_optimizer(model)
 
     def step(x, y):
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
+        loss = w.loss(model(x), y)
         loss.backward()
         opt.step()
         return loss

@@ -6,18 +6,14 @@ A `Case` builds the model and one fixed batch: the model's inputs, the name of i
 (compared in inference) and a training target with the loss that uses it.
 """
 
-import os
 from dataclasses import dataclass
 from typing import Callable
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # random weights only: nothing may be fetched
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import transformers
 
-from dynamo_mlir.tools.models import mlp, randomize_batchnorm
+from dynamo_mlir.tools.models import hf_model, mlp, randomize_batchnorm
 
 VOCAB, BATCH, SEQ = 1000, 2, 16
 
@@ -31,12 +27,10 @@ class Case:
     transformer: bool = True  # has an attn_implementation to choose
 
 
-def _hf(model_cls, config_cls, **config):
-    def build(attn_implementation):
-        cfg = config_cls(**config, attn_implementation=attn_implementation)
-        return model_cls(cfg)
-
-    return build
+def _hf(name):
+    """The builder of tools/models.py's transformers model `name`, 64 wide (the benchmarks build
+    the same architectures wider)."""
+    return lambda attn_implementation: hf_model(name, width=64, vocab=VOCAB, attn_implementation=attn_implementation)
 
 
 def _tokens(g, *shape):
@@ -70,10 +64,6 @@ def _token_loss(logits, labels):
     return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
 
 
-_DECODER = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                max_position_embeddings=64, attention_dropout=0.0, use_cache=False, tie_word_embeddings=False)
-
-
 class ResNetCNN(nn.Module):
     """Stem conv-bn-relu, two residual blocks (conv-bn-relu-conv-bn + skip, relu; the second
     downsamples with a 1x1 conv-bn on the skip path), global average pool, linear."""
@@ -101,34 +91,13 @@ class ResNetCNN(nn.Module):
 
 
 CASES = {
-    "gpt2": Case(
-        _hf(transformers.GPT2LMHeadModel, transformers.GPT2Config, vocab_size=VOCAB, n_positions=64, n_embd=64,
-            n_layer=2, n_head=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False,
-            bos_token_id=VOCAB - 1, eos_token_id=VOCAB - 1),
-        _causal_lm_batch, "logits", _token_loss),
-    "bert": Case(
-        _hf(transformers.BertForMaskedLM, transformers.BertConfig, vocab_size=VOCAB, hidden_size=64,
-            num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, max_position_embeddings=64,
-            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
-        _padded_batch, "logits", _token_loss),
-    "llama": Case(
-        _hf(transformers.LlamaForCausalLM, transformers.LlamaConfig, **_DECODER, num_attention_heads=4,
-            num_key_value_heads=4),
-        _causal_lm_batch, "logits", _token_loss),
+    "gpt2": Case(_hf("gpt2"), _causal_lm_batch, "logits", _token_loss),
+    "bert": Case(_hf("bert"), _padded_batch, "logits", _token_loss),
+    "llama": Case(_hf("llama"), _causal_lm_batch, "logits", _token_loss),
     # Grouped-query attention (2 key/value heads shared by 4 query heads) with rotary embeddings.
-    "qwen2": Case(
-        _hf(transformers.Qwen2ForCausalLM, transformers.Qwen2Config, **_DECODER, num_attention_heads=4,
-            num_key_value_heads=2),
-        _causal_lm_batch, "logits", _token_loss),
-    "t5": Case(
-        _hf(transformers.T5ForConditionalGeneration, transformers.T5Config, vocab_size=VOCAB, d_model=64, d_kv=16,
-            d_ff=128, num_layers=2, num_heads=4, dropout_rate=0.0, use_cache=False),
-        _seq2seq_batch, "logits", _token_loss),
-    "vit": Case(
-        _hf(transformers.ViTForImageClassification, transformers.ViTConfig, hidden_size=64, num_hidden_layers=2,
-            num_attention_heads=4, intermediate_size=128, image_size=16, patch_size=4, num_labels=10,
-            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
-        _image_batch, "logits", F.cross_entropy),
+    "qwen2": Case(_hf("qwen2"), _causal_lm_batch, "logits", _token_loss),
+    "t5": Case(_hf("t5"), _seq2seq_batch, "logits", _token_loss),
+    "vit": Case(_hf("vit"), _image_batch, "logits", F.cross_entropy),
     # Non-trivial running statistics, so that inference's batch norm is really exercised.
     "resnet": Case(lambda _: randomize_batchnorm(ResNetCNN()), _image_batch, None, F.cross_entropy, transformer=False),
     "mlp": Case(lambda _: mlp(), lambda g: ({"input": torch.randn(BATCH * 8, 10, generator=g)},

@@ -1,6 +1,8 @@
 """Reference models shared by the demo, the benchmarks and the tests."""
 
+import importlib
 import math
+import os
 
 import torch
 import torch.nn as nn
@@ -11,12 +13,15 @@ def mlp() -> nn.Module:
     return nn.Sequential(nn.Linear(10, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 1))
 
 
-def cnn() -> nn.Module:
-    """conv-bn-relu-maxpool x2, then linear; input (batch, 3, 32, 32)."""
+def cnn(stages: int = 2, image: int = 32) -> nn.Module:
+    """conv-bn-relu-maxpool x `stages` (16, 32, 64, ... channels), then linear; input (batch, 3, image, image)."""
     def stage(cin, cout):
         return [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2)]
 
-    return nn.Sequential(*stage(3, 16), *stage(16, 32), nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
+    channels = [3] + [16 << i for i in range(stages)]
+    layers = [layer for cin, cout in zip(channels, channels[1:]) for layer in stage(cin, cout)]
+    side = image >> stages
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(channels[-1] * side * side, 10))
 
 
 class TransformerBlock(nn.Module):
@@ -73,3 +78,61 @@ class TinyGPT(nn.Module):
             x = x + self.attention(b, b["ln1"](x))
             x = x + b["out"](F.gelu(b["fc"](b["ln2"](x)), approximate="tanh"))
         return self.head(self.ln_f(x))
+
+
+# Hugging Face transformers architectures from small configs, random weights, dropout off (so that
+# compiled and eager runs compare value by value): name -> (model class, config class, config of
+# (width, layers, vocab, positions)). Heads: 4; MLP width: 2 x width (GPT-2: its default, 4 x).
+_HEADS = 4
+
+
+def _gpt2(w, layers, vocab, positions):
+    return dict(vocab_size=vocab, n_positions=positions, n_embd=w, n_layer=layers, n_head=_HEADS, resid_pdrop=0.0,
+                embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False, bos_token_id=vocab - 1, eos_token_id=vocab - 1)
+
+
+def _bert(w, layers, vocab, positions):
+    return dict(vocab_size=vocab, hidden_size=w, num_hidden_layers=layers, num_attention_heads=_HEADS,
+                intermediate_size=2 * w, max_position_embeddings=positions, hidden_dropout_prob=0.0,
+                attention_probs_dropout_prob=0.0)
+
+
+def _decoder(kv_heads):
+    def config(w, layers, vocab, positions):
+        return dict(vocab_size=vocab, hidden_size=w, intermediate_size=2 * w, num_hidden_layers=layers,
+                    max_position_embeddings=positions, attention_dropout=0.0, use_cache=False,
+                    tie_word_embeddings=False, num_attention_heads=_HEADS, num_key_value_heads=kv_heads)
+    return config
+
+
+def _t5(w, layers, vocab, positions):
+    return dict(vocab_size=vocab, d_model=w, d_kv=w // _HEADS, d_ff=2 * w, num_layers=layers, num_heads=_HEADS,
+                dropout_rate=0.0, use_cache=False)
+
+
+def _vit(w, layers, vocab, positions):  # 16x16 images in 4x4 patches, 10 classes
+    return dict(hidden_size=w, num_hidden_layers=layers, num_attention_heads=_HEADS, intermediate_size=2 * w,
+                image_size=16, patch_size=4, num_labels=10, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+HF_MODELS = {
+    "gpt2": ("GPT2LMHeadModel", "GPT2Config", _gpt2),
+    "bert": ("BertForMaskedLM", "BertConfig", _bert),
+    "llama": ("LlamaForCausalLM", "LlamaConfig", _decoder(kv_heads=_HEADS)),
+    # Grouped-query attention: 2 key/value heads shared by the 4 query heads.
+    "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", _decoder(kv_heads=2)),
+    "t5": ("T5ForConditionalGeneration", "T5Config", _t5),
+    "vit": ("ViTForImageClassification", "ViTConfig", _vit),
+}
+
+
+def hf_model(name: str, width: int = 64, layers: int = 2, vocab: int = 1000, positions: int = 64,
+             attn_implementation: str | None = None) -> nn.Module:
+    """A transformers model of HF_MODELS with random weights; attn_implementation None is
+    transformers' default (SDPA). transformers (the `test` extra) is imported only here."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # random weights only: nothing may be fetched
+    transformers = importlib.import_module("transformers")
+    model_cls, config_cls, config = HF_MODELS[name]
+    cfg = getattr(transformers, config_cls)(**config(width, layers, vocab, positions),
+                                            attn_implementation=attn_implementation)
+    return getattr(transformers, model_cls)(cfg)
