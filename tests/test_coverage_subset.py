@@ -23,7 +23,9 @@ SUBSET = [
     "median", "searchsorted", "cummax", "scatter_add", "index_put", "nn.functional.conv3d",
     "nn.functional.avg_pool2d", "cdist", "frexp", "nn.functional.glu", "nonzero_static",
 ]
-COMPILED_FLOOR = 47
+# 47 until float32 convolutions became torch calls (codegen/cpu/library_conv.py): conv3d's samples
+# without a bias now run no op in generated code, which the sweep counts as "fallback", not "compiled".
+COMPILED_FLOOR = 46
 SAMPLES = 3
 
 

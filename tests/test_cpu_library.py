@@ -1,14 +1,23 @@
-"""cpu target: float32/float64 matmuls as calls to MKL's sgemm_/dgemm_ (codegen/cpu/library.py).
+"""cpu target: float32/float64 matmuls as calls to MKL's sgemm_/dgemm_ (codegen/cpu/library.py),
+convolutions as calls to torch's own kernel (codegen/cpu/library_conv.py).
 
-Numerics against eager for every shape BLAS is handed (plain, transposed, batched, sliced
-operands, f64), what is counted as a library call, what stays in our loops (integers, dynamic
-shapes, the off switch), and the call itself in the llvm stage's IR."""
+Numerics against eager for every shape the library is handed (matmul: plain, transposed, batched,
+sliced operands, f64; convolution: stride, padding, dilation, groups, bias, batch 1 and 8, 1-d to
+3-d, sliced and channels-last inputs, f64, the CNN), what is counted as a library call, what stays
+in our loops (integers, dynamic shapes, the off switch), the call itself in the llvm stage's IR,
+and a failed call raising."""
 
 import pytest
 import torch
+import torch.nn.functional as F
+from torch.fx.experimental.proxy_tensor import make_fx
 
 import dynamo_mlir
-from helpers import assert_all_compiled, compile_and_run, read_stage
+from dynamo_mlir.codegen import config
+from dynamo_mlir.codegen.target import get_target
+from dynamo_mlir.frontend.compile import build_region
+from dynamo_mlir.tools.models import cnn, randomize_batchnorm
+from helpers import assert_all_compiled, assert_close_to_float32, compile_and_run, read_stage
 
 MM = {"aten.mm.default": 1}
 BMM = {"aten.bmm.default": 1}
@@ -104,3 +113,129 @@ def test_batch_matmul_calls_once_per_batch(tmp_path):
            options={"dump_dir": str(tmp_path)}, library=BMM)
     loops = read_stage(str(tmp_path), "loops")
     assert loops.count("call @dgemm_(") == 1 and "scf.for" in loops
+
+
+# ----------------------------------------------------------------------------- convolution
+# Float convolutions as torch's own kernel through its C shim (codegen/cpu/library_conv.py).
+
+CONV = {"aten.convolution.default": 1}
+
+
+def _check_conv(fn, *inputs, library=CONV, options=None):
+    return _check(fn, *inputs, library=library, options=options, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("stride,padding,dilation,groups", [
+    (1, 0, 1, 1), (1, 1, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), ((2, 1), (0, 3), (1, 2), 1), (1, 1, 1, 2), (2, 1, 1, 4)])
+def test_conv2d_matches_eager(batch, bias, stride, padding, dilation, groups):
+    x, w = torch.randn(batch, 8, 13, 15), torch.randn(12, 8 // groups, 3, 3)
+    b = torch.randn(12) if bias else None
+
+    def conv(x, w):
+        return F.conv2d(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+
+    _check_conv(conv, x, w)
+
+
+def test_depthwise_conv2d_matches_eager():
+    conv = torch.nn.Conv2d(16, 16, 5, padding=2, groups=16)
+    _check_conv(conv, torch.randn(4, 16, 20, 20))
+
+
+def test_conv2d_of_a_channels_last_input():
+    conv = torch.nn.Conv2d(6, 10, 3, padding=1)
+    _check_conv(conv, torch.randn(2, 6, 9, 11).to(memory_format=torch.channels_last))
+
+
+def test_conv2d_of_a_slice_reads_it_in_place(tmp_path):
+    """A strided view (a slice of a wider input) is described to torch by its strides, not copied."""
+    def fn(x, w):
+        return F.conv2d(x[:, :, 2:18, 1:19], w, stride=2, padding=1, groups=2)
+
+    s = _check_conv(fn, torch.randn(2, 6, 20, 20), torch.randn(4, 3, 3, 3), options={"dump_dir": str(tmp_path)})
+    assert s["compiled_ops"] == {"aten.slice.Tensor": 2}
+    loops = read_stage(str(tmp_path), "loops")
+    assert "memref.copy" not in loops and "strided<[2400, 400, 20, 1], offset: 41>" in loops
+
+
+def test_conv2d_float64_matches_eager():
+    x, w = torch.randn(3, 4, 10, 10, dtype=torch.float64), torch.randn(5, 4, 3, 3, dtype=torch.float64)
+    _check_conv(lambda x, w: F.conv2d(x, w, padding=1), x, w)
+
+
+def test_conv1d_and_conv3d_match_eager():
+    _check_conv(torch.nn.Conv1d(4, 6, 5, stride=2, padding=2, dilation=3), torch.randn(3, 4, 40))
+    torch._dynamo.reset()
+    dynamo_mlir.reset()
+    _check_conv(torch.nn.Conv3d(4, 6, 3, stride=(1, 2, 2), padding=1, groups=2), torch.randn(2, 4, 6, 8, 8))
+
+
+def test_bfloat16_conv_computes_in_float32():
+    """Half types are converted to float32 by the importer: that float32 convolution is the library's."""
+    x, w = torch.randn(2, 4, 9, 9), torch.randn(6, 4, 3, 3)
+    got = compile_and_run(lambda x, w: F.conv2d(x, w, padding=1), x.bfloat16(), w.bfloat16())
+    assert_close_to_float32(got, F.conv2d(x.bfloat16().float(), w.bfloat16().float(), padding=1), magnitude_rtol=1e-5)
+    assert_all_compiled(min_ops=0, library=CONV)
+
+
+def test_integer_conv_stays_in_our_loops():
+    x, w = torch.randint(-3, 3, (1, 2, 6, 6)), torch.randint(-3, 3, (3, 2, 3, 3))
+    got = compile_and_run(lambda x, w: torch.ops.aten.convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+                          x, w)
+    torch.testing.assert_close(got, F.conv2d(x.double(), w.double(), padding=1).long())
+    s = assert_all_compiled(library={})
+    assert "aten.convolution.default" in s["compiled_ops"]
+
+
+def test_cnn_convolutions_are_library_calls_and_the_rest_compiled():
+    torch.manual_seed(0)
+    model = randomize_batchnorm(cnn()).eval()
+    with torch.no_grad():
+        s = _check(model, torch.randn(8, 3, 32, 32), library={"aten.convolution.default": 2, "aten.mm.default": 1},
+                   rtol=1e-4, atol=1e-5)
+    assert s["ops_fallback"] == 0 and s["ops_library"] == 3
+    assert s["compiled_ops"]["aten.relu.default"] == 2 and s["compiled_ops"]["aten.max_pool2d_with_indices.default"] == 2
+
+
+def test_cnn_with_the_switch_off_is_all_our_loops():
+    torch.manual_seed(0)
+    model = randomize_batchnorm(cnn()).eval()
+    with torch.no_grad():
+        s = _check(model, torch.randn(2, 3, 32, 32), library={}, options={"library_matmul": False}, rtol=1e-4, atol=1e-5)
+    assert s["ops_library"] == 0 and s["ops_fallback"] == 0
+    assert s["compiled_ops"]["aten.convolution.default"] == 2
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_conv_switch_in_the_llvm_stage(tmp_path, on):
+    """library_matmul on: the final LLVM module calls torch's convolution; off: our loops, no call."""
+    conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+    _check_conv(conv, torch.randn(2, 3, 12, 12), options={"dump_dir": str(tmp_path), "library_matmul": on},
+                library=CONV if on else {})
+    llvm = read_stage(str(tmp_path), "llvm")
+    assert ("llvm.call @aoti_torch_cpu_convolution(" in llvm) == on
+    assert ("llvm.func @aoti_torch_cpu_convolution(" in llvm) == on
+    assert ("linalg.conv_2d_nchw_fchw" in read_stage(str(tmp_path), "linalg")) != on
+
+
+def _loaded_conv_region():
+    """The cpu target's callable for one aten.convolution graph, as build_region loads it."""
+    def conv(x, w):
+        return torch.ops.aten.convolution(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+
+    x, w = torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3)
+    target = get_target("cpu")
+    return build_region(make_fx(conv)(x, w), target, config.resolve({"target": "cpu"}), "conv"), x, w, conv(x, w)
+
+
+def test_a_failed_library_call_raises():
+    """A call whose status is not success (torch has logged the C++ exception) raises after the
+    call, once: the runtime reads the status the generated code or-ed into the module's global."""
+    region, x, w, want = _loaded_conv_region()
+    torch.testing.assert_close(region(x, w)[0], want, rtol=1e-4, atol=1e-5)
+    region._status.value = 1  # as a failed call leaves it
+    with pytest.raises(RuntimeError, match="torch library call of the compiled code failed"):
+        region(x, w)
+    torch.testing.assert_close(region(x, w)[0], want, rtol=1e-4, atol=1e-5)  # the status was reset

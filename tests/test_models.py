@@ -20,10 +20,10 @@ MODELS = {
     "transformer_block": (transformer_block, lambda: torch.randn(2, 16, 64)),
 }
 # The float32 matmuls the cpu target runs as MKL calls (library_matmul): one mm per linear layer,
-# and attention's two bmm (q k^T, then the weights times v).
+# and attention's two bmm (q k^T, then the weights times v); its convolutions as torch's kernel.
 LIBRARY = {
     "mlp": {"aten.mm.default": 3},
-    "cnn": {"aten.mm.default": 1},
+    "cnn": {"aten.mm.default": 1, "aten.convolution.default": 2},
     "transformer_block": {"aten.mm.default": 4, "aten.bmm.default": 2},
 }
 

@@ -64,10 +64,13 @@ CASES = [
     ("pad", lambda a: F.pad(a, (1, 2)), lambda: (r(3, 4),), '"dynamo.pad"', "tensor.pad"),
     ("full", lambda a: a + torch.full((4,), 2.5), lambda: (r(4),), '"dynamo.constant"', "arith.constant"),
     ("arange", lambda a: a + torch.arange(8), lambda: (torch.randint(0, 5, (8,)),), '"dynamo.iota"', "linalg.index"),
+    # our own convolution loops (library_matmul off); with it on, torch's kernel (codegen/cpu/library_conv.py)
     ("conv2d", lambda x, w, b: F.conv2d(x, w, b, padding=1), lambda: (r(2, 3, 8, 8), r(4, 3, 3, 3), r(4)),
      '"dynamo.conv2d"', "linalg.conv_2d_nchw_fchw"),
     ("conv2d_groups", lambda x, w: F.conv2d(x, w, stride=2, groups=2), lambda: (r(2, 4, 9, 9), r(6, 2, 3, 3)),
      '"dynamo.conv2d"', "linalg.conv_2d_ngchw_gfchw"),
+    ("conv2d_library", lambda x, w, b: F.conv2d(x, w, b, padding=1), lambda: (r(2, 3, 8, 8), r(4, 3, 3, 3), r(4)),
+     '"dynamo.conv2d"', "call @aoti_torch_cpu_convolution("),
     ("max_pool2d", lambda x: F.max_pool2d(x, 2), lambda: (r(2, 3, 8, 8),), '"dynamo.pool2d"', "linalg.pooling_nchw_max"),
     ("avg_pool2d", lambda x: F.avg_pool2d(x, 2), lambda: (r(2, 3, 8, 8),), '"dynamo.pool2d"', "linalg.pooling_nchw_sum"),
     ("embedding", lambda w, i: F.embedding(i, w), lambda: (r(20, 6), torch.randint(0, 20, (3, 5))),
@@ -79,10 +82,12 @@ CASES = [
 ]
 
 
-# Cases of our own matmul loops turn the library off; the library cases' matmuls run as MKL calls.
-CASE_OPTIONS = {"matmul": {"library_matmul": False}, "bmm": {"library_matmul": False}, "linear": {"library_matmul": False}}
+# Cases of our own matmul and convolution loops turn the library off; the library cases' matmuls
+# run as MKL calls, their convolutions as torch's.
+CASE_OPTIONS = {name: {"library_matmul": False} for name in ("matmul", "bmm", "linear", "conv2d", "conv2d_groups")}
 CASE_LIBRARY = {"matmul_mkl": {"aten.mm.default": 1}, "bmm_mkl": {"aten.bmm.default": 1},
-                "linear_mkl": {"aten.mm.default": 1}}  # linear: addmm -> mm, then the bias in our loops
+                "linear_mkl": {"aten.mm.default": 1},  # linear: addmm -> mm, then the bias in our loops
+                "conv2d_library": {"aten.convolution.default": 1}}  # the bias in our loops
 
 
 @pytest.mark.parametrize("name,fn,make_inputs,dialect_op,linalg_text", CASES, ids=[c[0] for c in CASES])

@@ -70,8 +70,13 @@ FORWARD = {
 }
 
 
-# Ops whose decomposition has a float32 matmul: it runs in MKL (a library call, counted per op).
+# Ops whose decomposition has a float32 matmul: it runs in MKL (a library call, counted per op);
+# float32 convolutions run torch's kernel (transposed ones: the convolution they are imported as).
+CONV = {"aten.convolution.default": 1}
 FORWARD_LIBRARY = {
+    "conv3d": CONV,
+    "conv3d_grouped_strided": CONV,
+    "conv_transpose2d_padding_beyond_kernel": CONV,
     "addbmm": {"aten.addbmm.default": 1},
     "upsample_bilinear_aa_down": {"aten._upsample_bilinear2d_aa.default": 1},
     "upsample_bilinear_aa_up_corners": {"aten._upsample_bilinear2d_aa.default": 1},
@@ -85,11 +90,18 @@ def test_forward_matches_eager(name):
     _run(fn, *make(), library=FORWARD_LIBRARY.get(name))
 
 
-def test_conv3d_ir(tmp_path):
+@pytest.mark.parametrize("name", ["conv3d", "conv3d_grouped_strided"])
+def test_conv3d_in_our_loops(tmp_path, name):
+    """With library calls off, a 3-d convolution is our own one linalg.generic."""
     torch._dynamo.reset()
     dynamo_mlir.reset()
-    x, w = r(1, 2, 4, 4, 4), r(3, 2, 2, 2, 2)
-    torch.compile(lambda x, w: F.conv3d(x, w), backend="mlir", options={"dump_dir": str(tmp_path)})(x, w)
+    fn, make = FORWARD[name]
+    torch.manual_seed(0)
+    args = make()
+    got = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path), "library_matmul": False})(*args)
+    torch.testing.assert_close(got, fn(*args), rtol=1.3e-6, atol=1e-5)
+    assert dynamo_mlir.stats()["compiled_ops"]["aten.convolution.default"] == 1
+    assert_all_compiled()
     assert '"dynamo.conv2d"' in read_stage(str(tmp_path), "dynamo")
     assert "linalg.generic" in read_stage(str(tmp_path), "linalg")
 
@@ -164,8 +176,8 @@ def test_conv_transpose_half_is_float32_rounded_once(name):
     x, w = (torch.empty(s).uniform_(-9, 9) for s in shapes)
     b = torch.empty(w.shape[1] * kwargs.get("groups", 1)).uniform_(-9, 9)
     conv = F.conv_transpose3d if x.dim() == 5 else F.conv_transpose2d
-    _run(lambda x, w, b: conv(x, w, b, **kwargs), x, w, b, dtype=dtype, magnitude_rtol=1e-5)
-    assert dynamo_mlir.stats()["compiled_ops"].get("aten.convolution.default") == 1, dynamo_mlir.explain()
+    # the float32 convolution it is imported as is torch's kernel (a library call); the rest is ours
+    _run(lambda x, w, b: conv(x, w, b, **kwargs), x, w, b, dtype=dtype, magnitude_rtol=1e-5, library=CONV)
 
 
 @pytest.mark.parametrize("mode,padding_mode,align_corners", [(0, 2, False), (1, 1, True)])

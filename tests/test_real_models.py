@@ -68,8 +68,11 @@ CUDA_LIBRARY_OPS = {"aten.mm.default", "aten.bmm.default", "aten.convolution.def
                     "aten.convolution_backward.default", "aten.max_pool2d_with_indices.default"}
 
 
-# What the cpu target hands to MKL (sgemm_/dgemm_, library_matmul): every float32 matmul here.
-CPU_LIBRARY_OPS = {"aten.mm.default", "aten.bmm.default"}
+# What the cpu target hands to libtorch_cpu (library_matmul): every float32 matmul here to MKL
+# (sgemm_/dgemm_), every float32 convolution (backward: its input and weight gradients are
+# convolutions) to torch's kernel.
+CPU_LIBRARY_OPS = {"aten.mm.default", "aten.bmm.default", "aten.convolution.default",
+                   "aten.convolution_backward.default"}
 
 
 # What stays eager on cuda, and why: the cuda target has no kernel for scatter-style writes
@@ -81,7 +84,7 @@ CUDA_EAGER_OPS = {"aten.index_put.default", "aten.scatter.value"}
 
 def _assert_compiled(caplog, graphs_by_kind, device="cpu"):
     """Every op compiled (on cuda: matmul/conv/pooling as library calls, and the scatter writes
-    above eager, nothing else; on cpu: every matmul an MKL call), in the graphs expected (no graph break), and no compiled region
+    above eager, nothing else; on cpu: every matmul an MKL call, every convolution torch's), in the graphs expected (no graph break), and no compiled region
     ran eagerly at call time either (it would if its inputs differed from what the graph promised)."""
     s = dynamo_mlir.stats()
     library, eager = s["library_ops"], s["fallback_ops"]

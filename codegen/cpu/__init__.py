@@ -4,7 +4,7 @@ from torch_mlir import ir
 
 from ..llvm_text import to_llvmlite_text
 from ..target import Stage, Target
-from . import library, pipeline, runtime
+from . import library, library_conv, pipeline, runtime
 from .options import CPUOptions
 
 
@@ -28,6 +28,11 @@ def _assembly(module: ir.Module) -> str:
     return machine.emit_assembly(parsed)
 
 
+def _library_nodes(module: ir.Module) -> frozenset[str]:
+    """Matmuls run as MKL sgemm_/dgemm_ calls, convolutions as torch's (library_matmul)."""
+    return library.library_nodes(module) | library_conv.library_nodes(module)
+
+
 TARGET = Target(
     name="cpu",
     device_type="cpu",
@@ -39,7 +44,7 @@ TARGET = Target(
     load=runtime.load,
     extra_dumps={"ll": ("ll", _llvm_ir), "s": ("s", _assembly)},
     options_class=CPUOptions,
-    find_library_nodes=library.library_nodes,  # matmuls run as MKL sgemm_/dgemm_ calls (library_matmul)
+    find_library_nodes=_library_nodes,
     doc="Host CPU through MLIR's ExecutionEngine (LLVM ORC JIT).",
     capabilities=frozenset({"serial_loops", "scalar_math"}),  # loops run as written, one thread
 )

@@ -43,15 +43,17 @@ _SWAPPED = {2: [1, 0], 3: [0, 2, 1]}  # a transpose of a matmul operand's last t
 # ----------------------------------------------------------------------------- the process's MKL
 
 
+LIBTORCH_CPU = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
 _loaded = False
 
 
-def load_blas() -> None:
-    """Make MKL's symbols resolvable by the JIT (and by ctypes.CDLL(None)): torch loads
-    libtorch_cpu.so with RTLD_LOCAL, so reopen it with RTLD_GLOBAL (same handle, no second copy)."""
+def load_libtorch() -> None:
+    """Make libtorch_cpu's symbols (MKL's BLAS, torch's C shim) resolvable by the JIT (and by
+    ctypes.CDLL(None)): torch loads it with RTLD_LOCAL, so reopen it with RTLD_GLOBAL (same
+    handle, no second copy)."""
     global _loaded
     if not _loaded:
-        ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"), mode=ctypes.RTLD_GLOBAL)
+        ctypes.CDLL(LIBTORCH_CPU, mode=ctypes.RTLD_GLOBAL)
         _loaded = True
 
 
@@ -69,7 +71,7 @@ def keep_library_matmuls(module: ir.Module) -> None:
     """Before lowering: lower each eligible dynamo.matmul with the generic rule (a named linalg
     op) instead of the cpu rule's loops, so that a later stage can recognise it."""
     generic = registry.lookup("dynamo.matmul", None)
-    for op in _ops_named(module, ("dynamo.matmul",)):
+    for op in ops_named(module, ("dynamo.matmul",)):
         op = op.opview
         if not _eligible(op):
             continue
@@ -96,7 +98,7 @@ def _maps(rank: int, transposed: tuple[bool, bool]) -> list[ir.AffineMap]:
     return [a, b, c]
 
 
-def _ops_named(root, names) -> list[ir.Operation]:
+def ops_named(root, names) -> list[ir.Operation]:
     found = []
 
     def visit(op):
@@ -120,7 +122,7 @@ def _transpose_source(value: ir.Value, rank: int) -> ir.Value | None:
 def fold_transposes(module: ir.Module) -> None:
     """matmul(transpose(x), y) -> matmul with x's indexing map transposed: BLAS reads x as is.
     The transpose, if nothing else uses it, is left dead for canonicalize."""
-    for op in _ops_named(module, NAMED):
+    for op in ops_named(module, NAMED):
         if "indexing_maps" in op.attributes:
             continue
         view = op.opview
@@ -188,7 +190,7 @@ class _Slots:
             self.scalars = [memref.alloca(ir.MemRefType.get([1], elem), [], []) for _ in range(2)]
 
 
-def _ptr(buffer: ir.Value, byte_offset: ir.Value | None = None) -> ir.Value:
+def pointer_to(buffer: ir.Value, byte_offset: ir.Value | None = None) -> ir.Value:
     """An !llvm.ptr to a memref's first element (plus `byte_offset`, an index)."""
     index = ir.IndexType.get()
     base, offset, *_ = memref.extract_strided_metadata(buffer)
@@ -202,16 +204,16 @@ def _ptr(buffer: ir.Value, byte_offset: ir.Value | None = None) -> ir.Value:
 
 def _store(slot: ir.Value, value: ir.Value) -> ir.Value:
     memref.store(value, slot, [arith.constant(ir.IndexType.get(), 0)])
-    return _ptr(slot)
+    return pointer_to(slot)
 
 
-def _declare(module: ir.Module, name: str) -> None:
+def declare(module: ir.Module, name: str, inputs: list[ir.Type], results: list[ir.Type] = ()) -> None:
+    """A private declaration of the external function `name` in `module`, once."""
     for op in module.body.operations:
         if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
             return
-    ptr = llvm.PointerType.get()
     with ir.InsertionPoint(module.body):
-        decl = func.FuncOp(name, ir.FunctionType.get([ptr] * 13, []))
+        decl = func.FuncOp(name, ir.FunctionType.get(list(inputs), list(results)))
         decl.attributes["sym_visibility"] = ir.StringAttr.get("private")
 
 
@@ -274,10 +276,10 @@ def _emit_call(name, slots, op, layout_b, layout_a, ldc, sizes, batch_offsets=No
         _store(slots.trans[1], arith.constant(i8, ord(layout_a[0]))),
         *[_store(slot, arith.constant(i32, v)) for slot, v in zip(slots.ints[:3], (n, m, k))],
         _store(slots.scalars[0], arith.constant(elem, 1.0)),
-        _ptr(b, offsets[1]), _store(slots.ints[3], arith.constant(i32, layout_b[1])),
-        _ptr(a, offsets[0]), _store(slots.ints[4], arith.constant(i32, layout_a[1])),
+        pointer_to(b, offsets[1]), _store(slots.ints[3], arith.constant(i32, layout_b[1])),
+        pointer_to(a, offsets[0]), _store(slots.ints[4], arith.constant(i32, layout_a[1])),
         _store(slots.scalars[1], arith.constant(elem, beta)),
-        _ptr(c, offsets[2]), _store(slots.ints[5], arith.constant(i32, ldc)),
+        pointer_to(c, offsets[2]), _store(slots.ints[5], arith.constant(i32, ldc)),
     ]
     func.call([], name, args)
 
@@ -302,7 +304,7 @@ def call_blas(module: ir.Module) -> None:
         if fn.operation.name != "func.func" or not fn.regions[0].blocks:
             continue
         slots = {}
-        for op in _ops_named(fn, NAMED):
+        for op in ops_named(fn, NAMED):
             plan = _plan(op)
             if plan is None:
                 continue
@@ -310,7 +312,7 @@ def call_blas(module: ir.Module) -> None:
             elem = ir.MemRefType(op.opview.outputs[0].type).element_type
             if str(elem) not in slots:
                 slots[str(elem)] = _Slots(fn.regions[0].blocks[0], elem)
-            _declare(module, name)
+            declare(module, name, [llvm.PointerType.get()] * 13)
             fill = _zero_fill_before(op)
             beta = 1.0 if fill is None else 0.0
             with ir.InsertionPoint(op), op.location:
@@ -326,16 +328,20 @@ def call_blas(module: ir.Module) -> None:
 # ----------------------------------------------------------------------------- after the llvm stage
 
 
-def library_nodes(module: ir.Module) -> frozenset[str]:
-    """FX node names whose ops run as BLAS calls in the final LLVM-dialect module."""
+def nodes_calling(module: ir.Module, symbols) -> frozenset[str]:
+    """FX node names whose ops run as calls to `symbols` in the final LLVM-dialect module."""
     names: set[str] = set()
-    blas = set(GEMM.values())
 
     def visit(op):
         if op.name == "llvm.call" and "callee" in op.attributes:
-            if ir.FlatSymbolRefAttr(op.attributes["callee"]).value in blas:
+            if ir.FlatSymbolRefAttr(op.attributes["callee"]).value in symbols:
                 names.update(nodes_of(op.location))
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
     return frozenset(names)
+
+
+def library_nodes(module: ir.Module) -> frozenset[str]:
+    """FX node names whose ops run as BLAS calls in the final LLVM-dialect module."""
+    return nodes_calling(module, set(GEMM.values()))

@@ -17,6 +17,6 @@ def _opt_level(value: int) -> str | None:
 class CPUOptions(TargetOptions):
     opt_level: int = option(2, "LLVM optimisation level of the JIT (0-3); 2 runs as fast as 3 here and JITs "
                                "~40% sooner.", _opt_level)
-    library_matmul: bool = option(True, "Run float32/float64 matmul and batch matmul with static shapes as calls to "
-                                        "MKL's sgemm_/dgemm_ (the BLAS in libtorch_cpu; stats: ops_library); off: "
-                                        "in our own loops.")
+    library_matmul: bool = option(True, "Run float32/float64 matmul, batch matmul and convolution with static shapes "
+                                        "as library calls into libtorch_cpu: MKL's sgemm_/dgemm_, torch's convolution "
+                                        "(oneDNN) (stats: ops_library); off: in our own loops.")

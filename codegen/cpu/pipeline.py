@@ -6,12 +6,13 @@ from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..passes import run_pipeline
 from ..zero_size import distinct_results
-from . import library
+from . import library, library_conv
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
     if options.target_options.library_matmul:  # BLAS calls later: keep those matmuls named
         library.keep_library_matmuls(module)
+    library_conv.call_library_convs(module, options)  # convolutions -> torch's kernel (library_matmul)
     lower_dynamo_ops(module, target="cpu")
     if options.target_options.library_matmul:
         library.fold_transposes(module)

@@ -2,7 +2,8 @@
 its packed `_mlir_<name>(void**)` wrapper with tensors' data pointers (bare-pointer convention).
 
 Per call: allocate outputs with torch, write pointers into a prebuilt ctypes array, one C call.
-No numpy memref descriptors on this path.
+No numpy memref descriptors on this path. A module calling torch's convolution also reports its
+calls' status in a global (library_conv.py), read after each call: a failure raises.
 
 Functions with dynamic dims use MLIR's default calling convention instead: each memref of rank r
 is 3 + 2r scalars (allocated and aligned pointer, offset, sizes, strides), each behind its own
@@ -20,7 +21,7 @@ from torch_mlir.execution_engine import ExecutionEngine
 
 from ..passes import CompileError
 from ..signature import Signature, SizeSpec
-from . import library
+from . import library, library_conv
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -113,9 +114,33 @@ def check_symbols_resolve(module) -> None:
         raise CompileError("load", f"the generated code calls {missing}, which this process does not provide")
 
 
+class LibraryStatusChecked:
+    """A loaded function whose module calls torch (library_conv.py): after each call, a nonzero
+    status (torch's shim has logged the C++ exception) raises, and is reset for the next call."""
+
+    def __init__(self, inner):
+        self.signature, self._inner = inner.signature, inner
+        address = inner._engine.raw_lookup(library_conv.STATUS)  # the symbol _mlir_<STATUS>
+        if not address:
+            raise CompileError("load", f"the module calls torch but defines no {library_conv.status_name()}")
+        self._status = ctypes.c_int32.from_address(address)
+
+    def __call__(self, *inputs):
+        outputs = self._inner(*inputs)
+        if self._status.value:
+            self._status.value = 0
+            raise RuntimeError("a torch library call of the compiled code failed (torch logged the error above)")
+        return outputs
+
+
+LIBTORCH_SYMBOLS = frozenset(library.GEMM.values()) | library_conv.SYMBOLS
+
+
 def load(artifact, signature: Signature, options):
-    if set(external_symbols(artifact)) & set(library.GEMM.values()):
-        library.load_blas()
+    externals = set(external_symbols(artifact))
+    if externals & LIBTORCH_SYMBOLS:
+        library.load_libtorch()
     check_symbols_resolve(artifact)
     kind = CpuFunction if signature.is_static else DynamicCpuFunction
-    return kind(artifact, signature, opt_level=options.target_options.opt_level)
+    fn = kind(artifact, signature, opt_level=options.target_options.opt_level)
+    return LibraryStatusChecked(fn) if externals & library_conv.SYMBOLS else fn

@@ -1,4 +1,4 @@
-// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu -O library_matmul=false --stage linalg | check
 
 // conv2d with padding 1: the input zero-padded by tensor.pad (5x5 -> 7x7), then linalg's
 // NCHW/FCHW convolution accumulating into a zero fill.

@@ -1,0 +1,242 @@
+"""Convolution on the cpu target through torch's own kernel, the one eager runs (`library_matmul`).
+
+A float32/float64 `dynamo.conv2d` (1-d as 2-d over a unit height, 2-d, 3-d; any groups, stride,
+padding, dilation) with static, non-empty shapes becomes, before lowering, calls to torch's stable
+C shim exported by libtorch_cpu.so (reopened RTLD_GLOBAL by library.load_libtorch):
+
+    aoti_torch_create_tensor_from_blob(x)  aoti_torch_create_tensor_from_blob(w)
+    aoti_torch_cpu_convolution(x, w, no bias, stride, padding, dilation, ..., groups) -> y
+    aoti_torch_create_tensor_from_blob(out)  aoti_torch_copy_(out, y)  aoti_torch_delete_tensor_object x4
+
+That is at::convolution, so the same kernel eager would pick for those shapes and threads
+(oneDNN for a batch, its im2col + MKL GEMM for small ones): eager's numbers, eager's speed. The
+handles only describe our buffers (sizes and strides read from the memrefs at run time: an
+operand may be a strided view); the copy into our output costs about a tenth of the convolution
+(a first 3x3 conv of cnn_b8: 22 us of 206 us), less for deeper layers.
+
+Why not im2col in generated code + MKL's sgemm_ (as library.py calls it)? That is eager's own
+slow path (Slow2d: im2col, then GEMM), and it is slower where eager leaves it for oneDNN. One
+thread, cnn_b8's two convolutions (3x3, padding 1), median of 100 calls, eager's default kernel
+vs the same call with oneDNN off (Slow2d): 8x3x32x32 -> 16 channels 195 vs 194 us, 8x16x16x16 ->
+32 channels 303 vs 549 us; at batch 1 eager picks Slow2d itself (61 us both). Calling
+at::convolution gets whichever is faster, with no im2col buffer of our own to manage.
+
+How the call sits in the tensor program: at the linalg stage the operands become buffers with
+`bufferization.to_buffer read_only` (any layout: the type is fully strided), the result is a
+fresh `memref.alloc` that the calls write, and `bufferization.to_tensor restrict writable` hands
+it back to the tensor world; one-shot bufferization keeps all of it, and where the convolution
+is the function's result, buffer-results-to-out-params makes that alloc the output itself.
+What follows (bias, batch norm, relu) stays our fused loops over that buffer.
+
+A failing call (only out of memory, for static shapes checked at the region's entry) is not
+lost: every call's status is or-ed into the module's global STATUS, which the runtime reads
+after each call and raises on (runtime.py); torch has printed why.
+
+The calls carry the convolution's location, so `library_nodes` counts its FX node as a library
+call for stats(). convolution_backward's input and weight gradients are imported as
+convolutions too (frontend/aten/conv.py), so they take this path as well.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, bufferization, func, llvm, memref
+
+from ...dialects import dynamo as dy
+from ...lowering.loops import if_else
+from .library import LIBTORCH_CPU, declare, nodes_calling, ops_named, pointer_to
+
+ELEMENT_DTYPE = {"f32": "aoti_torch_dtype_float32", "f64": "aoti_torch_dtype_float64"}
+STATUS = "dynamo_library_status"  # the module's global, symbol `_mlir_<STATUS>` (see status_name)
+FROM_BLOB, CONVOLUTION = "aoti_torch_create_tensor_from_blob", "aoti_torch_cpu_convolution"
+COPY, DELETE = "aoti_torch_copy_", "aoti_torch_delete_tensor_object"
+HANDLES = ("x", "w", "y", "out")  # the tensor handles of one convolution, in their slots' order
+
+
+def _signatures() -> dict[str, tuple[list[ir.Type], list[ir.Type]]]:
+    """symbol -> (argument types, result types), from torch's shim.h / c_shim_cpu.h."""
+    ptr, i64, i32 = llvm.PointerType.get(), ir.IntegerType.get_signless(64), ir.IntegerType.get_signless(32)
+    return {
+        FROM_BLOB: ([ptr, i64, ptr, ptr, i64, i32, i32, i32, ptr], [i32]),
+        CONVOLUTION: ([ptr, ptr, ptr, ptr, i64, ptr, i64, ptr, i64, i32, ptr, i64, i64, ptr], [i32]),
+        COPY: ([ptr, ptr, i32], [i32]),
+        DELETE: ([ptr], [i32]),
+    }
+
+
+SYMBOLS = frozenset({FROM_BLOB, CONVOLUTION, COPY, DELETE})
+
+
+@functools.cache
+def _codes() -> dict[str, int]:
+    """torch's dtype and device codes (c10 enums), asked of the shim itself."""
+    lib = ctypes.CDLL(LIBTORCH_CPU)
+    names = {**ELEMENT_DTYPE, "cpu": "aoti_torch_device_type_cpu"}
+    return {key: getattr(lib, symbol)() for key, symbol in names.items()}
+
+
+def status_name() -> str:
+    """The status global's symbol: ExecutionEngine.raw_lookup(name) finds `_mlir_<name>`."""
+    return "_mlir_" + STATUS
+
+
+# ----------------------------------------------------------------------------- linalg stage
+
+
+def _eligible(op) -> bool:
+    """A dynamo.conv2d torch's kernel can take here: float32/float64, every shape static, non-empty."""
+    types = [ir.RankedTensorType(v.type) for v in (op.x, op.weight, op.out)]
+    return (str(types[2].element_type) in ELEMENT_DTYPE
+            and all(t.has_static_shape and 0 not in t.shape for t in types))
+
+
+def _strided(t: ir.RankedTensorType) -> ir.MemRefType:
+    """The memref type of `t` with any layout (sizes and strides are read at run time)."""
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    layout = ir.StridedLayoutAttr.get(dynamic, [dynamic] * t.rank)
+    return ir.MemRefType.get(t.shape, t.element_type, layout)
+
+
+def _i64(v) -> ir.Value:
+    return arith.constant(ir.IntegerType.get_signless(64), v)
+
+
+def _i32(v) -> ir.Value:
+    return arith.constant(ir.IntegerType.get_signless(32), v)
+
+
+class _Frame:
+    """One convolution's stack slots, allocated at the function's entry: its int64 arrays (each
+    operand's sizes and strides, then stride, padding, dilation, output padding) and the handles."""
+
+    def __init__(self, entry: ir.Block, rank: int):
+        i64 = ir.IntegerType.get_signless(64)
+        self.spatial = rank - 2
+        with ir.InsertionPoint.at_block_begin(entry):
+            self.ints = memref.alloca(ir.MemRefType.get([6 * rank + 4 * self.spatial], i64), [], [])
+            self.handles = memref.alloca(ir.MemRefType.get([len(HANDLES)], i64), [], [])
+        self.used = 0
+
+    def array(self, values: list[ir.Value]) -> ir.Value:
+        """A pointer to the next len(values) int64 slots, holding `values` (i64 or index)."""
+        start, i64 = self.used, ir.IntegerType.get_signless(64)
+        for k, v in enumerate(values):
+            v = arith.index_cast(i64, v) if isinstance(v.type, ir.IndexType) else v
+            memref.store(v, self.ints, [arith.constant(ir.IndexType.get(), start + k)])
+        self.used += len(values)
+        return pointer_to(self.ints, arith.constant(ir.IndexType.get(), 8 * start))
+
+    def clear_handles(self) -> None:
+        for k in range(len(HANDLES)):
+            memref.store(_i64(0), self.handles, [arith.constant(ir.IndexType.get(), k)])
+
+    def handle_slot(self, name: str) -> ir.Value:
+        return pointer_to(self.handles, arith.constant(ir.IndexType.get(), 8 * HANDLES.index(name)))
+
+    def handle(self, name: str) -> ir.Value:
+        value = memref.load(self.handles, [arith.constant(ir.IndexType.get(), HANDLES.index(name))])
+        return llvm.inttoptr(llvm.PointerType.get(), value)
+
+
+def _call(name: str, args: list[ir.Value]) -> ir.Value:
+    return func.call([ir.IntegerType.get_signless(32)], name, args)
+
+
+def _wrap(frame: _Frame, buffer: ir.Value, name: str) -> ir.Value:
+    """A torch tensor handle over `buffer` (its data, sizes, strides), in slot `name`; the status."""
+    t = ir.MemRefType(buffer.type)
+    _, _, *rest = memref.extract_strided_metadata(buffer)
+    sizes, strides = frame.array(rest[:t.rank]), frame.array(rest[t.rank:])
+    codes = _codes()
+    return _call(FROM_BLOB, [pointer_to(buffer), _i64(t.rank), sizes, strides, _i64(0),
+                             _i32(codes[str(t.element_type)]), _i32(codes["cpu"]), _i32(0), frame.handle_slot(name)])
+
+
+def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
+    """The calls computing conv(x, w) into the buffer y. A call runs only if every one before it
+    succeeded (a failed one leaves its handle null, which no later call may be given); the
+    deletes always run (deleting a null handle does nothing); the status goes to STATUS."""
+    stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
+    groups = ir.IntegerAttr(op.groups).value
+    n = frame.spatial
+    frame.clear_handles()
+    status = _wrap(frame, x, "x")
+    status = _then(status, lambda: _wrap(frame, w, "w"))
+
+    def convolve():
+        windows = [frame.array([_i64(v) for v in values]) for values in (stride, padding, dilation, [0] * n)]
+        return _call(CONVOLUTION, [
+            frame.handle("x"), frame.handle("w"), llvm.mlir_zero(llvm.PointerType.get()),
+            windows[0], _i64(n), windows[1], _i64(n), windows[2], _i64(n), _i32(0), windows[3], _i64(n),
+            _i64(groups), frame.handle_slot("y")])
+
+    status = _then(status, convolve)
+    status = _then(status, lambda: _wrap(frame, y, "out"))
+    status = _then(status, lambda: _call(COPY, [frame.handle("out"), frame.handle("y"), _i32(0)]))
+    for name in HANDLES:
+        status = arith.ori(status, _call(DELETE, [frame.handle(name)]))
+    _record(status)
+
+
+def _then(status: ir.Value, call) -> ir.Value:
+    """`call()`'s status if `status` is success (0), else `status`."""
+    ok = arith.cmpi(arith.CmpIPredicate.eq, status, _i32(0))
+    return if_else(ok, [status.type], lambda: [call()], lambda: [status])[0]
+
+
+def _record(status: ir.Value) -> None:
+    """STATUS |= status (0 is success): the runtime reads it after the call."""
+    cell = memref.get_global(ir.MemRefType.get([1], status.type), status_name())
+    zero = arith.constant(ir.IndexType.get(), 0)
+    memref.store(arith.ori(memref.load(cell, [zero]), status), cell, [zero])
+
+
+def _declare_all(module: ir.Module) -> None:
+    for name, (inputs, results) in _signatures().items():
+        declare(module, name, inputs, results)
+    for op in module.body.operations:
+        if op.operation.name == "memref.global" and ir.StringAttr(op.attributes["sym_name"]).value == status_name():
+            return
+    i32 = ir.IntegerType.get_signless(32)
+    t = ir.MemRefType.get([1], i32)
+    with ir.InsertionPoint(module.body), ir.Location.unknown():
+        memref.global_(status_name(), ir.TypeAttr.get(t), sym_visibility="public",
+                       initial_value=ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([1], i32),
+                                                                    ir.IntegerAttr.get(i32, 0)))
+
+
+def call_library_convs(module: ir.Module, options) -> None:
+    """Before lowering (when library_matmul is on): each eligible dynamo.conv2d becomes torch's
+    convolution, called on its operands' buffers, writing a buffer handed back as its tensor."""
+    if not options.target_options.library_matmul:
+        return
+    for fn in list(module.body.operations):
+        if fn.operation.name != "func.func" or not fn.regions[0].blocks:
+            continue
+        for op in ops_named(fn, ("dynamo.conv2d",)):
+            view = op.opview
+            if not _eligible(view):
+                continue
+            _declare_all(module)
+            out = ir.RankedTensorType(view.out.type)
+            frame = _Frame(fn.regions[0].blocks[0], out.rank)
+            with ir.InsertionPoint(op), op.location:
+                x = bufferization.to_buffer(_strided(ir.RankedTensorType(view.x.type)), view.x, read_only=True)
+                w = bufferization.to_buffer(_strided(ir.RankedTensorType(view.weight.type)), view.weight, read_only=True)
+                y = memref.alloc(ir.MemRefType.get(out.shape, out.element_type), [], [])
+                _emit(frame, view, x, w, y)
+                result = bufferization.to_tensor(out, y, restrict=True, writable=True)
+            op.results[0].replace_all_uses_with(result)
+            op.erase()
+
+
+# ----------------------------------------------------------------------------- after the llvm stage
+
+
+def library_nodes(module: ir.Module) -> frozenset[str]:
+    """FX node names whose convolutions run as torch calls in the final LLVM-dialect module."""
+    return nodes_calling(module, {CONVOLUTION})
+

@@ -1,0 +1,37 @@
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix LOOPS
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage llvm | check --prefix LLVM
+
+// cpu, library_matmul (the default): a float32 convolution (stride 2, padding 1) is torch's
+// kernel (codegen/cpu/library_conv.py). Its operands become buffers of any layout (read only),
+// its result a fresh buffer that the calls write and hand back as the tensor; each call after
+// the first runs only if those before it succeeded (scf.if on the status), the handles are
+// deleted, and the status is or-ed into the module's global.
+// CHECK: bufferization.to_buffer %arg0 read_only : tensor<1x2x5x5xf32> to memref<1x2x5x5xf32, strided<[?, ?, ?, ?], offset: ?>>
+// CHECK: bufferization.to_buffer %arg1 read_only
+// CHECK: %[[Y:alloc[_0-9]*]] = memref.alloc() : memref<1x3x3x3xf32>
+// CHECK: call @aoti_torch_create_tensor_from_blob(
+// CHECK: scf.if
+// CHECK: call @aoti_torch_cpu_convolution(
+// CHECK: extract_strided_metadata %[[Y]]
+// CHECK: call @aoti_torch_copy_(
+// CHECK: call @aoti_torch_delete_tensor_object(
+// CHECK: memref.get_global @_mlir_dynamo_library_status
+// CHECK: bufferization.to_tensor %[[Y]] restrict writable
+// CHECK-NOT: linalg.conv
+// CHECK: memref.global "public" @_mlir_dynamo_library_status : memref<1xi32> = dense<0>
+// loops: the result buffer is the out-parameter itself (no allocation, no copy), the input read
+// where it is (its strides, 50 25 5 1, are stored for torch).
+// LOOPS: func.func @main(%arg0: memref<1x2x5x5xf32>, %arg1: memref<3x2x3x3xf32>, %arg2: memref<1x3x3x3xf32>)
+// LOOPS-NOT: memref.alloc()
+// LOOPS-NOT: memref.copy
+// LOOPS: memref.store %c50_i64
+// LOOPS: call @aoti_torch_cpu_convolution(
+// LOOPS: extract_strided_metadata %arg2
+// LOOPS: return
+// LLVM: llvm.call @aoti_torch_cpu_convolution(
+// LLVM: llvm.func @aoti_torch_cpu_convolution(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64, i32, !llvm.ptr, i64, i64, !llvm.ptr) -> i32
+func.func @main(%arg0: tensor<1x2x5x5xf32>, %arg1: tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32> {
+  %0 = "dynamo.conv2d"(%arg0, %arg1) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>
+  return %0 : tensor<1x3x3x3xf32>
+}
