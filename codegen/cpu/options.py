@@ -20,3 +20,6 @@ class CPUOptions(TargetOptions):
     library_matmul: bool = option(True, "Run float32/float64 matmul and batch matmul with static shapes as calls to "
                                         "MKL's sgemm_/dgemm_ (the BLAS in libtorch_cpu; stats: ops_library); off: "
                                         "in our own loops.")
+    parallel: bool = option(True, "Run large loop nests of linalg ops on torch's intra-op thread pool "
+                                  "(torch_parallel_for; torch.set_num_threads applies; codegen/cpu/parallel.py); "
+                                  "off: every loop on the calling thread.")

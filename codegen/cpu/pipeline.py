@@ -6,7 +6,7 @@ from ...lowering import lower_dynamo_ops
 from ..memref_copies import copies_to_linalg
 from ..passes import run_pipeline
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import library
+from . import library, parallel
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
@@ -36,6 +36,8 @@ def make_loops(module: ir.Module, options) -> ir.Module:
         library.call_blas(module)  # named matmuls BLAS can take -> sgemm_/dgemm_ calls
     copies_to_linalg(module)
     widen_zero_size_arguments(module)  # the bare-pointer convention refuses memref<0x..>
+    if options.target_options.parallel:  # large nests outlined into torch_parallel_for calls
+        return parallel.make_parallel_loops(module, options)
     return run_pipeline(module, "func.func(convert-linalg-to-loops), canonicalize, cse", "loops", options)
 
 

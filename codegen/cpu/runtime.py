@@ -20,7 +20,7 @@ from torch_mlir.execution_engine import ExecutionEngine
 
 from ..passes import CompileError
 from ..signature import Signature, SizeSpec
-from . import library
+from . import library, parallel
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -114,7 +114,7 @@ def check_symbols_resolve(module) -> None:
 
 
 def load(artifact, signature: Signature, options):
-    if set(external_symbols(artifact)) & set(library.GEMM.values()):
+    if set(external_symbols(artifact)) & (set(library.GEMM.values()) | parallel.RUNTIME_SYMBOLS):
         library.load_blas()
     check_symbols_resolve(artifact)
     kind = CpuFunction if signature.is_static else DynamicCpuFunction
