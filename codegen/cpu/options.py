@@ -20,3 +20,6 @@ class CPUOptions(TargetOptions):
     library_matmul: bool = option(True, "Run float32/float64 matmul, batch matmul and convolution with static shapes "
                                         "as library calls into libtorch_cpu: MKL's sgemm_/dgemm_, torch's convolution "
                                         "(oneDNN) (stats: ops_library); off: in our own loops.")
+    parallel: bool = option(True, "Run large loop nests of linalg ops on torch's intra-op thread pool "
+                                  "(torch_parallel_for; torch.set_num_threads applies; codegen/cpu/parallel.py); "
+                                  "off: every loop on the calling thread.")

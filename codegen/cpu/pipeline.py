@@ -5,8 +5,9 @@ from torch_mlir import ir
 from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..passes import run_pipeline
-from ..zero_size import distinct_results
-from . import library, library_conv
+from ..memref_copies import copies_to_linalg
+from ..zero_size import distinct_results, widen_zero_size_arguments
+from . import library, library_conv, parallel
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
@@ -26,6 +27,10 @@ def make_loops(module: ir.Module, options) -> ir.Module:
     stages.bufferize(module, options, "loops")
     if options.target_options.library_matmul:
         library.call_blas(module)  # named matmuls BLAS can take -> sgemm_/dgemm_ calls
+    if options.target_options.parallel:  # large nests outlined into torch_parallel_for calls
+        copies_to_linalg(module)
+        widen_zero_size_arguments(module)  # the bare-pointer convention refuses memref<0x..>
+        return parallel.make_parallel_loops(module, options)
     return stages.to_loops(module, options, "loops")
 
 

@@ -21,7 +21,7 @@ from torch_mlir.execution_engine import ExecutionEngine
 
 from ..passes import CompileError
 from ..signature import Signature, SizeSpec
-from . import library, library_conv
+from . import library, library_conv, parallel
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -138,7 +138,7 @@ LIBTORCH_SYMBOLS = frozenset(library.GEMM.values()) | library_conv.SYMBOLS
 
 def load(artifact, signature: Signature, options):
     externals = set(external_symbols(artifact))
-    if externals & LIBTORCH_SYMBOLS:
+    if externals & (LIBTORCH_SYMBOLS | parallel.RUNTIME_SYMBOLS):
         library.load_libtorch()
     check_symbols_resolve(artifact)
     kind = CpuFunction if signature.is_static else DynamicCpuFunction
