@@ -11,8 +11,10 @@ C shim exported by libtorch_cpu.so (reopened RTLD_GLOBAL by library.load_libtorc
 That is at::convolution, so the same kernel eager would pick for those shapes and threads
 (oneDNN for a batch, its im2col + MKL GEMM for small ones): eager's numbers, eager's speed. The
 handles only describe our buffers (sizes and strides read from the memrefs at run time: an
-operand may be a strided view); the copy into our output costs about a tenth of the convolution
-(a first 3x3 conv of cnn_b8: 22 us of 206 us), less for deeper layers.
+operand may be a strided view). The copy into our output costs about a tenth of the convolution
+(cnn_b8's first: 22 of 206 us; both copies 5% of its 870 us call under the profiler); reading
+torch's result in place instead would need a memref built from a raw pointer (a hand-made
+LLVM descriptor through unrealized casts) and the handle kept until the function's end.
 
 Why not im2col in generated code + MKL's sgemm_ (as library.py calls it)? That is eager's own
 slow path (Slow2d: im2col, then GEMM), and it is slower where eager leaves it for oneDNN. One
@@ -21,7 +23,10 @@ vs the same call with oneDNN off (Slow2d): 8x3x32x32 -> 16 channels 195 vs 194 u
 32 channels 303 vs 549 us; at batch 1 eager picks Slow2d itself (61 us both). Calling
 at::convolution gets whichever is faster, with no im2col buffer of our own to manage.
 
-How the call sits in the tensor program: at the linalg stage the operands become buffers with
+How the call sits in the tensor program. Unlike matmul (library.py), the convolution is taken
+before lowering, not after bufferization: its lowering pads the input (tensor.pad, a copy) and
+regroups channels, while torch takes padding and groups itself. At the linalg stage the operands
+become buffers with
 `bufferization.to_buffer read_only` (any layout: the type is fully strided), the result is a
 fresh `memref.alloc` that the calls write, and `bufferization.to_tensor restrict writable` hands
 it back to the tensor world; one-shot bufferization keeps all of it, and where the convolution
@@ -30,11 +35,16 @@ What follows (bias, batch norm, relu) stays our fused loops over that buffer.
 
 A failing call (only out of memory, for static shapes checked at the region's entry) is not
 lost: every call's status is or-ed into the module's global STATUS, which the runtime reads
-after each call and raises on (runtime.py); torch has printed why.
+after each call and raises on (runtime.py); torch has printed why. (Threads calling one region
+at once share that global: a failure may be reported to another thread's call.)
 
 The calls carry the convolution's location, so `library_nodes` counts its FX node as a library
 call for stats(). convolution_backward's input and weight gradients are imported as
-convolutions too (frontend/aten/conv.py), so they take this path as well.
+convolutions too (frontend/aten/conv.py), so they take this path as well: for cnn_b8's second
+layer both together cost about what eager's convolution_backward does (400 + 402 vs 956 us), but
+the first layer's weight gradient (a convolution over a 32x32 "kernel") 700 vs 318 us. Calling
+aoti_torch_cpu_convolution_backward instead would need the backward as one dialect op, with
+today's decomposition as its lowering.
 """
 
 from __future__ import annotations
@@ -224,8 +234,8 @@ def call_library_convs(module: ir.Module, options) -> None:
             out = ir.RankedTensorType(view.out.type)
             frame = _Frame(fn.regions[0].blocks[0], out.rank)
             with ir.InsertionPoint(op), op.location:
-                x = bufferization.to_buffer(_strided(ir.RankedTensorType(view.x.type)), view.x, read_only=True)
-                w = bufferization.to_buffer(_strided(ir.RankedTensorType(view.weight.type)), view.weight, read_only=True)
+                x, w = (bufferization.to_buffer(_strided(ir.RankedTensorType(v.type)), v, read_only=True)
+                        for v in (view.x, view.weight))
                 y = memref.alloc(ir.MemRefType.get(out.shape, out.element_type), [], [])
                 _emit(frame, view, x, w, y)
                 result = bufferization.to_tensor(out, y, restrict=True, writable=True)
