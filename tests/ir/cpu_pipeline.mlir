@@ -29,7 +29,7 @@
 // LLVM-NEXT: llvm.intr.exp(%{{[0-9]+}}) : (f32) -> f32
 // LLVM: llvm.return
 // Another target's option is refused, naming where it belongs and what cpu accepts.
-// WRONG-TARGET: unknown option(s) 'cuda_arch' (an option of cuda) for target 'cpu'{{.*}}its options: ['opt_level', 'library_matmul']
+// WRONG-TARGET: unknown option(s) 'cuda_arch' (an option of cuda) for target 'cpu'{{.*}}its options: ['opt_level', 'library_matmul'
 func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = "dynamo.add"(%arg0, %arg1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %1 = "dynamo.exp"(%0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
