@@ -211,3 +211,12 @@ def test_rows_read_across_after_a_softmax(threads):
     """r + r^T reads row j of the softmax's result for row i: that step must not join the softmax's
     row-wise region (it would read rows not yet written), at 1 thread too (row blocks)."""
     _check(lambda t: (lambda r: r + r.t())(torch.softmax(t, -1)), torch.randn(1024, 1024))
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm"])
+def test_row_wise_steps_make_one_parallel_region(tmp_path, name):
+    """Each step (max, exp, sums, the accumulator copies bufferization makes, the division) is
+    its own loop nest; all of them go row by row, so one torch_parallel_for runs them all."""
+    fn = {"softmax": lambda t: torch.softmax(t, -1), "layer_norm": lambda t: F.layer_norm(t, (1024,))}[name]
+    text = _llvm_text(fn, torch.randn(4096, 1024), tmp_path=tmp_path, atol=1e-4)
+    assert text.count(CALL) == 1

@@ -60,7 +60,7 @@ import logging
 import operator
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith
+from torch_mlir.dialects import arith, linalg
 
 from ..passes import run_pipeline
 from . import outline
@@ -75,9 +75,29 @@ BLOCK_WORK = 8192  # innermost iterations of a group's row block (see the docstr
 
 def make_parallel_loops(module: ir.Module, options) -> ir.Module:
     """linalg on memrefs -> loops, the large outermost parallel ones as torch_parallel_for calls."""
+    _copies_to_linalg(module)
     run_pipeline(module, "func.func(convert-linalg-to-parallel-loops), canonicalize", "loops", options)
     outline_parallel_loops(module)
     return run_pipeline(module, "func.func(scf-parallel-for-to-nested-fors), canonicalize, cse", "loops", options)
+
+
+def _copies_to_linalg(module: ir.Module) -> None:
+    """memref.copy of whole static buffers -> linalg.copy, so that a copy between row-wise steps
+    (bufferization copies a zero-filled accumulator for a second reduction) becomes a nest that
+    joins their group instead of splitting it, and a large one runs in parallel. (The remaining
+    copies become memcpy.)"""
+    copies = []
+
+    def visit(op):
+        if op.name == "memref.copy" and all(_contiguous(v.type) for v in op.operands):
+            copies.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in copies:
+        with ir.InsertionPoint(op), op.location:
+            linalg.copy(op.operands[0], outs=[op.operands[1]])
+        op.erase()
 
 
 def outline_parallel_loops(module: ir.Module) -> int:
