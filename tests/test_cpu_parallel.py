@@ -10,8 +10,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch_mlir import ir
-from torch_mlir.dialects import func as func_dialect  # noqa: F401  (registers the dialect's Python ops)
+from torch_mlir import ir, passmanager
 
 import dynamo_mlir
 from dynamo_mlir.codegen.cpu import parallel
@@ -157,7 +156,67 @@ def test_work_threshold(rows, outlined):
         module = ir.Module.parse(_NEST.format(rows=rows))
         assert parallel.outline_parallel_loops(module) == outlined
         module.operation.verify()
+        passmanager.PassManager.parse("builtin.module(canonicalize)").run(module.operation)
         text = str(module)
     assert ("call @torch_parallel_for" in text) == bool(outlined)
-    if outlined:  # the grain: 64 rows of 512 per chunk; the loop moved out with its row range
-        assert "arith.constant 64 : i64" in text and "func.func private @f_parallel_0(" in text
+    if outlined:  # rows 0..65 in chunks of 64 rows at the least; the loop moved into @f_parallel_0
+        assert "call @torch_parallel_for(%c0_i64, %c65_i64, %c64_i64, %f, " in text
+        assert "func.func private @f_parallel_0(" in text and "scf.parallel" in text.split("@f_parallel_0(")[1]
+
+
+_TWO_NESTS = """
+func.func @f(%a: memref<256x512xf32>, %b: memref<256x512xf32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  %x = arith.constant 1.0 : f32
+  %t = memref.alloc() : memref<256x512xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c256, %c512) step (%c1, %c1) {{
+    memref.store %x, %t[%i, %j] : memref<256x512xf32>
+    scf.reduce
+  }}
+  {between}
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c256, %c512) step (%c1, %c1) {{
+    %v = memref.load %t[{read}] : memref<256x512xf32>
+    memref.store %v, %b[%i, %j] : memref<256x512xf32>
+    scf.reduce
+  }}
+  memref.dealloc %t : memref<256x512xf32>
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("read, between, groups", [
+    ("%i, %j", "", 1),                                             # row i of what the first wrote
+    ("%i, %c0", "%u = memref.alloc() : memref<4xf32>", 1),         # any column of row i; an alloc between
+    ("%j, %i", "", 2),                                             # row j: written by another chunk
+    ("%i, %j", "memref.copy %a, %b : memref<256x512xf32> to memref<256x512xf32>", 2),  # a copy between
+])
+def test_nests_grouped_only_when_rows_stay_apart(read, between, groups):
+    """Consecutive nests run in one parallel region (row block by row block) only when each
+    touches a buffer the other writes in its own row only, with nothing but transparent ops between."""
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(_TWO_NESTS.format(read=read, between=between))
+        assert parallel.outline_parallel_loops(module) == groups
+        module.operation.verify()
+        text = str(module)
+    assert text.count("call @torch_parallel_for") == groups
+    if groups == 1:  # the row blocks: an scf.for over [begin, end) around both nests
+        assert "scf.for" in text.split("@f_parallel_0(")[1]
+
+
+def test_rows_read_across_after_a_softmax(threads):
+    """r + r^T reads row j of the softmax's result for row i: that step must not join the softmax's
+    row-wise region (it would read rows not yet written), at 1 thread too (row blocks)."""
+    _check(lambda t: (lambda r: r + r.t())(torch.softmax(t, -1)), torch.randn(1024, 1024))
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm"])
+def test_row_wise_steps_make_one_parallel_region(tmp_path, name):
+    """Each step (max, exp, sums, the accumulator copies bufferization makes, the division) is
+    its own loop nest; all of them go row by row, so one torch_parallel_for runs them all."""
+    fn = {"softmax": lambda t: torch.softmax(t, -1), "layer_norm": lambda t: F.layer_norm(t, (1024,))}[name]
+    text = _llvm_text(fn, torch.randn(4096, 1024), tmp_path=tmp_path, atol=1e-4)
+    assert text.count(CALL) == 1
