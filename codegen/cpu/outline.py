@@ -4,9 +4,12 @@
 
     func.func private @<fn>_parallel_<k>(%begin: i64, %end: i64, %ctx: !llvm.ptr)
 
-where each nest runs over [begin, end) of its first dim (a group of several, row block by row
-block: an scf.for over [begin, end) in steps of `rows`, each nest over the block), and puts
-`torch_parallel_for(lb, ub, grain, @<fn>_parallel_<k>, ctx)` where the last nest was.
+which reads the values the nests use from outside back from ctx and calls
+`@<fn>_parallel_<k>_body(begin, end, values...)`, where each nest runs over [begin, end) of its
+first dim (a group of several, row block by row block: an scf.for over [begin, end) in steps of
+`rows`, each nest over the block); `torch_parallel_for(lb, ub, grain, @<fn>_parallel_<k>, ctx)`
+takes the last nest's place. The body's memref arguments carry `llvm.noalias` where no other
+passed memref shares their buffer (see _make_function).
 
 ctx is an array of 8-byte slots on the caller's stack, filled just before the call with every
 value the nests use from outside: a memref's two pointers plus only the offset, sizes and
@@ -227,23 +230,33 @@ def outline(module: ir.Module, fn, nests: list, found: Captures, grain: ir.Value
 
 
 def _make_function(module: ir.Module, nests: list, found: Captures, rows: ir.Value | None, name: str) -> None:
-    """@name(begin, end, ctx): the nests over [begin, end) of their first dim, their outside
-    values read back from ctx (constants cloned)."""
+    """@name(begin, end, ctx) reads the outside values back from ctx and calls @name_body(begin,
+    end, values...), which holds the nests over [begin, end) of their first dim (constants
+    cloned). Two functions so that the body's memref arguments can say `llvm.noalias` where no
+    other value passed shares their buffer: loaded from ctx, LLVM would have to assume any two
+    pointers alias (an accumulator row then goes to memory on every iteration instead of staying
+    in a register); LLVM inlines the body back into @name and keeps that knowledge as scopes."""
+    passed = found.passed()
+    index = ir.IndexType.get()
     with ir.InsertionPoint(module.body), nests[-1].location:
-        body = func.FuncOp(name, body_type())
-        body.attributes["sym_visibility"] = ir.StringAttr.get("private")
-        body.attributes["llvm.linkage"] = ir.Attribute.parse("#llvm.linkage<internal>")  # only called through the pointer
+        body = _private(func.FuncOp(f"{name}_body", ir.FunctionType.get([index, index, *[v.type for v in passed]], [])))
+        body.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get({})] * 2 + [_arg_attrs(v, passed) for v in passed])
+        wrapper = _private(func.FuncOp(name, body_type()))
+        begin, end, ctx = wrapper.add_entry_block().arguments
+        with ir.InsertionPoint(wrapper.entry_block):
+            args, k = [], 0
+            for value in passed:
+                loaded, k = _load(ctx, k, value.type)
+                args.append(loaded)
+            func.call([], f"{name}_body", [arith.index_cast(index, begin), arith.index_cast(index, end), *args])
+            func.ReturnOp([])
         entry = body.add_entry_block()
-        begin, end, ctx = entry.arguments
+        mapping = dict(zip(passed, list(entry.arguments)[2:]))
+        start, stop = list(entry.arguments)[:2]
         with ir.InsertionPoint(entry):
-            mapping, k = {}, 0
             for value in found.values:
                 if _cloned(value):
                     mapping[value] = value.owner.operation.clone().results[0]
-                else:
-                    mapping[value], k = _load(ctx, k, value.type)
-            index = ir.IndexType.get()
-            start, stop = arith.index_cast(index, begin), arith.index_cast(index, end)
             end_of_rows = func.ReturnOp([])
             if rows is not None:  # a group: row block by row block, every nest on each block
                 with ir.InsertionPoint(end_of_rows):
@@ -258,6 +271,46 @@ def _make_function(module: ir.Module, nests: list, found: Captures, rows: ir.Val
         nest.operation.operands[0], nest.operation.operands[n] = start, stop
     for op, number, value in found.uses:
         op.operands[number] = mapping[value]
+
+
+def _private(fn):
+    fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    fn.attributes["llvm.linkage"] = ir.Attribute.parse("#llvm.linkage<internal>")  # called from this module only
+    return fn
+
+
+# Ops whose result is a view of their first operand's buffer.
+_VIEWS = ("memref.subview", "memref.reshape", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
+          "memref.reinterpret_cast", "memref.transpose", "memref.view")
+
+
+def buffer_of(value: ir.Value) -> ir.Value | None:
+    """The buffer a memref value is a view of: a function argument, an allocation or a global,
+    or None (a loop's block argument, ...: unknown)."""
+    while True:
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            return value if owner.owner.operation.name == "func.func" else None
+        name = owner.operation.name
+        if name in ("memref.alloc", "memref.alloca", "memref.get_global"):
+            return value
+        if name not in _VIEWS:
+            return None
+        value = owner.operation.operands[0]
+
+
+def _arg_attrs(value: ir.Value, passed: list[ir.Value]) -> ir.Attribute:
+    """{llvm.noalias} for a memref whose buffer no other passed memref shares. Distinct function
+    arguments count as distinct buffers: the outputs are fresh tensors, and inputs, which may
+    be one tensor twice, are only read (noalias speaks of memory that is written). A memref of
+    unknown buffer makes every one of them may-alias."""
+    if not isinstance(value.type, ir.MemRefType):
+        return ir.DictAttr.get({})
+    buffers = [buffer_of(v) for v in passed if isinstance(v.type, ir.MemRefType)]
+    mine = buffer_of(value)
+    if mine is None or any(b is None for b in buffers) or sum(b == mine for b in buffers) > 1:
+        return ir.DictAttr.get({})
+    return ir.DictAttr.get({"llvm.noalias": ir.UnitAttr.get()})
 
 
 class Names:
