@@ -129,7 +129,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
 def direct_call(fused: fx.GraphModule):
     """The graph as a plain function when it is one compiled region fed by the graph's inputs in
     order (the usual case): the call then skips the GraphModule's generated forward and two
-    nn.Module dispatches, a third of the per-call cost of a small graph. None otherwise."""
+    nn.Module dispatches (7 of the 107 Python calls one call of a one-op graph made). None otherwise."""
     nodes = list(fused.graph.nodes)
     inputs = [n for n in nodes if n.op == "placeholder"]
     calls = [n for n in nodes if n.op not in ("placeholder", "output")]

@@ -33,7 +33,6 @@ CAPABILITIES = {
 }
 
 
-
 def declare_capability(name: str, doc: str) -> str:
     """Add a capability a plugin's rules may require and its targets declare (e.g. a vendor's
     matrix instructions). Declaring an existing name with another meaning raises."""
