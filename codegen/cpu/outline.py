@@ -230,33 +230,36 @@ def outline(module: ir.Module, fn, nests: list, found: Captures, grain: ir.Value
 
 
 def _make_function(module: ir.Module, nests: list, found: Captures, rows: ir.Value | None, name: str) -> None:
-    """@name(begin, end, ctx) reads the outside values back from ctx and calls @name_body(begin,
-    end, values...), which holds the nests over [begin, end) of their first dim (constants
-    cloned). Two functions so that the body's memref arguments can say `llvm.noalias` where no
-    other value passed shares their buffer: loaded from ctx, LLVM would have to assume any two
-    pointers alias (an accumulator row then goes to memory on every iteration instead of staying
-    in a register); LLVM inlines the body back into @name and keeps that knowledge as scopes."""
+    """@name(begin, end, ctx) calls @name_body(begin, end, ctx, memrefs...), which holds the
+    nests over [begin, end) of their first dim, reads the other outside values from ctx and
+    clones the constants. Two functions so that the body's memref arguments can say
+    `llvm.noalias` where no other value passed shares their buffer: loaded from ctx, LLVM would
+    have to assume any two pointers alias (an accumulator row then goes to memory on every
+    iteration instead of staying in a register); LLVM inlines the body back into @name and keeps
+    that knowledge as scopes. Only memrefs of a fully static type are arguments: they have a
+    bare-pointer form (convert-func-to-llvm has none for a dynamic offset, a slice's in a loop)."""
     passed = found.passed()
+    slots = dict(zip(passed, _slot_numbers(passed)))
+    args = [v for v in passed if _bare(v.type)]
     index = ir.IndexType.get()
     with ir.InsertionPoint(module.body), nests[-1].location:
-        body = _private(func.FuncOp(f"{name}_body", ir.FunctionType.get([index, index, *[v.type for v in passed]], [])))
-        body.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get({})] * 2 + [_arg_attrs(v, passed) for v in passed])
+        body = _private(func.FuncOp(f"{name}_body", ir.FunctionType.get([index, index, _ptr(), *[v.type for v in args]], [])))
+        body.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get({})] * 3 + [_arg_attrs(v, passed) for v in args])
         wrapper = _private(func.FuncOp(name, body_type()))
         begin, end, ctx = wrapper.add_entry_block().arguments
         with ir.InsertionPoint(wrapper.entry_block):
-            args, k = [], 0
-            for value in passed:
-                loaded, k = _load(ctx, k, value.type)
-                args.append(loaded)
-            func.call([], f"{name}_body", [arith.index_cast(index, begin), arith.index_cast(index, end), *args])
+            loaded = [_load(ctx, slots[v], v.type)[0] for v in args]
+            func.call([], f"{name}_body", [arith.index_cast(index, begin), arith.index_cast(index, end), ctx, *loaded])
             func.ReturnOp([])
         entry = body.add_entry_block()
-        mapping = dict(zip(passed, list(entry.arguments)[2:]))
-        start, stop = list(entry.arguments)[:2]
+        start, stop, ctx, *arguments = entry.arguments
+        mapping = dict(zip(args, arguments))
         with ir.InsertionPoint(entry):
             for value in found.values:
                 if _cloned(value):
                     mapping[value] = value.owner.operation.clone().results[0]
+                elif value not in mapping:
+                    mapping[value] = _load(ctx, slots[value], value.type)[0]
             end_of_rows = func.ReturnOp([])
             if rows is not None:  # a group: row block by row block, every nest on each block
                 with ir.InsertionPoint(end_of_rows):
@@ -271,6 +274,20 @@ def _make_function(module: ir.Module, nests: list, found: Captures, rows: ir.Val
         nest.operation.operands[0], nest.operation.operands[n] = start, stop
     for op, number, value in found.uses:
         op.operands[number] = mapping[value]
+
+
+def _slot_numbers(passed: list[ir.Value]) -> list[int]:
+    """Where each passed value starts in ctx (the order _store fills it in)."""
+    starts, k = [], 0
+    for value in passed:
+        starts.append(k)
+        k += _slots(value.type)
+    return starts
+
+
+def _bare(t: ir.Type) -> bool:
+    """A memref type whose shape, strides and offset are all static."""
+    return isinstance(t, ir.MemRefType) and not any(_is_dynamic(v) for _, v in _fields(ir.MemRefType(t)))
 
 
 def _private(fn):

@@ -106,23 +106,31 @@ def outline_parallel_loops(module: ir.Module) -> int:
     count = 0
     for fn in [op for op in module.body.operations if op.operation.name == "func.func" and op.regions[0].blocks]:
         for group in _groups(fn):
-            try:
-                static = _static_chunking(group)
-                if static is None:
-                    continue  # one chunk: serial
-            except _Dynamic:
-                static = None
-            found = outline.captures(group)
-            if found is None:
-                continue
-            outline.declare_parallel_for(module)
-            with ir.InsertionPoint(group[-1]), group[-1].location:
-                grain, rows = _chunking(group, _RuntimeCount(group)) if static is None else [
-                    None if v is None else arith.constant(ir.IndexType.get(), v) for v in static]
-            outline.outline(module, fn, group, found, grain, rows,
-                            names.fresh(ir.StringAttr(fn.attributes["sym_name"]).value))
-            count += 1
+            count += _outline_group(module, fn, group, names)
     return count
+
+
+def _outline_group(module: ir.Module, fn, group: list, names: outline.Names) -> bool:
+    """Outline `group` if worth it and possible; returns whether it was."""
+    try:
+        static = _static_chunking(group)
+        if static is None:
+            return False  # one chunk at most: stays serial
+    except _Dynamic:
+        static = None  # grain and row block computed at run time
+    found = outline.captures(group)
+    if found is None:
+        return False
+    outline.declare_parallel_for(module)
+    with ir.InsertionPoint(group[-1]), group[-1].location:
+        if static is None:
+            grain, rows = _chunking(group, _RuntimeCount(group))
+        else:
+            grain, rows = [None if v is None else arith.constant(ir.IndexType.get(), v) for v in static]
+    name = names.fresh(ir.StringAttr(fn.attributes["sym_name"]).value)
+    outline.outline(module, fn, group, found, grain, rows, name)
+    log.debug("parallel: %s runs %d nest(s), (grain, rows) %s", name, len(group), static or "at run time")
+    return True
 
 
 # ----------------------------------------------------------------------------- which loops

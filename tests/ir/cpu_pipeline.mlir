@@ -2,6 +2,8 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu -O fuse_elementwise=false --stage loops | check --prefix UNFUSED
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage llvm | check --prefix LLVM
 // RUN: not dynamo-mlir dump %s --from dynamo --target cpu -O cuda_arch=sm_90 --stage loops | check --prefix WRONG-TARGET
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix PAR
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu -O parallel=false --stage loops | check --prefix SERIAL
 
 // The cpu target's stage boundaries on add + exp.
 // loops: fused into one loop nest (fuse_elementwise), bufferized, the result an out-parameter
@@ -45,4 +47,28 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf3
 func.func @main(%arg0: tensor<?x8xf32>, %arg1: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %0 = "dynamo.add"(%arg0, %arg1) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
+}
+
+// -----
+// A large nest (256 x 512 elements, over MIN_CHUNK_WORK) runs on torch's intra-op pool: the loop
+// moves into @main_parallel_0_body (its buffers noalias: no two share memory), @main_parallel_0
+// reads them back from ctx, and main calls torch_parallel_for over the 256 rows, 64 at the least
+// per chunk (64 x 512 = 32768). With parallel off it is today's loop in main.
+// PAR: func.func @main(%arg0: memref<256x512xf32>, %arg1: memref<256x512xf32>, %arg2: memref<256x512xf32>) {
+// PAR: call @torch_parallel_for(%c0_i64, %c256_i64, %c64_i64, %f, %{{[0-9]+}})
+// PAR-NOT: scf.for
+// PAR: return
+// PAR: func.func private @torch_parallel_for(i64, i64, i64, (i64, i64, !llvm.ptr) -> (), !llvm.ptr) -> i32
+// PAR: func.func private @main_parallel_0_body(%arg0: index, %arg1: index, %arg2: !llvm.ptr, %arg3: memref<256x512xf32> {llvm.noalias}, %arg4: memref<256x512xf32> {llvm.noalias}, %arg5: memref<256x512xf32> {llvm.noalias})
+// PAR: scf.for %[[I:arg[0-9]+]] = %arg0 to %arg1 step %c1 {
+// PAR-NEXT: scf.for %[[J:arg[0-9]+]] = %c0 to %c512 step %c1 {
+// PAR: func.func private @main_parallel_0(%arg0: i64, %arg1: i64, %arg2: !llvm.ptr)
+// PAR: call @main_parallel_0_body(
+// SERIAL: func.func @main(
+// SERIAL-NEXT: %c0 = arith.constant 0 : index
+// SERIAL-NOT: torch_parallel_for
+// SERIAL: scf.for
+func.func @main(%arg0: tensor<256x512xf32>, %arg1: tensor<256x512xf32>) -> tensor<256x512xf32> {
+  %0 = "dynamo.add"(%arg0, %arg1) : (tensor<256x512xf32>, tensor<256x512xf32>) -> tensor<256x512xf32>
+  return %0 : tensor<256x512xf32>
 }
