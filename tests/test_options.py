@@ -44,12 +44,12 @@ def test_env_applies_only_to_the_target_that_declares_it():
 
 def test_unknown_option_names_every_option_set():
     with pytest.raises(ValueError, match=r"unknown option\(s\) 'cuda_fuse_row'; known options: core: .*cpu: "
-                                         r"\['opt_level', 'library_matmul'\]; cuda: \[.*'cuda_fuse_rows'"):
+                                         r"\['opt_level', 'library_matmul', 'fast_math'\]; cuda: \[.*'cuda_fuse_rows'"):
         config.resolve({"cuda_fuse_row": True})
 
 
 def test_another_targets_option_is_refused_naming_the_chosen_targets_options():
-    with pytest.raises(ValueError, match=r"'cuda_arch' \(an option of cuda\) for target 'cpu'.*its options: \['opt_level', 'library_matmul'\]"):
+    with pytest.raises(ValueError, match=r"'cuda_arch' \(an option of cuda\) for target 'cpu'.*its options: \['opt_level', 'library_matmul', 'fast_math'\]"):
         config.resolve({"target": "cpu", "cuda_arch": "sm_90"})
     # With the target chosen by the inputs' device, the graph's compile refuses it: raised to the
     # caller, not turned into a quiet fallback to eager.

@@ -20,3 +20,6 @@ class CPUOptions(TargetOptions):
     library_matmul: bool = option(True, "Run float32/float64 matmul and batch matmul with static shapes as calls to "
                                         "MKL's sgemm_/dgemm_ (the BLAS in libtorch_cpu; stats: ops_library); off: "
                                         "in our own loops.")
+    fast_math: bool = option(True, "Compute float32 (and bfloat16/float16) exp, expm1, log, log1p, tanh and erf "
+                                   "with our own branch-free polynomials (lowering/math/approx.py, within 2 ulp) "
+                                   "so that loops using them vectorize; off: a libm call per element.")

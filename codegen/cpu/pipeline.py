@@ -6,7 +6,7 @@ from ...lowering import lower_dynamo_ops
 from ..memref_copies import copies_to_linalg
 from ..passes import run_pipeline
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import library
+from . import fastmath, library
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
@@ -36,7 +36,8 @@ def make_loops(module: ir.Module, options) -> ir.Module:
         library.call_blas(module)  # named matmuls BLAS can take -> sgemm_/dgemm_ calls
     copies_to_linalg(module)
     widen_zero_size_arguments(module)  # the bare-pointer convention refuses memref<0x..>
-    return run_pipeline(module, "func.func(convert-linalg-to-loops), canonicalize, cse", "loops", options)
+    run_pipeline(module, "func.func(convert-linalg-to-loops), canonicalize, cse", "loops", options)
+    return fastmath.expand_math(module, options)  # f32 exp, tanh, ... as arith, so their loops vectorize
 
 
 def has_dynamic_memrefs(module: ir.Module) -> bool:
