@@ -12,7 +12,7 @@ import struct
 
 # The MLIR wheel's LLVM prints infinities and NaNs as words (`-inf`), which llvmlite's parser
 # rejects: write them in the hex form every LLVM reads (double-hex for float/double).
-_SPECIAL = re.compile(r"(?<![\w.%@\"$-])([+-]?)(inf|nan)\b")
+_SPECIAL = re.compile(r"(?<![\w.%@\"$-])([+-]?)(inf|[qs]?nan)\b")  # NaN may read `+qnan`
 _HEX = {
     "double": {"inf": "0x7FF0000000000000", "-inf": "0xFFF0000000000000", "nan": "0x7FF8000000000000"},
     "half": {"inf": "0xH7C00", "-inf": "0xHFC00", "nan": "0xH7E00"},
@@ -66,6 +66,6 @@ def to_llvmlite_text(text: str) -> str:
             return line
         kind = next((k for k in ("bfloat", "half") if f"{k} " in line or f"{k}>" in line), "double")
         table = _HEX[kind]
-        return _SPECIAL.sub(lambda m: table["-inf" if m.group(0) == "-inf" else m.group(2)], line)
+        return _SPECIAL.sub(lambda m: table["-inf" if m.group(0) == "-inf" else m.group(2)[-3:]], line)
 
     return "\n".join(fix(line) for line in text.splitlines())

@@ -23,3 +23,6 @@ class CPUOptions(TargetOptions):
     parallel: bool = option(True, "Run large loop nests of linalg ops on torch's intra-op thread pool "
                                   "(torch_parallel_for; torch.set_num_threads applies; codegen/cpu/parallel.py); "
                                   "off: every loop on the calling thread.")
+    fast_math: bool = option(True, "Compute float32 (and bfloat16/float16) exp, expm1, log, log1p, tanh and erf "
+                                   "with our own branch-free polynomials (lowering/math/approx.py, within 2 ulp) "
+                                   "so that loops using them vectorize; off: a libm call per element.")

@@ -7,7 +7,7 @@ from .. import stages
 from ..passes import run_pipeline
 from ..memref_copies import copies_to_linalg
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import library, library_conv, parallel
+from . import fastmath, library, library_conv, parallel
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
@@ -30,8 +30,10 @@ def make_loops(module: ir.Module, options) -> ir.Module:
     if options.target_options.parallel:  # large nests outlined into torch_parallel_for calls
         copies_to_linalg(module)
         widen_zero_size_arguments(module)  # the bare-pointer convention refuses memref<0x..>
-        return parallel.make_parallel_loops(module, options)
-    return stages.to_loops(module, options, "loops")
+        module = parallel.make_parallel_loops(module, options)
+    else:
+        module = stages.to_loops(module, options, "loops")
+    return fastmath.expand_math(module, options)  # f32 exp, tanh, ... as arith, so their loops vectorize
 
 
 def make_llvm(module: ir.Module, options) -> ir.Module:

@@ -10,16 +10,20 @@ products, and like a long reduction (lowering/rules/reduction.py) that loses acc
 (a weight gradient sums over the whole batch: 16384 samples gave 10x eager's error). So K is cut
 into chunks of MATMUL_K_BLOCK: an scf.for over the chunks computes each chunk's product into a
 zeroed tile (i, k, j as above) and adds the tile to C.
+
+expm1: one math.expm1, which the loops stage's fast_math step (fastmath.py) expands: a float32
+polynomial with fast_math on, else Kahan's formula on libm's exp and log (the generic body). It
+never reaches convert-math-to-llvm, whose exp(x) - 1 loses every digit of a small x.
 """
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, linalg, tensor
+from torch_mlir.dialects import arith, linalg, math, tensor
 
 from ...dialects import dynamo as dy
 from ...lowering import register_lowering
 from ...lowering.loops import for_range
-from ...lowering.rules.common import (PARALLEL, REDUCTION, affine_map, empty, generic, identity, matmul_init,
-                                      ranked, slice_dim)
+from ...lowering.rules.common import (PARALLEL, REDUCTION, affine_map, elementwise, empty, generic, identity,
+                                      matmul_init, ranked, slice_dim)
 from ...lowering.scalar import const, index, is_float
 
 MATMUL_K_BLOCK = 128  # the most products one running sum of C adds up before the chunk's tile is added
@@ -73,3 +77,8 @@ def _add_chunk(lhs, rhs, total, tile, start, size) -> list[ir.Value]:
     tile = _ikj(a, b, linalg.fill(const(t.element_type, 0), outs=[tile]))
     total = generic([tile], [total], [identity(t.rank)] * 2, [PARALLEL] * t.rank, lambda p, c: [arith.addf(c, p)])[0]
     return [total, tile]
+
+
+@register_lowering(dy.Expm1Op, target="cpu")
+def lower_expm1(op):
+    return elementwise([op.x], ranked(op.out), math.expm1)

@@ -53,7 +53,7 @@ def expm1(x):
     t = x.type
     u = math.exp(x)
     um1 = arith.subf(u, const(t, 1.0))
-    general = arith.divf(arith.mulf(um1, x), math.log(u))
+    general = arith.mulf(um1, arith.divf(x, math.log(u)))  # (u - 1) x would overflow for x above ~84
     result = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, um1, const(t, -1.0)), um1, general)
     result = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, u, const(t, pymath.inf)), u, result)
     return arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, u, const(t, 1.0)), x, result)

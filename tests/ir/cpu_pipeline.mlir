@@ -1,13 +1,13 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix LOOPS
-// RUN: dynamo-mlir dump %s --from dynamo --target cpu -O fuse_elementwise=false --stage loops | check --prefix UNFUSED
-// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage llvm | check --prefix LLVM
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu -O fuse_elementwise=false -O fast_math=false --stage loops | check --prefix UNFUSED
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu -O fast_math=false --stage llvm | check --prefix LLVM
 // RUN: not dynamo-mlir dump %s --from dynamo --target cpu -O cuda_arch=sm_90 --stage loops | check --prefix WRONG-TARGET
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix PAR
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu -O parallel=false --stage loops | check --prefix SERIAL
 
 // The cpu target's stage boundaries on add + exp.
 // loops: fused into one loop nest (fuse_elementwise), bufferized, the result an out-parameter
-// (torch allocates it), no allocation left.
+// (torch allocates it), no allocation left; the float32 exp expanded into arith (fast_math).
 // LOOPS: func.func @main(%arg0: memref<4x8xf32>, %arg1: memref<4x8xf32>, %arg2: memref<4x8xf32>) {
 // LOOPS-NOT: memref.alloc
 // LOOPS: scf.for %[[I:arg[0-9]+]] = %c0 to %c4 step %c1 {
@@ -15,8 +15,9 @@
 // LOOPS-NEXT: %[[A:[0-9]+]] = memref.load %arg0[%[[I]], %[[J]]] : memref<4x8xf32>
 // LOOPS-NEXT: %[[B:[0-9]+]] = memref.load %arg1[%[[I]], %[[J]]] : memref<4x8xf32>
 // LOOPS-NEXT: %[[S:[0-9]+]] = arith.addf %[[A]], %[[B]] : f32
-// LOOPS-NEXT: %[[E:[0-9]+]] = math.exp %[[S]] : f32
-// LOOPS-NEXT: memref.store %[[E]], %arg2[%[[I]], %[[J]]] : memref<4x8xf32>
+// LOOPS-NOT: math.exp
+// LOOPS: math.fma
+// LOOPS: memref.store %{{[0-9]+}}, %arg2[%[[I]], %[[J]]] : memref<4x8xf32>
 // LOOPS-NOT: scf.for
 // With fuse_elementwise off: two loop nests, the second reading the first's output.
 // UNFUSED: arith.addf
@@ -24,8 +25,8 @@
 // UNFUSED: scf.for
 // UNFUSED: memref.load %arg2
 // UNFUSED-NEXT: math.exp
-// llvm: static shapes take the bare-pointer convention, one !llvm.ptr per tensor; exp is the
-// LLVM intrinsic.
+// llvm: static shapes take the bare-pointer convention, one !llvm.ptr per tensor; with fast_math
+// off exp is the LLVM intrinsic (a libm call).
 // LLVM: llvm.func @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr) {
 // LLVM: llvm.fadd %{{[0-9]+}}, %{{[0-9]+}} : f32
 // LLVM-NEXT: llvm.intr.exp(%{{[0-9]+}}) : (f32) -> f32
