@@ -18,6 +18,7 @@ from ..codegen.target import NoTargetForDevice
 from . import aten as _rules  # noqa: F401  (registers the import rules)
 from .compile import compile_graph, direct_call, new_graph_name
 from .half_precision import half_overrides
+from .inference_path import InferencePath
 from .foreach import decompositions as foreach_decompositions
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
 from .aten.resample import full_precision_decompositions
@@ -112,10 +113,13 @@ def use_math_attention(gm: torch.fx.GraphModule) -> None:
     gm.recompile()
 
 
-def _compiler(kind: str, options: config.Options):
+def _compiler(kind: str, options: config.Options, path: InferencePath | None = None):
     def compile_fn(gm: torch.fx.GraphModule, example_inputs):
         fused = compile_graph(gm, example_inputs, kind, options)
-        return make_boxed_func(direct_call(fused) or fused)
+        fn = direct_call(fused, guarded_inputs=kind != "backward") or fused
+        if path is not None:
+            path.offer(fn, example_inputs, fused.meta["dynamo_mlir_report"])
+        return make_boxed_func(fn)
 
     return compile_fn
 
@@ -175,14 +179,15 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     if options.dump_dir:
         driver.write_dump(options.dump_dir, new_graph_name("dynamo"), "fx", "txt", gm.print_readable(print_output=False))
     use_math_attention(gm)
+    path = InferencePath(example_inputs)
     compile_with_aot = aot_autograd(
         fw_compiler=_compiler("forward", options),
         bw_compiler=_compiler("backward", options),
-        inference_compiler=_compiler("inference", options),
+        inference_compiler=_compiler("inference", options, path),
         decompositions=decompositions(),
     )
     try:
-        return compile_with_aot(gm, example_inputs)
+        return path.result(compile_with_aot(gm, example_inputs))
     except (torch._dynamo.exc.TorchDynamoException, config.OptionError):
         raise  # Dynamo's own control flow (restart the analysis, ...), or the user's options
     except Exception as e:  # noqa: BLE001  our own compilers catch their failures: this is tracing

@@ -43,6 +43,8 @@ class CompiledRegion(torch.nn.Module):
         super().__init__()
         self.fn, self.returns_tuple, self.region, self.eager = fn, returns_tuple, name, eager
         self.expected = [_expected_input(n) for n in eager.graph.nodes if n.op == "placeholder"]
+        output = next(n for n in eager.graph.nodes if n.op == "output").args[0]
+        self.expected_outputs = list(output) if isinstance(output, (tuple, list)) else [output]
 
     def forward(self, *inputs):
         mismatch = self._mismatch(inputs)
@@ -123,13 +125,18 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     fused.recompile()
     report.compile_seconds = time.perf_counter() - t0
     REGISTRY.add(report)
+    fused.meta["dynamo_mlir_report"] = report
     return fused
 
 
-def direct_call(fused: fx.GraphModule):
+def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     """The graph as a plain function when it is one compiled region fed by the graph's inputs in
     order (the usual case): the call then skips the GraphModule's generated forward and two
-    nn.Module dispatches (7 of the 107 Python calls one call of a one-op graph made). None otherwise."""
+    nn.Module dispatches (7 of the 107 Python calls one call of a one-op graph made), and, when
+    Dynamo's guards hold the graph's inputs to the dtypes and static shapes compiled for
+    (`guarded_inputs`: a forward or inference graph), CompiledRegion's check of the promised
+    metadata. A backward graph's inputs include tensors saved by eager ops, whose metadata may
+    lie (see CompiledRegion): it keeps the check. None otherwise."""
     nodes = list(fused.graph.nodes)
     inputs = [n for n in nodes if n.op == "placeholder"]
     calls = [n for n in nodes if n.op not in ("placeholder", "output")]
@@ -142,16 +149,27 @@ def direct_call(fused: fx.GraphModule):
     result = next(n for n in nodes if n.op == "output").args[0]
     if not isinstance(result, (tuple, list)) or not all(isinstance(r, fx.Node) and r in calls for r in result):
         return None
-    picks = [r.args[1] if r is not head else None for r in result]
-    if None in picks and region.returns_tuple:
+    picks = [r.args[1] if r is not head else 0 for r in result]
+    if head in result and region.returns_tuple:
         return None
-    forward = region.forward
+    every_output = picks == list(range(len(region.expected_outputs)))
+    if not guarded_inputs:
+        def checked(*args):
+            out = region.forward(*args)
+            return _picked(list(out) if region.returns_tuple else [out], picks)
+
+        return checked
+    fn = region.fn
 
     def call(*args):
-        out = forward(*args)
-        return [out if i is None else out[i] for i in picks]
+        out = fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t for t in args])
+        return out if every_output else _picked(out, picks)
 
     return call
+
+
+def _picked(outputs: list, picks: list[int]) -> list:
+    return [outputs[i] for i in picks]
 
 
 def is_plumbing(node: fx.Node) -> bool:

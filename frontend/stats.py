@@ -57,6 +57,8 @@ class GraphReport:
     partitions: list[PartitionReport] = field(default_factory=list)
     fallbacks: list[tuple[str, str]] = field(default_factory=list)  # (aten op, reason): ran eagerly
     compile_seconds: float = 0.0
+    # An inference graph Dynamo calls without AOTAutograd's runtime wrapper (inference_path.py)
+    direct_call: bool = False
 
     @property
     def compiled_ops(self) -> list[str]:
@@ -116,6 +118,7 @@ def stats() -> dict:
     return {
         "graphs": len(graphs),
         "graphs_by_kind": dict(Counter(g.kind for g in graphs)),
+        "graphs_called_directly": sum(1 for g in graphs if g.direct_call),  # no AOTAutograd wrapper
         "partitions": sum(len(g.partitions) for g in graphs),
         "partitions_failed": sum(1 for g in graphs for p in g.partitions if not p.compiled),
         "ops_compiled": sum(compiled.values()),   # in our generated code only
@@ -152,7 +155,8 @@ def explain() -> str:
     for g in REGISTRY.graphs:
         lines.append(f"graph {g.name} ({g.kind}, target {g.target}): {len(g.partitions)} partition(s), "
                      f"{len(g.compiled_ops)} op(s) compiled, {len(g.library_ops)} library call(s), "
-                     f"{len(g.fallbacks)} eager, {g.compile_seconds * 1e3:.0f} ms")
+                     f"{len(g.fallbacks)} eager, {g.compile_seconds * 1e3:.0f} ms"
+                     + ("; called directly, without AOTAutograd's runtime wrapper" if g.direct_call else ""))
         for p in g.partitions:
             lines += _partition_lines(p)
         for op, reason in g.fallbacks:

@@ -1,0 +1,126 @@
+"""An inference graph goes to Dynamo without AOTAutograd's runtime wrapper only where that
+wrapper had nothing to do (frontend/inference_path.py); everywhere else the wrapper stays, and
+either way the results are eager's."""
+
+import pytest
+import torch
+
+import dynamo_mlir
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    torch._dynamo.reset()
+    dynamo_mlir.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _compile(fn):
+    return torch.compile(fn, backend="mlir", fullgraph=True)
+
+
+def _called_directly() -> int:
+    return dynamo_mlir.stats()["graphs_called_directly"]
+
+
+def test_plain_inference_graph_is_called_directly_and_matches_eager():
+    x, y = torch.randn(8, 16), torch.randn(8, 16)
+    fn = _compile(lambda a, b: (a + b).exp())
+    out = fn(x, y)
+    torch.testing.assert_close(out, (x + y).exp())
+    s = dynamo_mlir.stats()
+    assert s["ops_compiled"] == 2 and s["ops_fallback"] == 0
+    assert s["graphs_by_kind"] == {"inference": 1} and _called_directly() == 1
+    assert "called directly, without AOTAutograd's runtime wrapper" in dynamo_mlir.explain()
+    assert not out.requires_grad
+    x2 = torch.randn(8, 16)  # new inputs, same graph
+    torch.testing.assert_close(fn(x2, y), (x2 + y).exp())
+
+
+def test_module_under_no_grad_is_called_directly_and_its_outputs_need_no_grad():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    x = torch.randn(5, 16)
+    compiled = _compile(model)
+    with torch.no_grad():
+        out, expected = compiled(x), model(x)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
+    assert not out.requires_grad and _called_directly() == 1
+    assert dynamo_mlir.stats()["ops_compiled"] > 0
+
+
+def test_several_outputs_picked_from_one_region_come_back_in_order():
+    x = torch.randn(4, 8)
+    fn = _compile(lambda a: (a.sin(), a * 2, a.sin() + 1))
+    for got, want in zip(fn(x), (x.sin(), x * 2, x.sin() + 1)):
+        torch.testing.assert_close(got, want)
+    assert _called_directly() == 1
+
+
+def test_a_non_contiguous_input_is_read_as_eager_reads_it():
+    x = torch.randn(16, 8)
+    fn = _compile(lambda a: a * 3 + 1)
+    torch.testing.assert_close(fn(x), x * 3 + 1)
+    xt = torch.randn(8, 16).t()  # same shape, other strides: Dynamo recompiles or the call copies
+    torch.testing.assert_close(fn(xt), xt * 3 + 1)
+    assert dynamo_mlir.stats()["ops_compiled"] >= 2
+
+
+def test_input_mutation_keeps_the_wrapper_and_mutates_like_eager():
+    def f(a):
+        a.add_(1)
+        return a * 2
+
+    x = torch.randn(6)
+    x_eager = x.clone()
+    out = _compile(f)(x)
+    expected = f(x_eager)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(x, x_eager)  # the input was mutated, as eager does
+    assert _called_directly() == 0 and dynamo_mlir.stats()["ops_compiled"] > 0
+
+
+def test_output_aliasing_an_input_keeps_the_wrapper_and_stays_a_view():
+    x = torch.randn(4, 6)
+    view, other = _compile(lambda a: (a.view(-1), a + 1))(x)
+    assert view.data_ptr() == x.data_ptr() and view.shape == (24,)
+    torch.testing.assert_close(other, x + 1)
+    assert _called_directly() == 0
+
+
+def test_training_graph_keeps_the_wrapper_and_gradients_match():
+    x = torch.randn(8, 4, requires_grad=True)
+    x_eager = x.detach().clone().requires_grad_()
+    _compile(lambda a: (a.tanh() * a).sum())(x).backward()
+    (x_eager.tanh() * x_eager).sum().backward()
+    torch.testing.assert_close(x.grad, x_eager.grad)
+    assert _called_directly() == 0
+    assert dynamo_mlir.stats()["graphs_by_kind"] == {"forward": 1, "backward": 1}
+
+
+def test_under_autocast_the_result_has_eager_s_dtype_and_values():
+    """AOTAutograd turns autocast off around its wrapper's call only if it was on while the graph
+    compiled (Dynamo compiles with it off: the graph carries its casts); the direct call does as
+    it would."""
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = _compile(lambda p, q: (p @ q).relu() * 2)(a, b)
+        expected = (a @ b).relu() * 2
+    assert out.dtype == expected.dtype == torch.bfloat16
+    reference = ((a.bfloat16().float() @ b.bfloat16().float()).relu() * 2).bfloat16()
+    torch.testing.assert_close(out, reference, rtol=1.6e-2, atol=1e-2)
+    assert dynamo_mlir.stats()["ops_compiled"] > 0
+
+
+def test_the_same_function_as_a_training_graph_after_an_inference_one():
+    """Dynamo guards requires_grad: a later call needing gradients gets its own graph, never
+    the directly called inference one."""
+    fn = _compile(lambda a: (a * a).sum())
+    x = torch.randn(5)
+    torch.testing.assert_close(fn(x), (x * x).sum())
+    w = torch.randn(5, requires_grad=True)
+    fn(w).backward()
+    torch.testing.assert_close(w.grad, 2 * w.detach())
+    assert dynamo_mlir.stats()["graphs_by_kind"] == {"inference": 1, "forward": 1, "backward": 1}
+    assert _called_directly() == 1
