@@ -152,7 +152,8 @@ def measure_all(chosen, args, backends) -> list[dict]:
     rows = []
     for name, w in chosen.items():
         t0 = time.perf_counter()
-        how = backends | (REDUCE_OVERHEAD if w.group == "overhead" and args.device == "cuda" else {})
+        replayed = w.group == "overhead" or (args.reduce_overhead and w.group == "models")
+        how = backends | (REDUCE_OVERHEAD if replayed and args.device == "cuda" else {})
         try:
             rows.append(MEASURE[type(w)](name, w, args.repeats, args.device, how))
         except Exception as e:  # one workload failing leaves the others' figures standing
@@ -205,6 +206,17 @@ def us_table(rows, backends) -> str:
     return "\n".join(lines)
 
 
+def replay_table(rows) -> str:
+    """The models in both modes: what replaying CUDA graphs buys each backend."""
+    lines = ["| workload | inductor ms | inductor reduce-overhead ms | mlir ms | mlir reduce-overhead ms | "
+             "inductor reduce-overhead / mlir reduce-overhead |", "|" + "---|" * 6]
+    for r in rows:
+        ir, mr = r["inductor reduce-overhead"], r["mlir reduce-overhead"]
+        lines.append(f"| {r['name']} | {r['inductor'] * 1e3:.3f} | {ir * 1e3:.3f} | {r['mlir'] * 1e3:.3f} | "
+                     f"{mr * 1e3:.3f} | {ir / mr:.2f} |")
+    return "\n".join(lines)
+
+
 def report(rows, args, threads: str) -> str:
     where = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     what = "training steps" if args.train else "calls"
@@ -216,6 +228,9 @@ def report(rows, args, threads: str) -> str:
         chosen = [r for r in rows if r["group"] == group]
         if chosen:
             parts += ["", f"### {title}", "", ms_table(chosen, geomean=group == "models")]
+    replayed = [r for r in rows if r["group"] == "models" and "mlir reduce-overhead" in r]
+    if replayed:
+        parts += ["", '### Models, mode="reduce-overhead" (milliseconds per call)', "", replay_table(replayed)]
     overhead = [r for r in rows if r["group"] == "overhead"]
     if overhead:
         backends = list(BACKENDS) + (list(REDUCE_OVERHEAD) if args.device == "cuda" else [])
@@ -309,6 +324,8 @@ def parse(argv):
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--train", action="store_true", help="all training steps instead (train_workloads.py)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 repeats, one thread count")
+    parser.add_argument("--reduce-overhead", action="store_true",
+                        help="on cuda, also time the models with mode=\"reduce-overhead\" (the one-op graphs always are)")
     parser.add_argument("--out", default="", help="also write the tables (markdown) to this file")
     args = parser.parse_args(argv)
     args.repeats = args.repeats or (5 if args.quick else 20)

@@ -223,6 +223,7 @@ class GraphedFunction:
     def __init__(self, fn: CudaFunction):
         self.fn = fn
         self.replays: dict[tuple, list[_Replay]] = {}
+        self.uncapturable = False
 
     def _capture(self, inputs) -> _Replay:
         side = torch.cuda.Stream()
@@ -238,8 +239,14 @@ class GraphedFunction:
         free = next((r for r in replays if r.outputs_free()), None)
         if free is not None:
             return free.run(inputs)
-        if len(replays) < self.MAX_REPLAYS:
-            replays.append(self._capture(inputs))
+        if len(replays) < self.MAX_REPLAYS and not self.uncapturable:
+            try:
+                replays.append(self._capture(inputs))
+            except Exception as e:  # a step that cannot be captured (one that syncs): run uncaptured from now on
+                log.warning("dynamo-mlir cuda: %s: not replayed as a CUDA graph: %s",
+                            self.fn.signature.name, str(e).splitlines()[0])
+                self.uncapturable = True
+                return self.fn(*inputs)
             return replays[-1].run(inputs)
         return self.fn(*inputs)  # every replay's outputs are alive: run uncaptured, into new outputs
 
@@ -256,7 +263,6 @@ MIN_GRAPHED_STEPS = 3
 
 def load(artifact, signature: Signature, options):
     fn = CudaFunction(artifact, signature, options)
-    if options.mode == "reduce-overhead" and options.target_options.cuda_graphs \
-            and len(fn.host.steps) >= MIN_GRAPHED_STEPS:
-        return GraphedFunction(fn)
-    return fn
+    target = options.target_options
+    replayed = target.cuda_graphs and (options.mode == "reduce-overhead" or target.cuda_graphs_in_default_mode)
+    return GraphedFunction(fn) if replayed and len(fn.host.steps) >= MIN_GRAPHED_STEPS else fn
