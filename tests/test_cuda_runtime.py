@@ -135,6 +135,30 @@ def test_reduce_overhead_torch_compile_reads_parameters_in_place_and_runs_on_a_s
     assert_all_compiled(min_ops=2, library={"aten.mm.default": 2})
 
 
+def test_default_mode_replays_cuda_graphs_and_outputs_held_by_the_caller_stay_valid(monkeypatch):
+    """cuda_graphs_in_default_mode: the default mode replays a static region's schedule too,
+    under the same rules as reduce-overhead: a replay whose outputs the caller holds is not reused."""
+    replays = []
+    replay = torch.cuda.CUDAGraph.replay
+    monkeypatch.setattr(torch.cuda.CUDAGraph, "replay", lambda graph: (replays.append(graph), replay(graph))[1])
+    torch.manual_seed(0)
+    dynamo_mlir.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.LayerNorm(256), torch.nn.GELU(),
+                                torch.nn.Linear(256, 256)).cuda()
+    compiled = torch.compile(model, backend="mlir")
+    with torch.no_grad():
+        xs = [torch.randn(64, 256, device="cuda") for _ in range(6)]
+        held = [compiled(x) for x in xs]  # every output kept
+        for x, got in zip(xs, held):
+            torch.testing.assert_close(got, model(x))
+        assert len(replays) == GraphedFunction.MAX_REPLAYS  # the calls past those ran uncaptured
+        del held, got
+        for x in xs:  # outputs dropped each time: replays are reused
+            torch.testing.assert_close(compiled(x), model(x))
+    assert len(replays) == GraphedFunction.MAX_REPLAYS + len(xs)
+    assert_all_compiled(min_ops=2, library={"aten.mm.default": 2})
+
+
 class _Block(torch.nn.Module):
     def __init__(self, d=64):
         super().__init__()

@@ -55,7 +55,7 @@ class CUDAOptions(TargetOptions):
     cuda_fuse_rows: bool = option(True, "Fuse a row's reductions and the elementwise ops around them into one "
                                         "kernel (one block per row).")
     cuda_graphs: bool = option(True, "In mode=reduce-overhead, replay the host schedule as a CUDA graph.")
-    cuda_graphs_in_default_mode: bool = option(False, "Replay the host schedule as a CUDA graph in the default "
+    cuda_graphs_in_default_mode: bool = option(True, "Replay the host schedule as a CUDA graph in the default "
                                                       "mode too (the same replays as reduce-overhead: outputs "
                                                       "never shared with a caller still holding them).")
     library_matmul: bool = option(True, "Run matmul/conv/pooling as library calls through torch (cuBLAS/cuDNN; "
