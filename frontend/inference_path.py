@@ -66,7 +66,8 @@ def _nothing_to_wrap(meta) -> bool:
 
 def _bare(fn):
     """fn(*args) as Dynamo calls it, with grad mode off as AOTAutograd's inference wrapper has it:
-    the eager ops of a mixed graph must not record autograd history. Dynamo must not trace it."""
+    the eager ops of a mixed graph must not record autograd history. Dynamo wraps what a backend
+    returns in its own `disable` (output_graph.py), so it never traces into this call."""
 
     def call(*args):
         if not torch.is_grad_enabled():
@@ -77,4 +78,4 @@ def _bare(fn):
         finally:
             torch._C._set_grad_enabled(True)
 
-    return torch._dynamo.disable(call, reason="dynamo-mlir: a compiled inference graph")
+    return call
