@@ -41,6 +41,15 @@ BACKENDS = {"eager": None, "inductor": dict(backend="inductor"), "mlir": dict(ba
 # The one-op graphs on CUDA, also replayed as CUDA graphs: the launch overhead that mode removes.
 REDUCE_OVERHEAD = {"inductor reduce-overhead": dict(backend="inductor", mode="reduce-overhead"),
                    "mlir reduce-overhead": dict(backend="mlir", mode="reduce-overhead")}
+
+
+def _graph_as_is(gm, example_inputs):
+    """A torch.compile backend that runs Dynamo's graph unchanged: what any backend pays per call."""
+    return gm.forward
+
+
+# The one-op graphs also through that backend: the floor under every compiled backend's per-call cost.
+FLOOR = {"dynamo floor": dict(backend=_graph_as_is)}
 WARMUP_CALLS = 3
 OVERHEAD_CALLS = 50  # calls per timed sample of a one-op graph (one call is a few microseconds)
 
@@ -153,7 +162,8 @@ def measure_all(chosen, args, backends) -> list[dict]:
     for name, w in chosen.items():
         t0 = time.perf_counter()
         replayed = w.group == "overhead" or (args.reduce_overhead and w.group == "models")
-        how = backends | (REDUCE_OVERHEAD if replayed and args.device == "cuda" else {})
+        how = backends | (FLOOR if w.group == "overhead" else {}) \
+            | (REDUCE_OVERHEAD if replayed and args.device == "cuda" else {})
         try:
             rows.append(MEASURE[type(w)](name, w, args.repeats, args.device, how))
         except Exception as e:  # one workload failing leaves the others' figures standing
@@ -233,7 +243,7 @@ def report(rows, args, threads: str) -> str:
         parts += ["", '### Models, mode="reduce-overhead" (milliseconds per call)', "", replay_table(replayed)]
     overhead = [r for r in rows if r["group"] == "overhead"]
     if overhead:
-        backends = list(BACKENDS) + (list(REDUCE_OVERHEAD) if args.device == "cuda" else [])
+        backends = list(BACKENDS) + list(FLOOR) + (list(REDUCE_OVERHEAD) if args.device == "cuda" else [])
         parts += ["", f"### Per-call overhead (one-op graphs; microseconds per call, samples of {OVERHEAD_CALLS} "
                       "calls)", "", us_table(overhead, backends)]
     return "\n".join(parts) + "\n"
