@@ -1,5 +1,6 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu -O parallel=false --stage loops | check --prefix LOOPS
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix PAR
 
 // The cpu rule for a float sum over the innermost dim (codegen/cpu/row_reduction.py): lane j of
 // the [rows, 1, 16] partial sums x[r, s * 16 + j]; the lane loop (d3) is parallel and innermost,
@@ -68,4 +69,18 @@ func.func @main(%arg0: tensor<3x1000xf32>) -> tensor<3xf32> {
 func.func @main(%arg0: tensor<4x31xf32>) -> tensor<4xf32> {
   %0 = "dynamo.reduce"(%arg0) {dims = array<i64: 1>, kind = "sum"} : (tensor<4x31xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+// Rows of 1000 on the thread pool: the lane part and the rest are subviews of whole rows
+// (columns 0..992 and 992..1000 of every row), so all the nests stay one row-aligned group: one
+// torch_parallel_for, its body running them row block by row block.
+// PAR: memref.subview %arg0[0, 0] [4096, 992] [1, 1]
+// PAR: memref.subview %arg0[0, 992] [4096, 8] [1, 1]
+// PAR: call @torch_parallel_for
+// PAR-NOT: call @torch_parallel_for
+// PAR: func.func private @torch_parallel_for
+func.func @main(%arg0: tensor<4096x1000xf32>) -> tensor<4096xf32> {
+  %0 = "dynamo.reduce"(%arg0) {dims = array<i64: 1>, kind = "max"} : (tensor<4096x1000xf32>) -> tensor<4096xf32>
+  return %0 : tensor<4096xf32>
 }
