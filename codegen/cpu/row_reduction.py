@@ -31,8 +31,8 @@ from ...lowering.rules.common import (PARALLEL, REDUCTION, affine_map, elementwi
                                       slice_dim)
 from ...lowering.rules.reduction import REDUCERS, SUM_BLOCK, cascade_sum, lower_reduce
 from ...lowering.scalar import identity_of, index, is_float
+from .lane_vectors import LANES  # the loops stage turns the lane loops into vector code
 
-LANES = 16  # one AVX-512 register of float32; two AVX2 ones (LLVM picks the register width)
 DYN = dy.DYN
 
 

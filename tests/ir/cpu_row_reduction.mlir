@@ -16,17 +16,23 @@
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "reduction", "reduction"]} ins(%[[PARTIAL]] : tensor<2x1x16xf32>)
 // CHECK-SAME: outs(%{{[0-9]+}} : tensor<2xf32>)
-// Loops: the lanes zeroed; then rows, lane steps, and the 16 lanes innermost, contiguous in x
-// and in the partial.
-// LOOPS: memref.store %cst, %alloc[%{{arg[0-9]+}}, %c0, %{{arg[0-9]+}}] : memref<2x1x16xf32>
+// Loops (codegen/cpu/lane_vectors.py): the lane loop is vector code: the lanes zeroed by one
+// vector store; per row and lane step one vector<16> load of 16 consecutive elements of x (at
+// step * 16), added to the 16 lanes; then the lanes summed one by one into the row's result.
+// LOOPS: %[[ZERO:cst[_0-9]*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+// LOOPS: %[[P:alloc[_0-9]*]] = memref.alloc() {alignment = 64 : i64} : memref<2x1x16xf32>
+// LOOPS: vector.store %[[ZERO]], %[[P]][%{{arg[0-9]+}}, %c0, %c0] : memref<2x1x16xf32>, vector<16xf32>
 // LOOPS: scf.for %[[R:arg[0-9]+]] = %c0 to %c2 step %c1 {
 // LOOPS-NEXT: scf.for %[[S:arg[0-9]+]] = %c0 to %c64 step %c1 {
-// LOOPS-NEXT: scf.for %[[J:arg[0-9]+]] = %c0 to %c16 step %c1 {
-// LOOPS-NEXT: %[[AT:[0-9]+]] = affine.apply #{{map[0-9]*}}(%[[S]], %[[J]])
-// LOOPS-NEXT: memref.load %arg0[%[[R]], %[[AT]]] : memref<2x1024xf32>
-// LOOPS-NEXT: memref.load %{{[a-z_0-9]+}}[%[[R]], %c0, %[[J]]] : memref<2x1x16xf32>
-// LOOPS-NEXT: arith.addf
-// LOOPS-NEXT: memref.store
+// LOOPS-NEXT: %[[AT:[0-9]+]] = affine.apply #{{map[0-9]*}}(%[[S]])
+// LOOPS-NEXT: %[[X:[0-9]+]] = vector.load %arg0[%[[R]], %[[AT]]] : memref<2x1024xf32>, vector<16xf32>
+// LOOPS-NEXT: %[[ACC:[0-9]+]] = vector.load %[[P]][%[[R]], %c0, %c0] : memref<2x1x16xf32>, vector<16xf32>
+// LOOPS-NEXT: %[[SUM:[0-9]+]] = arith.addf %[[ACC]], %[[X]] : vector<16xf32>
+// LOOPS-NEXT: vector.store %[[SUM]], %[[P]][%[[R]], %c0, %c0] : memref<2x1x16xf32>, vector<16xf32>
+// LOOPS: scf.for %{{arg[0-9]+}} = %c0 to %c16 step %c1 {
+// LOOPS-NEXT: memref.load %[[P]]
+// LOOPS-NEXT: memref.load %arg1
+// LOOPS-NEXT: arith.addf {{.*}} : f32
 func.func @main(%arg0: tensor<2x1024xf32>) -> tensor<2xf32> {
   %0 = "dynamo.reduce"(%arg0) {dims = array<i64: 1>, kind = "sum"} : (tensor<2x1024xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
