@@ -155,7 +155,7 @@ def _load_kind(op, operand_kinds) -> str:
         raise _Unsupported("memref.load")
     if "offset" not in index_kinds:
         return "scalar"
-    if index_kinds[-1] != "offset" or "offset" in index_kinds[:-1]:
+    if index_kinds[-1] != "offset" or "offset" in index_kinds[:-1] or not _unit_last_stride(op.operands[0].type):
         raise _Unsupported("memref.load across lanes")
     return "vector"
 
@@ -170,18 +170,52 @@ def _check_store(op, j, operand_kinds) -> None:
         raise _Unsupported("memref.store")
 
 
-def _unit_last_stride(t: ir.MemRefType) -> bool:
-    strides, _ = t.get_strides_and_offset()
+def _unit_last_stride(t: ir.Type) -> bool:
+    strides, _ = ir.MemRefType(t).get_strides_and_offset()
     return strides[-1] == 1
 
 
 def _check_loads_of_stored(ops, stored: dict, of) -> None:
-    """A buffer the loop stores to is read only at the element being stored (the same index
-    values): no lane reads what another writes, whatever the order."""
+    """A buffer the loop stores to is its own (an allocation, or an argument marked noalias),
+    and is read only at the element being stored, through the same value: no lane reads what
+    another writes, whatever the order."""
+    roots = {_root(m): m for m in stored}
+    if any(not _own(root) for root in roots):
+        raise _Unsupported("memref.store to a buffer that may alias another")
     for op in ops:
-        if op.operation.name == "memref.load" and op.operands[0] in stored:
-            if any(list(op.operands[1:]) != indices for indices in stored[op.operands[0]]):
+        if op.operation.name != "memref.load":
+            continue
+        memref = op.operands[0]
+        if memref in stored:
+            if any(list(op.operands[1:]) != indices for indices in stored[memref]):
                 raise _Unsupported("memref.load of a stored buffer elsewhere")
+        elif _root(memref) in roots:
+            raise _Unsupported("memref.load of a view of a stored buffer")
+
+
+# Ops whose result views their first operand's buffer.
+_VIEWS = ("memref.subview", "memref.reshape", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
+          "memref.reinterpret_cast", "memref.transpose", "memref.view")
+
+
+def _root(value: ir.Value) -> ir.Value:
+    """The value whose buffer `value` views (through view ops)."""
+    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in _VIEWS:
+        value = value.owner.operation.operands[0]
+    return value
+
+
+def _own(root: ir.Value) -> bool:
+    """An allocation, or an argument of a function that marks it llvm.noalias (outline.py does
+    where no other argument shares the buffer)."""
+    owner = root.owner
+    if not isinstance(owner, ir.Block):
+        return owner.operation.name in ("memref.alloc", "memref.alloca")
+    fn = owner.owner
+    if fn.operation.name != "func.func" or "arg_attrs" not in fn.attributes:
+        return False
+    attrs = ir.ArrayAttr(fn.attributes["arg_attrs"])[ir.BlockArgument(root).arg_number]
+    return "llvm.noalias" in ir.DictAttr(attrs)
 
 
 # ----------------------------------------------------------------------------- rewrite
