@@ -101,3 +101,29 @@ def test_row_max_propagates_nan_and_infinities(n):
         got = compile_and_run(fn, x)
         assert_all_compiled()
         torch.testing.assert_close(got, fn(x), equal_nan=True)
+
+
+# Loops of exactly 16 iterations that are not row reductions also become vector code
+# (lane_vectors.py) when that is exact: elementwise ops over rows of 16, permuted copies, bool
+# results (stored one byte each: never as a packed vector<16xi1>), integer compares.
+SIXTEEN_WIDE = {
+    "mask_from_ids": (lambda ids: ids != 0, lambda g: torch.randint(0, 3, (2, 16), generator=g)),
+    "attention_mask": (lambda x: torch.where((x[0, 0] > 0)[:, None, None, :], x, -1e9).softmax(-1),
+                       lambda g: torch.randn(2, 4, 16, 16, generator=g)),
+    "masked_fill": (lambda x: x.masked_fill(x > 0.5, -1.0) * 2, lambda g: torch.randn(5, 16, generator=g)),
+    "transpose_heads": (lambda x: (x.view(2, 16, 4, 16).transpose(1, 2) * 3).contiguous(),
+                        lambda g: torch.randn(2, 16, 64, generator=g)),
+    "int_where": (lambda x: torch.where(x > 1, x * 3, x - 7), lambda g: torch.randint(-5, 5, (4, 16), generator=g)),
+    "softmax_16": (_softmax, lambda g: torch.randn(3, 4, 16, 16, generator=g)),
+}
+
+
+@pytest.mark.parametrize("name", SIXTEEN_WIDE)
+def test_sixteen_wide_loops_match_eager(name):
+    fn, make = SIXTEEN_WIDE[name]
+    x = make(torch.Generator().manual_seed(2))
+    got = compile_and_run(fn, x)
+    assert_all_compiled()
+    want = fn(x)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)

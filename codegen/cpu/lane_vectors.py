@@ -25,8 +25,10 @@ from torch_mlir.dialects import arith, vector
 LANES = 16  # lanes of a row reduction's partial (row_reduction.py): two AVX2 registers of float32, one AVX-512
 
 # Element types a lane may hold (LLVM vectorizes these directly; half types go through
-# emulation passes that expect scalars).
+# emulation passes that expect scalars), and those it may load or store: not i1, which LLVM
+# packs 8 to a byte in a vector but stores one to a byte as a scalar (memref<..xi1> is bytes).
 _ELEMENTS = ("f32", "f64", "i1", "i32", "i64")
+_IN_MEMORY = ("f32", "f64", "i32", "i64")
 
 
 class _Unsupported(Exception):
@@ -151,7 +153,7 @@ def _uses(expr, position: int) -> bool:
 def _load_kind(op, operand_kinds) -> str:
     """'scalar' when no index depends on the lane, 'vector' when only the last one does (j + base)."""
     memref, index_kinds = operand_kinds[0], operand_kinds[1:]
-    if memref != "scalar" or "vector" in index_kinds or not _lane_type(op.result.type):
+    if memref != "scalar" or "vector" in index_kinds or str(op.result.type) not in _IN_MEMORY:
         raise _Unsupported("memref.load")
     if "offset" not in index_kinds:
         return "scalar"
@@ -166,7 +168,8 @@ def _check_store(op, j, operand_kinds) -> None:
     indices, index_kinds = list(op.operands[2:]), operand_kinds[2:]
     if (operand_kinds[1] != "scalar" or not indices or indices[-1] != j
             or any(k != "scalar" for k in index_kinds[:-1])
-            or target.shape[-1] != LANES or not _unit_last_stride(target)):
+            or target.shape[-1] != LANES or not _unit_last_stride(target)
+            or str(target.element_type) not in _IN_MEMORY):
         raise _Unsupported("memref.store")
 
 
