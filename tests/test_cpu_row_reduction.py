@@ -108,7 +108,7 @@ def test_row_max_propagates_nan_and_infinities(n):
 # results (stored one byte each: never as a packed vector<16xi1>), integer compares.
 SIXTEEN_WIDE = {
     "mask_from_ids": (lambda ids: ids != 0, lambda g: torch.randint(0, 3, (2, 16), generator=g)),
-    "attention_mask": (lambda x: torch.where((x[0, 0] > 0)[:, None, None, :], x, -1e9).softmax(-1),
+    "attention_mask": (lambda x: torch.where((x[:, 0, 0] > 0)[:, None, None, :], x, -1e9).softmax(-1),
                        lambda g: torch.randn(2, 4, 16, 16, generator=g)),
     "masked_fill": (lambda x: x.masked_fill(x > 0.5, -1.0) * 2, lambda g: torch.randn(5, 16, generator=g)),
     "transpose_heads": (lambda x: (x.view(2, 16, 4, 16).transpose(1, 2) * 3).contiguous(),
