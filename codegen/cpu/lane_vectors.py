@@ -109,7 +109,7 @@ def _plan(loop) -> dict:
             kind[op.result] = "vector" if "vector" in operand_kinds else "scalar"
         else:
             raise _Unsupported(name)
-    _check_loads_of_stored(ops, stored, of)
+    _check_loads_of_stored(ops, stored)
     return kind
 
 
@@ -123,9 +123,9 @@ def _apply_kind(op, j, operand_kinds) -> str:
         raise _Unsupported("affine.apply")
     if "offset" not in operand_kinds:
         return "scalar"
-    if list(op.operands).index(j) != operand_kinds.index("offset"):
-        raise _Unsupported("affine.apply of an offset")  # j + base of j + base: not handled
     position = operand_kinds.index("offset")
+    if op.operands[position] != j:
+        raise _Unsupported("affine.apply of an offset")  # (j + base) + base': not needed so far
     results = ir.AffineMapAttr(op.attributes["map"]).value.results
     if len(results) != 1 or not _plus_dim(results[0], position):
         raise _Unsupported("affine.apply not j + base")
@@ -178,12 +178,13 @@ def _unit_last_stride(t: ir.Type) -> bool:
     return strides[-1] == 1
 
 
-def _check_loads_of_stored(ops, stored: dict, of) -> None:
+def _check_loads_of_stored(ops, stored: dict) -> None:
     """A buffer the loop stores to is its own (an allocation, or an argument marked noalias),
-    and is read only at the element being stored, through the same value: no lane reads what
-    another writes, whatever the order."""
+    stored through one value, and read only at the element being stored, through that value:
+    no lane reads or overwrites what another writes, whatever the order."""
     roots = {_root(m): m for m in stored}
-    if any(not _own(root) for root in roots):
+    if len(roots) != len(stored) or any(not _own(root) for root in roots):
+        # two views of one buffer stored: their elements may meet in different lanes
         raise _Unsupported("memref.store to a buffer that may alias another")
     for op in ops:
         if op.operation.name != "memref.load":
