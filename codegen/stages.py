@@ -68,6 +68,21 @@ def _bare_pointers(module: ir.Module) -> bool:
     return True
 
 
+def _has_vector_ops(module: ir.Module) -> bool:
+    """Whether some op is of the vector dialect (its conversion also reorders constants, so it
+    runs only where needed)."""
+    found = []
+
+    def visit(op):
+        if op.name.startswith("vector."):
+            found.append(op.name)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return bool(found)
+
+
 def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = True) -> ir.Module:
     """scf loops -> the LLVM dialect, for any LLVM CPU target. Half-precision math is computed
     in f32 (no CPU has bf16 arithmetic that LLVM lowers without compiler-rt libcalls); math
@@ -83,6 +98,7 @@ def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = 
         "func.func(arith-expand{include-bf16=true})",
         "lower-affine",
         "convert-scf-to-cf",
+        *(["convert-vector-to-llvm"] if _has_vector_ops(module) else []),  # cpu lane loops (cpu/lane_vectors.py)
         "convert-math-to-llvm{approximate-log1p=false}",  # log(1 + x) loses tiny x: libm log1p
         *(["convert-math-to-libm"] if libm else []),
         "convert-arith-to-llvm",

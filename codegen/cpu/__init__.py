@@ -49,4 +49,4 @@ TARGET = Target(
     capabilities=frozenset({"serial_loops", "scalar_math"}),  # scf loops run as written, on the calling thread
 )
 
-from . import rules  # noqa: E402,F401  (cpu-specific lowerings; after TARGET, which declares the name)
+from . import row_reduction, rules  # noqa: E402,F401  (cpu-specific lowerings; after TARGET, which declares the name)

@@ -193,7 +193,7 @@ def _joinable(group: list, nest) -> bool:
 
 
 # Ops that neither read nor write buffer contents: a nest may run after them instead of before.
-_TRANSPARENT = ("memref.alloc", "memref.alloca", "memref.get_global", "memref.expand_shape",
+_TRANSPARENT = ("memref.alloc", "memref.alloca", "memref.get_global", "memref.expand_shape", "memref.subview",
                 "memref.collapse_shape", "memref.cast", "memref.dim", "llvm.mlir.constant", "affine.apply")
 
 
@@ -249,6 +249,9 @@ def _row_root(value: ir.Value) -> ir.Value | None:
         name = owner.operation.name
         if name in ("memref.alloc", "memref.alloca", "memref.get_global"):
             return value
+        if name == "memref.subview" and _keeps_rows(owner.operation):
+            value = owner.operation.operands[0]
+            continue
         if name not in _ROW_VIEWS:
             return None
         source = owner.operation.operands[0]
@@ -256,6 +259,18 @@ def _row_root(value: ir.Value) -> ir.Value | None:
                 and ir.MemRefType(source.type).shape[0] == ir.MemRefType(value.type).shape[0]):
             return None
         value = source
+
+
+def _keeps_rows(subview) -> bool:
+    """A subview taking every row whole in its first dim (offset 0, all rows, stride 1), so its
+    row i lies in its source's row i: a row reduction's lane part and rest (row_reduction.py)
+    are column ranges of every row."""
+    attrs = subview.attributes
+    offsets, sizes, strides = (list(ir.DenseI64ArrayAttr(attrs[k])) for k in
+                               ("static_offsets", "static_sizes", "static_strides"))
+    source = ir.MemRefType(subview.operands[0].type)
+    all_rows = source.shape[0] == sizes[0] != ir.ShapedType.get_dynamic_size()
+    return bool(offsets) and offsets[0] == 0 and strides[0] == 1 and all_rows
 
 
 _ACCESS = {"memref.load": 0, "memref.store": 1}  # op -> position of the memref operand

@@ -7,7 +7,7 @@ from .. import stages
 from ..passes import run_pipeline
 from ..memref_copies import copies_to_linalg
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import fastmath, library, library_conv, parallel
+from . import fastmath, lane_vectors, library, library_conv, parallel
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
@@ -33,7 +33,10 @@ def make_loops(module: ir.Module, options) -> ir.Module:
         module = parallel.make_parallel_loops(module, options)
     else:
         module = stages.to_loops(module, options, "loops")
-    return fastmath.expand_math(module, options)  # f32 exp, tanh, ... as arith, so their loops vectorize
+    module = fastmath.expand_math(module, options)  # f32 exp, tanh, ... as arith, so their loops vectorize
+    if lane_vectors.vectorize_lane_loops(module):  # a row reduction's lanes as vector<16> ops (after fast_math)
+        module = run_pipeline(module, "canonicalize, cse", "loops", options)
+    return module
 
 
 def make_llvm(module: ir.Module, options) -> ir.Module:
