@@ -1,9 +1,16 @@
 """What makes the transformer models' forward fast on the cpu target, each checked against eager
-and by what was compiled: small integer powers as multiplies (GPT-2's gelu_new), ..."""
+and by what was compiled: small integer powers as multiplies (GPT-2's gelu_new); a linear's bias
+(or a residual) as the BLAS matmul's accumulator, and one zero fill per matmul
+(codegen/cpu/library_epilogue.py; tests/ir/matmul_epilogue.mlir pins the IR)."""
+
+import re
 
 import pytest
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
+import dynamo_mlir
 from helpers import assert_all_compiled, assert_close_to_float32, read_stage
 
 
@@ -32,3 +39,50 @@ def test_non_integer_power_stays_powf(tmp_path):
     got = torch.compile(lambda t: torch.pow(t, 2.5), backend="mlir", options={"dump_dir": str(tmp_path)})(x)
     torch.testing.assert_close(got, torch.pow(x, 2.5))
     assert "math.powf" in read_stage(str(tmp_path), "linalg")
+
+
+class _Block(nn.Module):
+    """Linears with and without bias, two of one shape (one shared zero fill after CSE), a 3-d
+    input (a transformer's [batch, tokens, width]) and a residual that is used again after."""
+
+    def __init__(self):
+        super().__init__()
+        self.up, self.gate = nn.Linear(16, 32), nn.Linear(16, 32, bias=False)
+        self.value = nn.Linear(16, 32, bias=False)
+        self.down = nn.Linear(32, 16)
+
+    def forward(self, x):
+        h = F.gelu(self.up(x), approximate="tanh") * self.gate(x) + self.value(x)
+        y = self.down(h) + x
+        return y * x
+
+
+def test_linear_bias_and_residual_fold_into_the_gemm_accumulator(tmp_path):
+    torch.manual_seed(0)
+    model, x = _Block().eval(), torch.randn(2, 5, 16)
+    with torch.no_grad():
+        got = torch.compile(model, backend="mlir", options={"dump_dir": str(tmp_path)})(x)
+        torch.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-5)
+    assert_all_compiled(library={"aten.mm.default": 4})
+    linalg = read_stage(str(tmp_path), "linalg")
+    assert linalg.count("linalg.matmul") == 4
+    # up's and down's biases (added to the 2-d matmul: addmm's decomposition) are accumulators;
+    # gate and value (no bias; value(x) is added only after the reshape back to 3-d) share one
+    # zero fill, which the loops stage unshares
+    fills = re.findall(r"(%[0-9]+) = linalg.fill", linalg)
+    assert len(fills) == 1, linalg
+    assert sum(f"outs({fills[0]} :" in line for line in linalg.splitlines() if "linalg.matmul" in line) == 2
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_training_step_matches_eager_with_the_bias_folded(bias):
+    torch.manual_seed(0)
+    eager, compiled = nn.Linear(8, 6, bias=bias), nn.Linear(8, 6, bias=bias)
+    compiled.load_state_dict(eager.state_dict())
+    x = torch.randn(4, 8)
+    step = lambda m, t: (m(t).tanh().sum(), )[0]
+    step(eager, x).backward()
+    torch.compile(step, backend="mlir")(compiled, x).backward()
+    for a, b in zip(eager.parameters(), compiled.parameters()):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-5, atol=1e-6)
+    assert dynamo_mlir.stats()["library_ops"] == {"aten.mm.default": 2}  # forward; weight gradient (x needs none)
