@@ -86,3 +86,15 @@ def test_linear_training_step_matches_eager_with_the_bias_folded(bias):
     for a, b in zip(eager.parameters(), compiled.parameters()):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-5, atol=1e-6)
     assert dynamo_mlir.stats()["library_ops"] == {"aten.mm.default": 2}  # forward; weight gradient (x needs none)
+
+
+def test_batch_matmul_plus_a_mask_takes_the_mask_as_accumulator(tmp_path):
+    """Attention scores plus an additive mask (SDPA's decomposition): the broadcast mask is C."""
+    q, k = torch.randn(3, 8, 4), torch.randn(3, 4, 8)
+    mask = torch.zeros(8, 8).masked_fill(torch.ones(8, 8, dtype=torch.bool).triu(1), float("-inf"))
+    fn = lambda a, b, m: torch.bmm(a, b) + m
+    got = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path)})(q, k, mask)
+    torch.testing.assert_close(got, fn(q, k, mask), rtol=1e-5, atol=1e-5)
+    assert_all_compiled(library={"aten.bmm.default": 1})
+    linalg = read_stage(str(tmp_path), "linalg")
+    assert "linalg.fill" not in linalg and "arith.addf" not in linalg, linalg

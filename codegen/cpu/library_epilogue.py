@@ -39,7 +39,8 @@ def _is_zero_fill(value: ir.Value) -> bool:
 
 
 def _identity_add(op: ir.Operation) -> bool:
-    """A linalg.generic computing in0 + in1 elementwise over identical, identity indexing maps."""
+    """A linalg.generic computing in0 + in1 elementwise: all parallel, every operand read and
+    written through the same permutation map (so out[i] = in0[i] + in1[i])."""
     if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
         return False
     maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
@@ -128,15 +129,12 @@ def _hoist(value: ir.Value, op: ir.Operation) -> bool:
 
 def _defined_inside(value: ir.Value, root: ir.Operation) -> bool:
     """Whether `value` is a block argument or a result of an op nested in `root`."""
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        owner = owner.owner
-    owner = owner.operation if isinstance(owner, ir.OpView) else owner
+    owner = value.owner.owner if isinstance(value.owner, ir.Block) else value.owner
     while owner is not None:
+        owner = owner.operation if isinstance(owner, ir.OpView) else owner
         if owner == root:
             return True
-        owner = owner.parent if owner.parent is not None else None
-        owner = owner.operation if isinstance(owner, ir.OpView) else owner
+        owner = owner.parent
     return False
 
 
