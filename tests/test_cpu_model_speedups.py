@@ -98,3 +98,22 @@ def test_batch_matmul_plus_a_mask_takes_the_mask_as_accumulator(tmp_path):
     assert_all_compiled(library={"aten.bmm.default": 1})
     linalg = read_stage(str(tmp_path), "linalg")
     assert "linalg.fill" not in linalg and "arith.addf" not in linalg, linalg
+
+
+def _gelu_new(x):
+    """GPT-2's activation, its scalars as Python floats (each a broadcast constant in the IR)."""
+    return 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def test_scalars_shared_by_two_layers_are_fused_into_each_loop(tmp_path):
+    """Two layers' gelu_new: CSE makes their scalar broadcasts one value each; cloned per use
+    (codegen/cpu/shared_broadcasts.py) they fuse into the loops, so no constant is ever stored
+    into an activation-sized tensor (tests/ir/shared_broadcast.mlir pins the IR)."""
+    x, w = torch.randn(2, 64, 96), torch.randn(96, 96)
+    fn = lambda t, m: _gelu_new(_gelu_new(t) @ m)
+    got = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path), "library_matmul": False})(x, w)
+    torch.testing.assert_close(got, fn(x, w), rtol=1e-5, atol=1e-5)
+    assert_all_compiled(min_ops=10)
+    loops = read_stage(str(tmp_path), "loops")
+    # (the matmul's own zero fill, 128x96, is the one constant store left)
+    assert not re.search(r"memref.store %cst[_0-9]*, %\w+\[[^]]*\] : memref<2x64x96xf32>", loops), loops

@@ -7,7 +7,7 @@ from .. import stages
 from ..passes import run_pipeline
 from ..memref_copies import copies_to_linalg
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import fastmath, library, library_conv, library_epilogue, parallel
+from . import fastmath, library, library_conv, library_epilogue, parallel, shared_broadcasts
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
@@ -24,6 +24,7 @@ def make_linalg(module: ir.Module, options) -> ir.Module:
 
 def make_loops(module: ir.Module, options) -> ir.Module:
     if options.fuse_elementwise:
+        shared_broadcasts.clone_shared_broadcasts(module)  # a scalar shared by CSE: fused into each loop
         run_pipeline(module, "linalg-fuse-elementwise-ops", "loops", options)
     if options.target_options.library_matmul:
         library_epilogue.unshare_zero_fills(module)  # no copy of a shared zero C before each gemm
