@@ -7,7 +7,7 @@ from .. import stages
 from ..passes import run_pipeline
 from ..memref_copies import copies_to_linalg
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import fastmath, lane_vectors, library, library_conv, parallel
+from . import fastmath, lane_vectors, library, library_conv, library_epilogue, parallel, shared_broadcasts
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
@@ -17,13 +17,17 @@ def make_linalg(module: ir.Module, options) -> ir.Module:
     lower_dynamo_ops(module, target="cpu")
     if options.target_options.library_matmul:
         library.fold_transposes(module)
+        library_epilogue.fold_bias(module)  # a linear's bias preset in C: the gemm adds it (beta = 1)
     run_pipeline(module, "canonicalize, cse", "linalg", options)
     return distinct_results(module)  # CSE may have made two results one value
 
 
 def make_loops(module: ir.Module, options) -> ir.Module:
     if options.fuse_elementwise:
+        shared_broadcasts.clone_shared_broadcasts(module)  # a scalar shared by CSE: fused into each loop
         run_pipeline(module, "linalg-fuse-elementwise-ops", "loops", options)
+    if options.target_options.library_matmul:
+        library_epilogue.unshare_zero_fills(module)  # no copy of a shared zero C before each gemm
     stages.bufferize(module, options, "loops")
     if options.target_options.library_matmul:
         library.call_blas(module)  # named matmuls BLAS can take -> sgemm_/dgemm_ calls

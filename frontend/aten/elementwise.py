@@ -93,9 +93,23 @@ def _pow(ctx, node):
     if not val.dtype.is_floating_point:
         raise Unsupported("integer pow")
     base, exponent = bind(node).leading(2)
-    if exponent == 2:  # x*x is exact where powf is not
-        return binary_op(ctx, node, "mul", base, base)
+    if not isinstance(exponent, torch.fx.Node) and exponent in _POW_AS_PRODUCT:
+        return _power_product(ctx, node, base, int(exponent))
     return binary_op(ctx, node, "pow", base, exponent)
+
+
+# Exponents eager's CPU pow computes as products ((x*x)*x), as we do: exact where powf is not,
+# and a loop of multiplies vectorizes where a libm powf call per element does not (GPT-2's gelu_new).
+_POW_AS_PRODUCT = (2, 3)
+
+
+def _power_product(ctx, node, base, exponent: int):
+    val, shape = _out(ctx, node)
+    x = ctx.operand(base, compute_dtype(val.dtype), shape, fused=True)
+    product = x
+    for _ in range(exponent - 1):
+        product = ctx.emit("mul", product, x, out=ctx.type_like(x))
+    return ctx.rounded(product, val.dtype)
 
 
 # A packet stands for all its overloads; round.decimals has its own rule (_round_decimals).
