@@ -130,8 +130,8 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
 
 
 def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
-    """The graph as a plain function when it is one compiled region fed by the graph's inputs in
-    order (the usual case): the call then skips the GraphModule's generated forward and two
+    """The graph as a plain function when it is one compiled region fed by the graph's inputs (in
+    any order: the usual case): the call then skips the GraphModule's generated forward and two
     nn.Module dispatches (7 of the 107 Python calls one call of a one-op graph made), and, when
     Dynamo's guards hold the graph's inputs to the dtypes and static shapes compiled for
     (`guarded_inputs`: a forward or inference graph), CompiledRegion's check of the promised
@@ -142,8 +142,11 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     calls = [n for n in nodes if n.op not in ("placeholder", "output")]
     head = calls[0] if calls else None
     region = getattr(fused, head.target, None) if head is not None and head.op == "call_module" else None
-    if not isinstance(region, CompiledRegion) or list(head.args) != inputs or head.kwargs:
+    if not isinstance(region, CompiledRegion) or head.kwargs or not all(a in inputs for a in head.args):
         return None
+    order = [inputs.index(a) for a in head.args]
+    if order == list(range(len(inputs))):
+        order = None  # the graph's inputs as they come
     if any(not (is_plumbing(n) and n.args[0] is head) for n in calls[1:]):
         return None
     result = next(n for n in nodes if n.op == "output").args[0]
@@ -155,21 +158,22 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     every_output = picks == list(range(len(region.expected_outputs)))
     if not guarded_inputs:
         def checked(*args):
-            out = region.forward(*args)
+            out = region.forward(*(args if order is None else _picked(args, order)))
             return _picked(list(out) if region.returns_tuple else [out], picks)
 
         return checked
     fn = region.fn
 
     def call(*args):
-        out = fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t for t in args])
+        out = fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t
+                   for t in (args if order is None else _picked(args, order))])
         return out if every_output else _picked(out, picks)
 
     return call
 
 
-def _picked(outputs: list, picks: list[int]) -> list:
-    return [outputs[i] for i in picks]
+def _picked(values, picks: list[int]) -> list:
+    return [values[i] for i in picks]
 
 
 def is_plumbing(node: fx.Node) -> bool:

@@ -2,10 +2,13 @@
 wrapper had nothing to do (frontend/inference_path.py); everywhere else the wrapper stays, and
 either way the results are eager's."""
 
+import types
+
 import pytest
 import torch
 
 import dynamo_mlir
+from dynamo_mlir.frontend.inference_path import InferencePath
 
 
 @pytest.fixture(autouse=True)
@@ -48,6 +51,22 @@ def test_module_under_no_grad_is_called_directly_and_its_outputs_need_no_grad():
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
     assert not out.requires_grad and _called_directly() == 1
     assert dynamo_mlir.stats()["ops_compiled"] > 0
+
+
+def test_a_region_taking_the_graph_inputs_in_another_order_is_called_as_a_plain_function(monkeypatch):
+    """A linear's region takes (x, weight, bias) where Dynamo's graph lists (weight, bias, x):
+    direct_call reorders them instead of going through the GraphModule."""
+    offered = []
+    offer = InferencePath.offer
+    monkeypatch.setattr(InferencePath, "offer", lambda self, fn, *rest: (offered.append(fn), offer(self, fn, *rest))[1])
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(10, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 1))
+    x = torch.randn(64, 10)
+    with torch.no_grad():
+        torch.testing.assert_close(_compile(model)(x), model(x), rtol=1e-5, atol=1e-6)
+    assert len(offered) == 1 and isinstance(offered[0], types.FunctionType)
+    assert dynamo_mlir.stats()["ops_library"] == 3 and dynamo_mlir.stats()["ops_fallback"] == 0
 
 
 def test_several_outputs_picked_from_one_region_come_back_in_order():
