@@ -29,6 +29,15 @@ def const(t: ir.Type, value) -> ir.Value:
     return arith.constant(t, ir.IntegerAttr.get(t, int(value)))
 
 
+def constant_int(value: ir.Value) -> int | None:
+    """The integer an arith.constant defines, or None for any other value (a block argument too)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+        return None
+    attr = owner.attributes["value"]
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+
+
 def index(n) -> ir.Value:
     """An index value: an int as a constant, an index Value as it is."""
     return const(ir.IndexType.get(), n) if isinstance(n, int) else n

@@ -4,19 +4,10 @@ either way the results are eager's."""
 
 import types
 
-import pytest
 import torch
 
 import dynamo_mlir
 from dynamo_mlir.frontend.inference_path import InferencePath
-
-
-@pytest.fixture(autouse=True)
-def _fresh():
-    torch._dynamo.reset()
-    dynamo_mlir.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def _compile(fn):

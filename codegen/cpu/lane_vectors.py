@@ -22,6 +22,8 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import arith, vector
 
+from ...lowering.scalar import constant_int
+
 LANES = 16  # lanes of a row reduction's partial (row_reduction.py): two AVX2 registers of float32, one AVX-512
 
 # Element types a lane may hold (LLVM vectorizes these directly; half types go through
@@ -56,16 +58,8 @@ def vectorize_lane_loops(module: ir.Module) -> int:
     return done
 
 
-def _constant(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
-        return None
-    attr = owner.attributes["value"]
-    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
-
-
 def _lane_loop(loop) -> bool:
-    lb, ub, step = (_constant(v) for v in loop.operands[:3])
+    lb, ub, step = (constant_int(v) for v in loop.operands[:3])
     return (lb, ub, step) == (0, LANES, 1) and len(loop.results) == 0 and not list(loop.inner_iter_args)
 
 

@@ -62,6 +62,7 @@ import operator
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg
 
+from ...lowering.scalar import constant_int
 from ..passes import run_pipeline
 from . import outline
 from .outline import dims, inside
@@ -152,15 +153,7 @@ def _outermost_parallel_loops(fn) -> list:
 def _eligible(loop) -> bool:
     """No results (nothing reduced across iterations through scf.reduce) and a unit step on the
     dim to split: begin/end chunks then are plain ranges of iterations."""
-    return len(loop.results) == 0 and _constant(loop.operands[2 * dims(loop)]) == 1
-
-
-def _constant(value: ir.Value) -> int | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
-        return None
-    attr = owner.attributes["value"]
-    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+    return len(loop.results) == 0 and constant_int(loop.operands[2 * dims(loop)]) == 1
 
 
 # ----------------------------------------------------------------------------- groups
@@ -178,7 +171,7 @@ def _groups(fn) -> list[list]:
 
 
 def _same(a: ir.Value, b: ir.Value) -> bool:
-    return a == b or (_constant(a) is not None and _constant(a) == _constant(b))
+    return a == b or (constant_int(a) is not None and constant_int(a) == constant_int(b))
 
 
 def _joinable(group: list, nest) -> bool:
@@ -340,7 +333,7 @@ class _StaticCount:
 
     @staticmethod
     def trip(lb: ir.Value, ub: ir.Value, step: ir.Value) -> int:
-        bounds = [_constant(v) for v in (lb, ub, step)]
+        bounds = [constant_int(v) for v in (lb, ub, step)]
         if None in bounds or bounds[2] <= 0:
             raise _Dynamic
         return max(0, -(-(bounds[1] - bounds[0]) // bounds[2]))
