@@ -54,7 +54,8 @@ class CUDAOptions(TargetOptions):
     cuda_arch: str | None = option(None, "PTX architecture (sm_90, ...); default: the GPU's, else sm_90.", _arch)
     cuda_fuse_rows: bool = option(True, "Fuse a row's reductions and the elementwise ops around them into one "
                                         "kernel (one block per row).")
-    cuda_graphs: bool = option(True, "In mode=reduce-overhead, replay the host schedule as a CUDA graph.")
+    cuda_graphs: bool = option(True, "Replay the host schedule as a CUDA graph in mode=reduce-overhead (and in the "
+                                     "default mode with cuda_graphs_in_default_mode); off: never.")
     cuda_graphs_in_default_mode: bool = option(True, "Replay the host schedule as a CUDA graph in the default "
                                                       "mode too (the same replays as reduce-overhead: outputs "
                                                       "never shared with a caller still holding them).")
