@@ -185,6 +185,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         bw_compiler=_compiler("backward", options),
         inference_compiler=_compiler("inference", options, path),
         decompositions=decompositions(),
+        keep_inference_input_mutations=True,  # written back by the graph: input_mutations.py
     )
     try:
         return path.result(compile_with_aot(gm, example_inputs))

@@ -18,6 +18,7 @@ from ..codegen.config import Options
 from ..codegen.passes import CompileError
 from ..codegen.target import Target, get_target, library_nodes, target_for_device
 from .importer import import_graph
+from .input_mutations import add_write_back, take_input_writes
 from .partition import partition
 from .region_sizes import is_host_size_node, route_sizes
 from .registry import Unsupported
@@ -109,6 +110,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     # tensors still dumps PTX); in a graph mixing devices, nodes off the target's device stay eager.
     mixed = len(_graph_devices(gm, example_inputs)) > 1
     graph = rebase_as_strided(seed_random_ops(gm))
+    writes = take_input_writes(graph)
     fused, oracle = partition(graph, target, target.device_type if mixed else None)
     for node in list(fused.graph.nodes):
         if node.op == "call_module" and node.target.startswith("fused_"):
@@ -122,6 +124,8 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     for p in report.partitions:
         if not p.compiled:
             report.fallbacks.extend((op, f"partition failed to compile: {p.error}") for op in p.ops)
+    add_write_back(fused, writes)
+    report.inputs_written_back = len(writes)
     fused.recompile()
     report.compile_seconds = time.perf_counter() - t0
     REGISTRY.add(report)

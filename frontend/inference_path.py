@@ -15,7 +15,7 @@ tensor's requires_grad, so the graph is reused only where it is still an inferen
 from __future__ import annotations
 
 import torch
-from torch._functorch._aot_autograd.schemas import OutputType
+from torch._functorch._aot_autograd.schemas import MutationType, OutputType
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 
@@ -52,10 +52,13 @@ def _plain_input(x) -> bool:
     return isinstance(x, (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
+# Inputs the wrapper does nothing for: untouched, or mutated by the graph itself (input_mutations.py).
+_WRAPPER_LEAVES = (MutationType.NOT_MUTATED, MutationType.MUTATED_IN_GRAPH)
+
+
 def _nothing_to_wrap(meta) -> bool:
     """Whether AOTAutograd's runtime wrapper would pass the inputs and outputs through unchanged."""
-    inputs_untouched = not any(i.mutates_data or i.mutates_metadata or i.mutates_storage_metadata
-                               for i in meta.input_info)
+    inputs_untouched = all(i.mutation_type in _WRAPPER_LEAVES for i in meta.input_info)
     outputs_fresh = all(o.output_type == OutputType.non_alias for o in meta.output_info)
     no_state = (meta.num_intermediate_bases == 0 and not meta.tokens
                 and getattr(meta, "num_graphsafe_rng_states", 0) == 0

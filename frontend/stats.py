@@ -59,6 +59,8 @@ class GraphReport:
     compile_seconds: float = 0.0
     # An inference graph Dynamo calls without AOTAutograd's runtime wrapper (inference_path.py)
     direct_call: bool = False
+    # Inputs the graph mutates, copied back by one multi-tensor call after its regions (input_mutations.py)
+    inputs_written_back: int = 0
 
     @property
     def compiled_ops(self) -> list[str]:
@@ -156,7 +158,9 @@ def explain() -> str:
         lines.append(f"graph {g.name} ({g.kind}, target {g.target}): {len(g.partitions)} partition(s), "
                      f"{len(g.compiled_ops)} op(s) compiled, {len(g.library_ops)} library call(s), "
                      f"{len(g.fallbacks)} eager, {g.compile_seconds * 1e3:.0f} ms"
-                     + ("; called directly, without AOTAutograd's runtime wrapper" if g.direct_call else ""))
+                     + ("; called directly, without AOTAutograd's runtime wrapper" if g.direct_call else "")
+                     + (f"; {g.inputs_written_back} mutated input(s) written back in one call"
+                        if g.inputs_written_back else ""))
         for p in g.partitions:
             lines += _partition_lines(p)
         for op, reason in g.fallbacks:

@@ -175,6 +175,7 @@ class _Replay:
     def __init__(self, fn: "CudaFunction", inputs):
         self.static = [_is_static(t) for t in inputs]
         self.inputs = [t if static else t.clone() for t, static in zip(inputs, self.static)]
+        self.copies = _copy_groups(self.inputs, self.static)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             self.outputs = fn(*self.inputs)
@@ -188,11 +189,34 @@ class _Replay:
                    for t in self.outputs)
 
     def run(self, inputs) -> list[torch.Tensor]:
-        for mine, t, static in zip(self.inputs, inputs, self.static):
-            if not static:
-                mine.copy_(t)
+        for buffers, positions in self.copies:
+            _copy_into(buffers, [inputs[i] for i in positions])
         self.graph.replay()
         return list(self.outputs)  # the caller's list: it may rebind its items, never ours
+
+
+def _copy_groups(buffers, static) -> list[tuple[list[torch.Tensor], list[int]]]:
+    """The replay's own input buffers, grouped by dtype, each with the positions of the inputs
+    copied into it. A training graph has hundreds of such inputs (activations saved for the
+    backward, gradients into the optimizer): one copy_ each costs ~10 us of host time (245 per
+    GPT-2 step on an H100, 2.3 ms); torch's multi-tensor copy does a dtype's group in a few
+    launches. It takes one dtype per call, so floating groups go through it; others (indices,
+    masks: few) go one by one."""
+    groups: dict[torch.dtype, tuple[list, list]] = {}
+    for i, (t, s) in enumerate(zip(buffers, static)):
+        if not s:
+            mine, positions = groups.setdefault(t.dtype, ([], []))
+            mine.append(t)
+            positions.append(i)
+    return list(groups.values())
+
+
+def _copy_into(buffers: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+    if len(buffers) > 1 and buffers[0].is_floating_point():
+        torch._foreach_copy_(buffers, values)  # torch checks shapes and strides, else copies one by one
+    else:
+        for mine, t in zip(buffers, values):
+            mine.copy_(t)
 
 
 def _static_addresses(inputs, static) -> tuple:

@@ -1,0 +1,78 @@
+"""Inputs an inference graph mutates, written back by the graph itself, all in one call.
+
+An optimizer step (torch.optim under Dynamo) is an inference graph that updates every parameter
+and every state tensor in place. AOTAutograd functionalizes it: the graph computes the new
+values, and its runtime wrapper then copies each into its input, one `copy_` per tensor from
+Python (AdamW: parameter, exp_avg, exp_avg_sq and step per parameter, 149 copy_ per GPT-2 step,
+~10 us of host time each on CUDA). With `keep_inference_input_mutations` (backend.py) the
+copies stay in the graph instead, as trailing `aten.copy_(input, new value)` nodes.
+
+Here those nodes are taken out before partitioning (the new values become extra graph outputs, so
+the regions that compute them return them), and one call to `write_back` replaces them after
+the regions: torch's multi-tensor copy per (device, dtype) group, a few kernel launches instead
+of a launch per tensor. The copies are AOTAutograd's bookkeeping, not the program's ops:
+like getitem they count neither as compiled nor as eager.
+
+Only copies that come after every other read of their input are taken (AOTAutograd emits them
+last); a graph with any other kind stays as it is (an in-place copy_ then runs eagerly, still correct).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.fx as fx
+
+_COPY = torch.ops.aten.copy_.default
+
+
+def take_input_writes(graph: fx.GraphModule) -> list[tuple[fx.Node, fx.Node]]:
+    """Remove the trailing copy_(placeholder, value) nodes; append each value to the graph's
+    outputs (after the existing ones). Returns (placeholder, value) in the graph's order."""
+    nodes = list(graph.graph.nodes)
+    position = {n: i for i, n in enumerate(nodes)}
+    copies = [n for n in nodes if n.op == "call_function" and n.target is _COPY]
+    if not copies or not all(_is_last_write(c, position) for c in copies):
+        return []
+    writes = [(c.args[0], c.args[1]) for c in copies]
+    output = next(n for n in reversed(nodes) if n.op == "output")
+    results = output.args[0]
+    output.args = (tuple(results) + tuple(value for _, value in writes),)
+    for c in copies:
+        graph.graph.erase_node(c)
+    graph.recompile()
+    return writes
+
+
+def _is_last_write(copy: fx.Node, position: dict) -> bool:
+    """copy_(input, value) whose result is unused and after which nothing reads that input."""
+    dest = copy.args[0]
+    if copy.users or copy.kwargs or len(copy.args) != 2 or dest.op != "placeholder":
+        return False
+    return all(position[user] <= position[copy] for user in dest.users)
+
+
+def add_write_back(fused: fx.GraphModule, writes: list[tuple[fx.Node, fx.Node]]) -> None:
+    """In the partitioned graph: drop the extra outputs take_input_writes added, and write them
+    into their inputs with one call, just before the output."""
+    if not writes:
+        return
+    placeholders = {n.name: n for n in fused.graph.nodes if n.op == "placeholder"}
+    output = next(n for n in reversed(fused.graph.nodes) if n.op == "output")
+    results = list(output.args[0])
+    kept, values = results[:-len(writes)], results[-len(writes):]
+    destinations = [placeholders[dest.name] for dest, _ in writes]
+    with fused.graph.inserting_before(output):
+        fused.graph.call_function(write_back, (destinations, values))
+    output.args = (tuple(kept),)
+    fused.recompile()
+
+
+def write_back(destinations: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+    """destinations[i].copy_(values[i]) for all i, a multi-tensor copy per (device, dtype)."""
+    groups: dict[tuple, tuple[list, list]] = {}
+    for dest, value in zip(destinations, values):
+        mine, theirs = groups.setdefault((dest.device, dest.dtype, value.device, value.dtype), ([], []))
+        mine.append(dest)
+        theirs.append(value)
+    for mine, theirs in groups.values():
+        torch._foreach_copy_(mine, theirs)  # torch's slow path copies one by one where it must

@@ -1,0 +1,131 @@
+"""Inputs an inference graph mutates are written back by the graph, in one multi-tensor call
+(frontend/input_mutations.py): optimizer steps give eager's parameters, and the copies are
+neither AOTAutograd's per-tensor ones nor eager fallbacks."""
+
+import copy
+
+import pytest
+import torch
+import torch.fx as fx
+
+import dynamo_mlir
+from dynamo_mlir.frontend.input_mutations import take_input_writes
+
+
+@pytest.fixture
+def write_backs(monkeypatch):
+    """Per multi-tensor copy the write-back made, in call order: how many tensors it wrote."""
+    calls = []
+    real = torch._foreach_copy_
+
+    def counting(destinations, values, **kwargs):
+        calls.append(len(destinations))
+        return real(destinations, values, **kwargs)
+
+    monkeypatch.setattr(torch, "_foreach_copy_", counting)
+    return calls
+
+
+def _model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs an NVIDIA GPU")])]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("make_optimizer", [
+    lambda ps: torch.optim.AdamW(ps, lr=1e-2),
+    lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9),
+], ids=["adamw", "sgd_momentum"])
+def test_optimizer_step_writes_every_state_back_in_one_call(write_backs, make_optimizer, device):
+    model, ref = _model().to(device), _model().to(device)
+    opt, ref_opt = make_optimizer(model.parameters()), make_optimizer(ref.parameters())
+    x, y = torch.randn(10, 6, device=device), torch.randn(10, 3, device=device)
+
+    def step(m, o):
+        o.zero_grad()
+        loss = torch.nn.functional.mse_loss(m(x), y)
+        loss.backward()
+        o.step()
+        return loss
+
+    compiled = torch.compile(step, backend="mlir")
+    for _ in range(4):
+        torch.testing.assert_close(compiled(model, opt), step(ref, ref_opt), rtol=1e-5, atol=1e-6)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    stats = dynamo_mlir.stats()
+    assert stats["graphs_by_kind"].get("inference", 0) >= 1 and stats["ops_fallback"] == 0
+    # Each optimizer step is one write-back of every parameter and state tensor it updates
+    # (AdamW: 4 parameters x param, exp_avg, exp_avg_sq, step; SGD: param, momentum buffer),
+    # the first step of SGD excepted: it creates its momentum buffers outside the graph.
+    # On CUDA, AdamW's step counters stay on the CPU: a group of their own.
+    per_step = {"AdamW": 16, "SGD": 8}[type(opt).__name__]
+    assert sum(write_backs[-2:] if device == "cuda" and per_step == 16 else write_backs[-1:]) == per_step
+
+
+def test_written_back_values_of_mixed_dtypes_and_devices_of_one_graph(write_backs):
+    def f(counter, weights, mask):
+        counter.add_(1)
+        weights.mul_(0.5).add_(counter.float())
+        mask.logical_not_()
+        return weights.sum()
+
+    args = [torch.tensor([3]), torch.randn(5, 4), torch.rand(5) > 0.5]
+    expected_args = [a.clone() for a in args]
+    got = torch.compile(f, backend="mlir", fullgraph=True)(*args)
+    torch.testing.assert_close(got, f(*expected_args))
+    for a, e in zip(args, expected_args):
+        torch.testing.assert_close(a, e)
+    assert sorted(write_backs) == [1, 1, 1]  # one group per dtype: int64, float32, bool
+    assert "3 mutated input(s) written back in one call" in dynamo_mlir.explain()
+    assert dynamo_mlir.stats()["ops_fallback"] == 0 and dynamo_mlir.stats()["ops_compiled"] > 0
+
+
+def _graph_with_copy_then_read() -> fx.GraphModule:
+    g = fx.Graph()
+    a = g.placeholder("a")
+    new = g.call_function(torch.ops.aten.add.Tensor, (a, 1))
+    g.call_function(torch.ops.aten.copy_.default, (a, new))
+    after = g.call_function(torch.ops.aten.mul.Tensor, (a, 2))  # reads `a` after the copy
+    g.output((after,))
+    return fx.GraphModule(torch.nn.Module(), g)
+
+
+def test_a_copy_followed_by_a_read_of_its_input_is_left_in_the_graph():
+    gm = _graph_with_copy_then_read()
+    assert take_input_writes(gm) == []
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert torch.ops.aten.copy_.default in targets
+    x = torch.ones(3)
+    torch.testing.assert_close(gm(x)[0], torch.full((3,), 4.0))  # (1 + 1) * 2: in order
+
+
+def test_trailing_copies_become_outputs():
+    g = fx.Graph()
+    a, b = g.placeholder("a"), g.placeholder("b")
+    new_a = g.call_function(torch.ops.aten.mul.Tensor, (a, b))
+    total = g.call_function(torch.ops.aten.sum.default, (new_a,))
+    g.call_function(torch.ops.aten.copy_.default, (a, new_a))
+    g.output((total,))
+    gm = fx.GraphModule(torch.nn.Module(), g)
+    writes = take_input_writes(gm)
+    assert [(d.name, v.name) for d, v in writes] == [("a", new_a.name)]
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    assert output.args[0] == (total, new_a)
+    assert all(n.target is not torch.ops.aten.copy_.default for n in gm.graph.nodes)
+
+
+def test_training_forward_with_buffer_mutation_still_matches_eager():
+    """A training graph's mutations (BatchNorm's running stats) stay AOTAutograd's."""
+    torch.manual_seed(0)
+    bn, ref = torch.nn.BatchNorm1d(4), None
+    ref = copy.deepcopy(bn)
+    x = torch.randn(8, 4, requires_grad=True)
+    torch.compile(bn, backend="mlir")(x).sum().backward()
+    ref(x.detach().clone().requires_grad_()).sum()
+    torch.testing.assert_close(bn.running_mean, ref.running_mean)
+    torch.testing.assert_close(bn.running_var, ref.running_var)
