@@ -8,7 +8,8 @@ off, they are generalized and run in our own generated kernels. For each model, 
 one training step (gradients of the parameters), both settings, the script prints the largest
 absolute and relative error against eager and the op counts of dynamo_mlir.stats()
 (compiled = generated code, library = library calls, eager). It exits 1 if an error is over the
-tolerance, a region failed to compile, or library off still made a library call (ops that run
+tolerance, a region failed to compile, or library off still made a library call other than the
+scatter writes, which the cuda target always hands to torch (ops that run
 eagerly, unsupported on the cuda target, are listed but are not a failure of this check).
 """
 
@@ -33,6 +34,16 @@ TOLERANCE = {torch.float32: 1e-3, torch.bfloat16: 5e-2}  # per tensor: max |erro
 # ... or at most this absolute error: gradients that are rounding noise in eager too (a conv bias
 # followed by batch norm has a true gradient of 0) have no meaningful relative error.
 ABSOLUTE = 1e-5
+# ATen ops the cuda target runs as torch calls whatever library_matmul says (the scatter writes:
+# codegen/cuda/library_calls.py); library off may still call torch for these.
+ALWAYS_TORCH = {"aten.index_put.default", "aten._unsafe_index_put.default", "aten.put.default", "aten.scatter.src",
+                "aten.scatter.value", "aten.scatter.reduce", "aten.scatter.value_reduce", "aten.scatter_add.default",
+                "aten.scatter_reduce.two", "aten.index_reduce.default"}
+
+
+def library_off_ok(s: dict) -> bool:
+    """With library_matmul off: no library call but the scatter writes."""
+    return set(s["library_ops"]) <= ALWAYS_TORCH
 
 
 def odd_cnn() -> nn.Module:
@@ -83,7 +94,7 @@ def check(name: str, train: bool, library: bool, dtype, device: str) -> bool:
     want, got = run(model, x, train, {"target": "cuda", "library_matmul": library})
     s = dynamo_mlir.stats()
     absolute, relative = max_errors(want, got)
-    ok = relative <= TOLERANCE[dtype] and s["partitions_failed"] == 0 and (library or s["ops_library"] == 0)
+    ok = relative <= TOLERANCE[dtype] and s["partitions_failed"] == 0 and (library or library_off_ok(s))
     print(f"{name:18} {'train' if train else 'infer':5} {str(dtype)[6:]:8} library={'on ' if library else 'off'} "
           f"max abs err {absolute:.2e}, rel {relative:.2e}; ops compiled {s['ops_compiled']}, "
           f"library {s['ops_library']} {sorted(s['library_ops'])}, eager {s['ops_fallback']}{_eager(s)}  {'ok' if ok else 'FAIL'}")
@@ -96,11 +107,11 @@ def placeholder_runtime():
     returns (values meaningless), so the backward graph is compiled to PTX too."""
     target = get_target("cuda")
     zeros = lambda artifact, sig, options: lambda *inputs: [torch.zeros(o.shape, dtype=o.dtype) for o in sig.outputs]
-    register_target(dataclasses.replace(target, load=zeros))
+    register_target(dataclasses.replace(target, load=zeros), override=True)
     try:
         yield
     finally:
-        register_target(target)
+        register_target(target, override=True)
 
 
 def ptx_only(name: str, train: bool, library: bool) -> bool:
@@ -120,7 +131,7 @@ def ptx_only(name: str, train: bool, library: bool) -> bool:
     s = dynamo_mlir.stats()
     ptx = sorted(glob.glob(os.path.join(folder, "*.ptx.ptx")))
     assembled = [_ptxas(p) for p in ptx] if shutil.which("ptxas") else []
-    ok = s["partitions_failed"] == 0 and (library or s["ops_library"] == 0) and all(assembled)
+    ok = s["partitions_failed"] == 0 and (library or library_off_ok(s)) and all(assembled)
     print(f"{name:18} {'train' if train else 'infer':5} library={'on ' if library else 'off'} {len(ptx)} PTX file(s), "
           f"ptxas {'ok' if all(assembled) else 'FAILED'}{'' if assembled else ' (not run: no ptxas)'}; "
           f"ops compiled {s['ops_compiled']}, library {s['ops_library']}, eager {s['ops_fallback']}{_eager(s)}, "

@@ -1,7 +1,14 @@
-"""Host-schedule steps that run through torch: matmul (cuBLAS), convolution (cuDNN), pooling.
+"""Host-schedule steps that run through torch: matmul (cuBLAS), convolution (cuDNN), pooling,
+index_put and scatter.
 
 Each linalg op accumulates into its output; `overwrite` says the accumulator was a zero fill
 that the gpu stage dropped, so the library result is written instead of added.
+
+index_put and scatter (library_calls.py) update their output, a copy of dest made by a kernel
+before them, in place with torch's own CUDA kernels: `index_put_` (accumulate or not),
+`scatter_` (reduce "assign") and `scatter_reduce_` (sum, prod, mean, amax, amin, include_self
+either way). Negative and duplicate indices are torch's to handle, as in eager; none of these
+synchronizes with the host, so a schedule holding them can be captured as a CUDA graph.
 """
 
 from __future__ import annotations
@@ -67,6 +74,25 @@ def _sum_pool(step: Library, x, window, y):
     _accumulate(y, out, step.overwrite)
 
 
+def _long(index: torch.Tensor) -> torch.Tensor:
+    """An index tensor as torch's scatter kernels take it (int64; a uint8 index would be a mask)."""
+    return index if index.dtype == torch.int64 else index.long()
+
+
+def _index_put(step: Library, values, *indices_then_out):
+    *indices, out = indices_then_out
+    accumulate = bool(dict(step.attrs)["accumulate"])
+    out.index_put_(tuple(_long(i) for i in indices), values, accumulate=accumulate)
+
+
+def _scatter(step: Library, index, src, out):
+    attrs = dict(step.attrs)
+    if attrs["reduce"] == "assign":
+        out.scatter_(attrs["dim"], _long(index), src)
+    else:
+        out.scatter_reduce_(attrs["dim"], _long(index), src, attrs["reduce"], include_self=bool(attrs["include_self"]))
+
+
 RUNNERS = {
     "linalg.matmul": _matmul,
     "linalg.batch_matmul": _matmul,
@@ -74,6 +100,8 @@ RUNNERS = {
     "linalg.conv_2d_ngchw_gfchw": _grouped_conv,
     "linalg.pooling_nchw_max": _max_pool,
     "linalg.pooling_nchw_sum": _sum_pool,
+    "torch.index_put": _index_put,
+    "torch.scatter": _scatter,
 }
 
 

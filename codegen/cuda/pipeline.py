@@ -29,7 +29,7 @@ def _unique_results(module: ir.Module) -> None:
     from torch_mlir.dialects import linalg, tensor
 
     for func_op in module.body.operations:
-        if func_op.operation.name != "func.func":
+        if func_op.operation.name != "func.func" or to_gpu.is_declaration(func_op):
             continue
         ret = list(func_op.regions[0].blocks[0].operations)[-1].operation
         seen = set()

@@ -6,14 +6,22 @@ gpu.all_reduce combines the shares in a tree, a cascade already. Blocking such a
 generic rule does (lowering/rules/reduction.py) would only split the row groups rowfuse.py fuses
 into one kernel (softmax, layernorm). So a row of up to ROW_THREADS * SUM_BLOCK terms, where no
 thread's share exceeds SUM_BLOCK, stays one generic; other sums are blocked as on every target.
+
+index_put and scatter: torch calls in the host schedule (library_calls.py says how), on the
+buffers of a copy of dest.
 """
 
 from ...dialects import dynamo as dy
 from ...lowering import register_lowering
 from ...lowering.rules.reduction import SUM_BLOCK, lower_reduce
+from . import library_calls
 from .kernels import ROW_THREADS
 
 
 @register_lowering(dy.ReduceOp, target="cuda")
 def _lower_reduce(op):
     return lower_reduce(op, ROW_THREADS * SUM_BLOCK)
+
+
+register_lowering(dy.IndexPutOp, library_calls.index_put, target="cuda")
+register_lowering(dy.ScatterOp, library_calls.scatter, target="cuda")

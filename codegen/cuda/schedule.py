@@ -17,6 +17,7 @@ from torch_mlir import ir
 
 from ..provenance import nodes_of
 from .loopnest import Unsupported, layout, op_name
+from .library_calls import CALL_KIND, call_attrs, is_declaration
 from .to_gpu import LIBRARY_OPS, OVERWRITE, VIEW_OPS
 
 # MLIR element type (as printed) -> torch dtype name; names keep this module torch-free.
@@ -59,10 +60,10 @@ class Launch:
 
 @dataclass(frozen=True)
 class Library:
-    op: str                 # linalg op name
+    op: str                 # linalg op name, or a library call's kind (library_calls.py)
     operands: tuple         # Views: inputs then the output
     overwrite: bool         # the output starts as zeros (no accumulate)
-    attrs: tuple = ()       # (name, tuple of ints)
+    attrs: tuple = ()       # (name, tuple of ints, an int or a str)
     nodes: tuple = ()       # the FX nodes (ATen ops) this call computes, from the op's location
 
     def __str__(self):
@@ -197,6 +198,14 @@ class _Reader:
         nodes = tuple(sorted(nodes_of(op.location)))
         self.out.steps.append(Library(op_name(op), views, OVERWRITE in op.attributes, attrs, nodes))
 
+    def call(self, op) -> None:
+        """A torch call the cuda rules left in the host function (library_calls.py)."""
+        if CALL_KIND not in op.attributes:
+            raise Unsupported(f"call to {op.attributes['callee']} is no library call of the cuda target")
+        kind = ir.StringAttr(op.attributes[CALL_KIND]).value
+        views = tuple(self.views[v] for v in op.operands)
+        self.out.steps.append(Library(kind, views, False, call_attrs(op), tuple(sorted(nodes_of(op.location)))))
+
 
 HANDLERS = {
     "arith.constant": _Reader.constant,
@@ -204,6 +213,7 @@ HANDLERS = {
     "memref.alloca": _Reader.alloc,
     "memref.get_global": _Reader.get_global,
     "gpu.launch_func": _Reader.launch,
+    "func.call": _Reader.call,
     "memref.dealloc": lambda self, op: None,
     "memref.load": lambda self, op: None,  # re-read inside the kernels that use it
     "func.return": lambda self, op: None,
@@ -266,7 +276,7 @@ def extract(module: ir.Module) -> dict[str, HostSchedule]:
     """Every host function of `module` (one per graph region) as a HostSchedule, by name."""
     schedules = {}
     for func_op in module.body.operations:
-        if op_name(func_op) != "func.func":
+        if op_name(func_op) != "func.func" or is_declaration(func_op):
             continue
         reader = _Reader(module, func_op)
         for op in func_op.regions[0].blocks[0].operations:

@@ -15,6 +15,7 @@ from torch_mlir import ir, passmanager
 from torch_mlir.dialects import func, memref
 
 from . import kernels, rowfuse
+from .library_calls import is_declaration
 from .rowkernel import row_kernel
 from .loopnest import LOOP_NESTS, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
 
@@ -182,7 +183,7 @@ def convert_module(module: ir.Module, library: bool = True, fuse_rows: bool = Tr
     keep_rows = _row_filter(rows, graph)
     chosen = []
     for op in module.body.operations:
-        if op_name(op) == "func.func":
+        if op_name(op) == "func.func" and not is_declaration(op):
             chosen += convert_host(op, library, fuse_rows, keep_rows)
     log.debug("dynamo-mlir: cuda kernels: %s", ", ".join(chosen))
     return chosen

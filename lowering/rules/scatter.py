@@ -5,7 +5,8 @@ carrying the result tensor through the loops as an iter_arg: tensor.extract read
 tensor.insert writes the combined value (one-shot bufferization makes that an in-place store).
 Serial, row-major order is the order of PyTorch's CPU kernels, so duplicate targets combine as in
 eager. Loops outside a linalg.generic are not for the CUDA pipeline: the rules require "serial_loops",
-which cuda lacks, and the CUDA partitioner leaves these ops to eager.
+which cuda lacks; the cuda target has rules of its own for index_put and scatter (torch calls,
+codegen/cuda/library_calls.py), and leaves masked_scatter to eager.
 """
 
 from torch_mlir import ir

@@ -1,4 +1,6 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage linalg | check --prefix CUDA
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage host | check --prefix HOST
 
 // scatter_add: a copy of self updated in place by a loop nest over the index tensor; a negative
 // index counts from the end (remsi, then + size where negative); the old value plus the source.
@@ -46,4 +48,31 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<2xi64>, %arg2: tensor<2x8x
 func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xi1>, %arg2: tensor<32xf32>) -> tensor<4x8xf32> {
   %0 = "dynamo.masked_scatter"(%arg0, %arg1, %arg2) : (tensor<4x8xf32>, tensor<4x8xi1>, tensor<32xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
+}
+
+// -----
+// cuda: scatter and index_put are torch calls in the host schedule (codegen/cuda/library_calls.py).
+// At the linalg stage each is a copy of dest into a fresh buffer, then a call to a private
+// declaration (one per operand types) on the operands' buffers, the attribute naming the op;
+// the buffer is handed back as the result's tensor.
+// CUDA: func.func private @dynamo_cuda_index_put_0(memref<4x3xf32>, memref<4x3xi64>, memref<4x3xi64>, memref<4x8xf32>)
+// CUDA: func.func private @dynamo_cuda_scatter_0(memref<4x3xi64>, memref<4x3xf32>, memref<4x8xf32>)
+// CUDA: %[[OUT:alloc[_0-9]*]] = memref.alloc() : memref<4x8xf32>
+// CUDA-NEXT: %[[DEST:[0-9]+]] = bufferization.to_buffer %arg0 read_only : tensor<4x8xf32> to memref<4x8xf32>
+// CUDA-NEXT: memref.copy %[[DEST]], %[[OUT]]
+// CUDA: call @dynamo_cuda_scatter_0(%{{[0-9]+}}, %{{[0-9]+}}, %[[OUT]]) {dim = 1 : i64, dynamo_mlir.library_call = "torch.scatter", include_self = 1 : i64, reduce = "sum"}
+// CUDA: call @dynamo_cuda_index_put_0({{.*}}) {accumulate = 1 : i64, dynamo_mlir.library_call = "torch.index_put"}
+// CUDA: bufferization.to_tensor %{{alloc[_0-9]*}} restrict writable
+// CUDA-NOT: scf.for
+// host: a copy kernel before each call; the second call writes the region's output (%3) itself.
+// HOST: host main(%0: 4x8xfloat32, %1: 4x3xint64, %2: 4x3xfloat32, %3: 4x8xfloat32)
+// HOST-NEXT: %4 = empty(32, float32)
+// HOST-NEXT: launch main_kernel {{.*}} (%0, %4)
+// HOST-NEXT: torch torch.scatter(%1[4x3|3,1+0], %2[4x3|3,1+0], %4[4x8|8,1+0]) overwrite=False {'dim': 1, 'reduce': 'sum', 'include_self': 1}
+// HOST-NEXT: launch main_kernel_0 {{.*}} (%4, %3)
+// HOST-NEXT: torch torch.index_put(%2[4x3|3,1+0], %1[4x3|3,1+0], %1[4x3|3,1+0], %3[4x8|8,1+0]) overwrite=False {'accumulate': 1}
+func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x3xi64>, %arg2: tensor<4x3xf32>) -> tensor<4x8xf32> {
+  %0 = "dynamo.scatter"(%arg0, %arg1, %arg2) {dim = 1 : i64, include_self = 1 : i64, reduce = "sum"} : (tensor<4x8xf32>, tensor<4x3xi64>, tensor<4x3xf32>) -> tensor<4x8xf32>
+  %1 = "dynamo.index_put"(%0, %arg2, %arg1, %arg1) {accumulate = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 2>} : (tensor<4x8xf32>, tensor<4x3xf32>, tensor<4x3xi64>, tensor<4x3xi64>) -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
 }

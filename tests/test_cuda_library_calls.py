@@ -1,0 +1,193 @@
+"""index_put and scatter on the cuda target: torch calls inside a region (codegen/cuda/library_calls.py),
+so the backward of an embedding or of cross-entropy is one region with no eager op.
+
+Without a GPU the training step is compiled through every cuda stage on CPU tensors (a
+placeholder runtime returns zeros, so the backward graph is compiled too) and the host schedule
+is checked; with a GPU the results are compared with eager."""
+
+import contextlib
+import dataclasses
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import dynamo_mlir
+from dynamo_mlir.codegen.target import get_target, register_target
+from helpers import read_stage
+
+TARGET = get_target("cuda")
+
+
+def on_gpu(test):
+    return pytest.mark.cuda(pytest.mark.skipif(not TARGET.available(), reason="needs a CUDA GPU and cuda-bindings")(test))
+
+
+class EmbedThenClassify(nn.Module):
+    """Token and position embeddings, a linear head, cross-entropy: the index_put (x2, the
+    embeddings' backward) and scatter (cross-entropy's backward) of a GPT-2 training step."""
+
+    def __init__(self, vocab=50, ctx=8, d=16):
+        super().__init__()
+        self.tok, self.pos, self.head = nn.Embedding(vocab, d), nn.Embedding(ctx, d), nn.Linear(d, vocab)
+
+    def forward(self, x, y):
+        h = self.tok(x) + self.pos(torch.arange(x.shape[1], device=x.device))
+        return F.cross_entropy(self.head(h).flatten(0, 1), y.flatten())
+
+
+TRAINING_LIBRARY = {"aten.mm.default": 3, "aten.index_put.default": 2, "aten.scatter.value": 1}
+
+
+@contextlib.contextmanager
+def _placeholder_runtime():
+    """The cuda target with a loader whose regions return zeros: on CPU tensors the forward
+    returns, so the backward graph is compiled as well."""
+    zeros = lambda artifact, sig, options: lambda *inputs: [torch.zeros(o.shape, dtype=o.dtype) for o in sig.outputs]
+    register_target(dataclasses.replace(TARGET, load=zeros), override=True)
+    try:
+        yield
+    finally:
+        register_target(TARGET, override=True)
+
+
+def test_training_step_for_cuda_is_one_region_per_graph_with_torch_calls(tmp_path):
+    torch.manual_seed(0)
+    model = EmbedThenClassify()
+    x, y = torch.randint(0, 50, (2, 8)), torch.randint(0, 50, (2, 8))
+    options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, "dump_dir": str(tmp_path)}
+    with _placeholder_runtime():
+        torch.compile(model, backend="mlir", options=options)(x, y).backward()
+    s = dynamo_mlir.stats()
+    assert s["graphs_by_kind"] == {"forward": 1, "backward": 1}, dynamo_mlir.explain()
+    assert s["ops_fallback"] == 0 and s["partitions"] == 2 and s["partitions_failed"] == 0, dynamo_mlir.explain()
+    assert s["library_ops"] == TRAINING_LIBRARY, dynamo_mlir.explain()
+    host = read_stage(str(tmp_path), "host")
+    assert host.count("torch torch.index_put(") == 2 and "{'accumulate': 1} for index_put" in host, host
+    assert "torch torch.scatter(" in host and "{'dim': 1, 'reduce': 'assign', 'include_self': 1} for scatter" in host, host
+
+
+SCATTERS = {  # case -> (fn(x, index, src), its ATen op, the step's attributes in the host schedule)
+    "assign": (lambda x, i, s: x.scatter(1, i, s) * 3, "aten.scatter.src", "{'dim': 1, 'reduce': 'assign', 'include_self': 1}"),
+    "value": (lambda x, i, s: x.scatter(1, i, -1.0) * 3, "aten.scatter.value", "'reduce': 'assign'"),
+    "add": (lambda x, i, s: x.scatter_add(1, i, s) * 3, "aten.scatter_add.default", "'reduce': 'sum', 'include_self': 1"),
+    "amax": (lambda x, i, s: x.scatter_reduce(1, i, s, "amax") * 3, "aten.scatter_reduce.two", "'reduce': 'amax'"),
+    "mean_without_self": (lambda x, i, s: x.scatter_reduce(1, i, s, "mean", include_self=False) * 3,
+                          "aten.scatter_reduce.two", "'reduce': 'mean', 'include_self': 0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCATTERS))
+def test_scatter_kinds_for_cuda_are_torch_calls(case, tmp_path):
+    fn, aten_op, attrs = SCATTERS[case]
+    x, index, src = torch.randn(4, 10), torch.randint(0, 10, (4, 6)), torch.randn(4, 6)
+    options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, "dump_dir": str(tmp_path)}
+    with _placeholder_runtime():
+        torch.compile(fn, backend="mlir", options=options)(x, index, src)
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["library_ops"] == {aten_op: 1} and s["ops_compiled"] >= 1, dynamo_mlir.explain()
+    host = read_stage(str(tmp_path), "host")
+    assert host.count("torch torch.scatter(") == 1 and attrs in host, host
+
+
+@pytest.mark.parametrize("accumulate", [1, 0])
+def test_index_put_on_two_dims_for_cuda_is_one_torch_call(accumulate, tmp_path):
+    fn = lambda x, i, j, v: (x + 1).index_put((i, j), v, accumulate=bool(accumulate))
+    x, v = torch.randn(5, 6, 3), torch.randn(4, 3)
+    i, j = torch.tensor([0, -1, 2, 0]), torch.tensor([1, 5, -6, 1])
+    options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, "dump_dir": str(tmp_path)}
+    with _placeholder_runtime():
+        torch.compile(fn, backend="mlir", options=options)(x, i, j, v)
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["library_ops"] == {"aten.index_put.default": 1}, dynamo_mlir.explain()
+    host = read_stage(str(tmp_path), "host")
+    # values, then both index tensors, then the output (a copy of x + 1 made by a kernel before it)
+    assert f"torch torch.index_put(%3[4x3|3,1+0], %1[4|1+0], %2[4|1+0], %4[5x6x3|18,3,1+0]) overwrite=False " \
+           f"{{'accumulate': {accumulate}}} for index_put" in host, host
+
+
+# ----------------------------------------------------------------------------- on a GPU
+
+
+def _compile(fn, mode=None):
+    # torch.compile takes a mode or options, not both; stats() shows a failed region either way.
+    if mode is not None:
+        return torch.compile(fn, backend="mlir", mode=mode)
+    return torch.compile(fn, backend="mlir", options={"strict": True})
+
+
+def _assert_library(expected: dict):
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["partitions_failed"] == 0 and s["runtime_fallback_calls"] == 0, dynamo_mlir.explain()
+    assert s["library_ops"] == expected, dynamo_mlir.explain()
+    assert s["ops_compiled"] >= 1, dynamo_mlir.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("accumulate", [True, False], ids=["accumulate", "assign"])
+def test_index_put_with_repeated_and_negative_indices(accumulate):
+    torch.manual_seed(0)
+    x, v = torch.randn(8, 16, device="cuda"), torch.randn(6, 16, device="cuda")
+    # Repeated targets only where accumulating (assigning to one target twice is unordered in eager too).
+    idx = torch.tensor([0, -1, 2, 0, -1, 5] if accumulate else [0, -1, 2, 3, -3, 5], device="cuda")
+    fn = lambda x, i, v: (x * 2).index_put((i,), v, accumulate=accumulate) + 1
+    torch.testing.assert_close(_compile(fn)(x, idx, v), fn(x, idx, v))
+    _assert_library({"aten.index_put.default": 1})
+
+
+@on_gpu
+@pytest.mark.parametrize("case", sorted(SCATTERS))
+def test_scatter_kinds_match_eager(case):
+    torch.manual_seed(0)
+    x, src = torch.randn(4, 10, device="cuda"), torch.randn(4, 6, device="cuda")
+    if case in ("assign", "value"):  # one write per target: assigning one target twice is unordered in eager too
+        index = torch.stack([torch.randperm(10, device="cuda")[:6] for _ in range(4)])
+    else:
+        index = torch.randint(0, 10, (4, 6), device="cuda")
+    fn, aten_op, _ = SCATTERS[case]
+    torch.testing.assert_close(_compile(fn)(x, index, src), fn(x, index, src))
+    _assert_library({aten_op: 1})
+
+
+def _train_step(model, x, y):
+    model.zero_grad(set_to_none=True)
+    loss = model(x, y)
+    loss.backward()
+    return [loss.detach()] + [p.grad for p in model.parameters()]
+
+
+@on_gpu
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"], ids=["default", "reduce_overhead"])
+def test_embedding_and_cross_entropy_backward_match_eager(mode):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(0)
+    model = EmbedThenClassify().cuda()
+    compiled = _compile(model, mode)
+    for step in range(3):  # fresh inputs each step: replays copy them in
+        x = torch.randint(0, 50, (2, 8), device="cuda")
+        x[0, :4] = 7  # a token repeated: its embedding row accumulates four gradients
+        y = torch.randint(0, 50, (2, 8), device="cuda")
+        y[1, 0] = -100  # cross-entropy's ignore_index
+        want = _train_step(model, x, y)
+        want = [t.clone() for t in want]
+        got = _train_step(compiled, x, y)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5, msg=f"step {step}")
+    _assert_library(TRAINING_LIBRARY)
+    assert dynamo_mlir.stats()["partitions"] == 2, dynamo_mlir.explain()
+
+
+@on_gpu
+def test_embedding_backward_alone_matches_eager():
+    torch.manual_seed(0)
+    emb = nn.Embedding(30, 8).cuda()
+    idx = torch.tensor([[1, 1, 4, 29], [0, 1, 4, 4]], device="cuda")
+    weights = torch.randn(2, 4, 8, device="cuda")
+    loss = lambda m: (m(idx) * weights).sum()
+    loss(emb).backward()
+    want = emb.weight.grad.clone()
+    emb.weight.grad = None
+    loss(_compile(emb)).backward()
+    torch.testing.assert_close(emb.weight.grad, want)
+    _assert_library({"aten.index_put.default": 1})
