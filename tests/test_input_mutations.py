@@ -14,12 +14,12 @@ from dynamo_mlir.frontend.input_mutations import take_input_writes
 
 @pytest.fixture
 def write_backs(monkeypatch):
-    """Per multi-tensor copy the write-back made, in call order: how many tensors it wrote."""
+    """The destinations of every multi-tensor copy made, one list per call, in call order."""
     calls = []
     real = torch._foreach_copy_
 
     def counting(destinations, values, **kwargs):
-        calls.append(len(destinations))
+        calls.append(list(destinations))
         return real(destinations, values, **kwargs)
 
     monkeypatch.setattr(torch, "_foreach_copy_", counting)
@@ -53,18 +53,22 @@ def test_optimizer_step_writes_every_state_back_in_one_call(write_backs, make_op
         return loss
 
     compiled = torch.compile(step, backend="mlir")
-    for _ in range(4):
+    for _ in range(3):
         torch.testing.assert_close(compiled(model, opt), step(ref, ref_opt), rtol=1e-5, atol=1e-6)
+    write_backs.clear()
+    torch.testing.assert_close(compiled(model, opt), step(ref, ref_opt), rtol=1e-5, atol=1e-6)
     for p, q in zip(model.parameters(), ref.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
     stats = dynamo_mlir.stats()
     assert stats["graphs_by_kind"].get("inference", 0) >= 1 and stats["ops_fallback"] == 0
-    # Each optimizer step is one write-back of every parameter and state tensor it updates
-    # (AdamW: 4 parameters x param, exp_avg, exp_avg_sq, step; SGD: param, momentum buffer),
-    # the first step of SGD excepted: it creates its momentum buffers outside the graph.
-    # On CUDA, AdamW's step counters stay on the CPU: a group of their own.
-    per_step = {"AdamW": 16, "SGD": 8}[type(opt).__name__]
-    assert sum(write_backs[-2:] if device == "cuda" and per_step == 16 else write_backs[-1:]) == per_step
+    # The last step wrote every parameter and state tensor (AdamW: param, exp_avg, exp_avg_sq,
+    # step; SGD: param, momentum buffer) in one call per (device, dtype) group. (On CUDA, the
+    # other multi-tensor copies are CUDA-graph replays filling their own input buffers.)
+    updated = {id(t) for t in model.parameters()}
+    updated |= {id(v) for state in opt.state.values() for v in state.values() if torch.is_tensor(v)}
+    calls = [c for c in write_backs if any(id(t) in updated for t in c)]
+    assert {id(t) for c in calls for t in c} == updated
+    assert len(updated) == {"AdamW": 16, "SGD": 8}[type(opt).__name__] and len(calls) <= 2
 
 
 def test_written_back_values_of_mixed_dtypes_and_devices_of_one_graph(write_backs):
@@ -80,7 +84,7 @@ def test_written_back_values_of_mixed_dtypes_and_devices_of_one_graph(write_back
     torch.testing.assert_close(got, f(*expected_args))
     for a, e in zip(args, expected_args):
         torch.testing.assert_close(a, e)
-    assert sorted(write_backs) == [1, 1, 1]  # one group per dtype: int64, float32, bool
+    assert sorted(len(c) for c in write_backs) == [1, 1, 1]  # one group per dtype: int64, float32, bool
     assert "3 mutated input(s) written back in one call" in dynamo_mlir.explain()
     assert dynamo_mlir.stats()["ops_fallback"] == 0 and dynamo_mlir.stats()["ops_compiled"] > 0
 
