@@ -34,21 +34,23 @@ def take_input_writes(graph: fx.GraphModule) -> list[tuple[fx.Node, fx.Node]]:
     if not copies or not all(_is_last_write(c, position) for c in copies):
         return []
     writes = [(c.args[0], c.args[1]) for c in copies]
-    output = next(n for n in reversed(nodes) if n.op == "output")
-    results = output.args[0]
-    output.args = (tuple(results) + tuple(value for _, value in writes),)
     for c in copies:
+        c.replace_all_uses_with(c.args[0])
         graph.graph.erase_node(c)
+    output = next(n for n in reversed(nodes) if n.op == "output")
+    output.args = (tuple(output.args[0]) + tuple(value for _, value in writes),)
     graph.recompile()
     return writes
 
 
 def _is_last_write(copy: fx.Node, position: dict) -> bool:
-    """copy_(input, value) whose result is unused and after which nothing reads that input."""
+    """copy_(input, value) after which nothing reads that input (or the copy's result, which is
+    the input) but the graph's output: an in-place op's result, returned after the write-back."""
     dest = copy.args[0]
-    if copy.users or copy.kwargs or len(copy.args) != 2 or dest.op != "placeholder":
+    if any(user.op != "output" for user in copy.users) or copy.kwargs or len(copy.args) != 2 \
+            or dest.op != "placeholder":
         return False
-    return all(position[user] <= position[copy] for user in dest.users)
+    return all(position[user] <= position[copy] or user.op == "output" for user in dest.users)
 
 
 def add_write_back(fused: fx.GraphModule, writes: list[tuple[fx.Node, fx.Node]]) -> None:

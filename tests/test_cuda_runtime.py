@@ -9,6 +9,7 @@ from torch_mlir import ir
 import dynamo_mlir
 from cuda_models import MODELS
 from dynamo_mlir.codegen import resolve, run_stages
+from dynamo_mlir.codegen.cuda import runtime as cuda_runtime
 from dynamo_mlir.codegen.cuda.runtime import GraphedFunction
 from dynamo_mlir.codegen.signature import Signature, TensorSpec
 from dynamo_mlir.codegen.target import get_target
@@ -136,11 +137,19 @@ def test_reduce_overhead_torch_compile_reads_parameters_in_place_and_runs_on_a_s
 
 
 def test_default_mode_replays_cuda_graphs_and_outputs_held_by_the_caller_stay_valid(monkeypatch):
-    """cuda_graphs_in_default_mode: the default mode replays a static region's schedule too,
-    under the same rules as reduce-overhead: a replay whose outputs the caller holds is not reused."""
-    replays = []
+    """cuda_graphs_in_default_mode: the default mode replays a static region's schedule too.
+    A replay whose outputs the caller holds is not reused; the outputs callers keep are learnt
+    and returned as clones from then on, so one more replay serves every later call."""
+    replays, captured = [], []
     replay = torch.cuda.CUDAGraph.replay
     monkeypatch.setattr(torch.cuda.CUDAGraph, "replay", lambda graph: (replays.append(graph), replay(graph))[1])
+
+    class Counted(cuda_runtime._Replay):
+        def __init__(self, *args):
+            captured.append(self)
+            super().__init__(*args)
+
+    monkeypatch.setattr(cuda_runtime, "_Replay", Counted)
     torch.manual_seed(0)
     dynamo_mlir.reset()
     model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.LayerNorm(256), torch.nn.GELU(),
@@ -151,11 +160,12 @@ def test_default_mode_replays_cuda_graphs_and_outputs_held_by_the_caller_stay_va
         held = [compiled(x) for x in xs]  # every output kept
         for x, got in zip(xs, held):
             torch.testing.assert_close(got, model(x))
-        assert len(replays) == GraphedFunction.MAX_REPLAYS  # the calls past those ran uncaptured
+        assert len(replays) == len(xs) and len(captured) == 2  # every call replayed; one replay learnt to clone
+        assert held[1].data_ptr() != held[2].data_ptr()  # clones, not the replay's buffer twice
         del held, got
         for x in xs:  # outputs dropped each time: replays are reused
             torch.testing.assert_close(compiled(x), model(x))
-    assert len(replays) == GraphedFunction.MAX_REPLAYS + len(xs)
+    assert len(replays) == 2 * len(xs) and len(captured) == 2
     assert_all_compiled(min_ops=2, library={"aten.mm.default": 2})
 
 

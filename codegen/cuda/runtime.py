@@ -179,20 +179,22 @@ class _Replay:
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             self.outputs = fn(*self.inputs)
+        self.alone = _references(self.outputs)
         self.key = _static_addresses(inputs, self.static)
 
-    def outputs_free(self) -> bool:
-        """Whether the caller let go of every output: no tensor object and no view of its
-        storage is alive outside this replay (a replay would overwrite what they read)."""
-        return all(sys.getrefcount(t) <= _OWN_REFS and
-                   torch._C._storage_Use_Count(t.untyped_storage()._cdata) <= _OWN_STORAGE_REFS
-                   for t in self.outputs)
+    def held_outputs(self) -> list[int]:
+        """The outputs the caller still holds: a tensor object or a view of its storage alive
+        outside this replay (a replay would overwrite what they read). Counted against the
+        references right after capture, taken the same way, when the replay alone held them."""
+        now = _references(self.outputs)
+        return [i for i, (n, alone) in enumerate(zip(now, self.alone)) if n[0] > alone[0] or n[1] > alone[1]]
 
-    def run(self, inputs) -> list[torch.Tensor]:
+    def run(self, inputs, kept: set[int]) -> list[torch.Tensor]:
+        """Replay on `inputs`; the outputs at positions in `kept` (ones callers keep) as clones."""
         for buffers, positions in self.copies:
             _copy_into(buffers, [inputs[i] for i in positions])
         self.graph.replay()
-        return list(self.outputs)  # the caller's list: it may rebind its items, never ours
+        return [t.clone() if i in kept else t for i, t in enumerate(self.outputs)]
 
 
 def _copy_groups(buffers, static) -> list[tuple[list[torch.Tensor], list[int]]]:
@@ -223,10 +225,9 @@ def _static_addresses(inputs, static) -> tuple:
     return tuple(t.data_ptr() if s else None for t, s in zip(inputs, static))
 
 
-# Reference counts of an output only its replay holds, as outputs_free sees them: the
-# replay's list, the generator's loop variable and getrefcount's argument; for its storage, the tensor
-# and the temporary storage object.
-_OWN_REFS, _OWN_STORAGE_REFS = 3, 2
+def _references(outputs: list[torch.Tensor]) -> list[tuple[int, int]]:
+    """Per output: references to the tensor object, and uses of its storage (views share it)."""
+    return [(sys.getrefcount(t), torch._C._storage_Use_Count(t.untyped_storage()._cdata)) for t in outputs]
 
 
 class GraphedFunction:
@@ -237,8 +238,11 @@ class GraphedFunction:
     its own buffers. Outputs are the replay's own tensors, not clones: a replay is reused only
     once the caller has dropped every output of its previous run (tensors and views). While
     they are alive another replay is captured, up to MAX_REPLAYS per signature; past that the
-    schedule runs uncaptured, into new outputs (AOTAutograd's saved activations keep a training
-    step's outputs alive).
+    schedule runs uncaptured, into new outputs.
+    Outputs found still held at a later call are ones callers keep (a training loop's list of
+    losses, a .grad accumulated over steps): from then on they are returned as clones, one small
+    copy each, so that the replay stays free for the next call. The rest (AOTAutograd's saved
+    activations, released by the backward) are returned in place.
     Replays run on the caller's current stream.
     """
 
@@ -247,6 +251,7 @@ class GraphedFunction:
     def __init__(self, fn: CudaFunction):
         self.fn = fn
         self.replays: dict[tuple, list[_Replay]] = {}
+        self.kept: set[int] = set()  # output positions callers keep (returned as clones)
         self.uncapturable = False
 
     def _capture(self, inputs) -> _Replay:
@@ -260,9 +265,11 @@ class GraphedFunction:
     def __call__(self, *inputs):
         static = [_is_static(t) for t in inputs]
         replays = self.replays.setdefault((_key(inputs), _static_addresses(inputs, static)), [])
-        free = next((r for r in replays if r.outputs_free()), None)
-        if free is not None:
-            return free.run(inputs)
+        for replay in replays:
+            held = replay.held_outputs()
+            if not held:
+                return replay.run(inputs, self.kept)
+            self.kept.update(held)
         if len(replays) < self.MAX_REPLAYS and not self.uncapturable:
             try:
                 replays.append(self._capture(inputs))
@@ -271,7 +278,7 @@ class GraphedFunction:
                             self.fn.signature.name, str(e).splitlines()[0])
                 self.uncapturable = True
                 return self.fn(*inputs)
-            return replays[-1].run(inputs)
+            return replays[-1].run(inputs, self.kept)
         return self.fn(*inputs)  # every replay's outputs are alive: run uncaptured, into new outputs
 
 
