@@ -5,7 +5,8 @@ The benchmark that speed is judged by. For each workload: median time per call o
 time (cold: first call minus a steady call), whether mlir matched eager and how many ops it left
 to eager. Tables, each at every thread count asked for (default: torch's and 1):
   models    the MLP, the CNN, GPT-2, BERT and LLaMA (transformers, random weights), a GPT-2
-            training step (forward, loss, backward, AdamW step); geomean row over them
+            training step (forward, loss, backward, AdamW step); geomean row over them; also
+            "dynamo floor": Dynamo running its graph unchanged (its own cost + the ops eagerly)
   kernels   softmax, layernorm, an elementwise chain, matmul, a conv
   overhead  one-op graphs: time per call in microseconds, and mlir's (inductor's) minus eager's;
             on CUDA also in mode="reduce-overhead"
@@ -48,7 +49,8 @@ def _graph_as_is(gm, example_inputs):
     return gm.forward
 
 
-# The one-op graphs also through that backend: the floor under every compiled backend's per-call cost.
+# The models and the one-op graphs also through that backend: Dynamo's own per-call cost plus the
+# graph's ops run eagerly (for a one-op graph, the floor under every compiled backend's cost).
 FLOOR = {"dynamo floor": dict(backend=_graph_as_is)}
 WARMUP_CALLS = 3
 OVERHEAD_CALLS = 50  # calls per timed sample of a one-op graph (one call is a few microseconds)
@@ -162,7 +164,7 @@ def measure_all(chosen, args, backends) -> list[dict]:
     for name, w in chosen.items():
         t0 = time.perf_counter()
         replayed = w.group == "overhead" or (args.reduce_overhead and w.group == "models")
-        how = backends | (FLOOR if w.group == "overhead" else {}) \
+        how = backends | (FLOOR if w.group in ("overhead", "models") else {}) \
             | (REDUCE_OVERHEAD if replayed and args.device == "cuda" else {})
         try:
             rows.append(MEASURE[type(w)](name, w, args.repeats, args.device, how))
@@ -182,21 +184,25 @@ RATIOS = (("eager", "mlir"), ("inductor", "mlir"), ("eager", "inductor"))
 
 
 def ms_table(rows, geomean: bool) -> str:
-    head = ("| workload | eager ms | inductor ms | mlir ms | eager/mlir | inductor/mlir | eager/inductor | "
+    """Milliseconds per call; with a "dynamo floor" column where the rows measured it (models)."""
+    floor = any("dynamo floor" in r for r in rows)
+    head = ("| workload | eager ms | inductor ms | mlir ms | " + ("dynamo floor ms | " if floor else "")
+            + "eager/mlir | inductor/mlir | eager/inductor | "
             "compile s (inductor / mlir) | mlir eager ops / run-time fallback calls / library calls | matches |")
-    lines = [head, "|" + "---|" * 10]
+    lines = [head, "|" + "---|" * (10 + floor)]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['name']} | | | | | | | | | error: {r['error']} |")
+            lines.append(f"| {r['name']} | | | | " + ("| " if floor else "") + f"| | | | | error: {r['error']} |")
             continue
         ratios = " | ".join(f"{r[a] / r[b]:.2f}" for a, b in RATIOS)
+        floor_ms = f"{r['dynamo floor'] * 1e3:.3f} | " if floor else ""
         lines.append(
-            f"| {r['name']} | {r['eager'] * 1e3:.3f} | {r['inductor'] * 1e3:.3f} | {r['mlir'] * 1e3:.3f} | {ratios} | "
-            f"{r['inductor_compile']:.1f} / {r['mlir_compile']:.1f} | {r['mlir_fallbacks']} | {r['mlir_ok']} |")
+            f"| {r['name']} | {r['eager'] * 1e3:.3f} | {r['inductor'] * 1e3:.3f} | {r['mlir'] * 1e3:.3f} | {floor_ms}"
+            f"{ratios} | {r['inductor_compile']:.1f} / {r['mlir_compile']:.1f} | {r['mlir_fallbacks']} | {r['mlir_ok']} |")
     done = [r for r in rows if "error" not in r]
     if geomean and done:
         ratios = " | ".join(f"**{_geomean(r[a] / r[b] for r in done):.2f}**" for a, b in RATIOS)
-        lines.append(f"| **geomean ({len(done)} workloads)** | | | | {ratios} | | | |")
+        lines.append(f"| **geomean ({len(done)} workloads)** | | | | " + ("| " if floor else "") + f"{ratios} | | | |")
     return "\n".join(lines)
 
 
