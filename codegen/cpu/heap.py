@@ -6,18 +6,22 @@ result, oneDNN's scratch) do the same. glibc serves a block above its mmap thres
 mmap and unmaps it on free, and gives the top of its heap back to the kernel (sbrk) once more than
 the trim threshold is free there; both thresholds adapt to the sizes freed, but only up to 32 and
 64 MiB, and a call that frees several megabytes at once at the heap's top still trims it. The next
-call then touches fresh pages: each one a page fault and a zeroing. The CNN benchmark (3x conv-bn-
-relu-pool on 8x3x64x64, 2 MiB buffers) took 850-2100 minor faults per call in the compiled
-function, ~1000 in eager, ~0-24 in inductor's (which reuses its buffers across a call), and
-those faults were most of the difference with inductor: median ms of 80 interleaved calls, 2
-threads, one process (/tmp script, see docs/results.md for the benchmark itself):
+call then touches fresh pages: each one a page fault and a zeroing. Measured 2026-11-24 (AMD
+EPYC, torch 2.13) on the benchmark CNN (3x conv-bn-relu-pool on 8x3x64x64, 2 MiB buffers) compiled
+alone in a fresh process, with inductor's and eager's calls interleaved in the same process, one
+thread, CPU time of the calling thread per call, median of 60 (minor faults per call):
 
-    default malloc:          mlir 6.1-7.2  inductor 3.8  eager 8.5   (mlir faults/call 850-2100)
-    this module's settings:  mlir 2.7      inductor 2.4  eager 5.6   (faults/call 0 for all three)
+    default malloc:          mlir 9.06 (2811)   inductor 4.56 (24)   eager 12.10 (1062)
+    this module's settings:  mlir 4.24 (0)      inductor 3.58 (0)    eager  8.75 (32)
+
+In benchmarks/bench_models.py's process the same model ran as fast either way (mlir 3.26-3.55 ms
+with the option, 3.33-3.55 without, `--threads 1 --only cnn`, 3 runs each), presumably because
+the eager and inductor calls before had already raised glibc's adaptive thresholds: without the
+settings, how a call performs depends on what the process allocated before; with them it does not.
 
 They also explain why torch's NCHW convolution looked several times slower than channels-last here
-(2.2 vs 0.3 ms for 8x3x64x64 -> 16 channels): with the settings below the two are within 20%
-(0.38 vs 0.32 ms), the NCHW path's oneDNN reorder buffers having been the page faults.
+(2.2 vs 0.3 ms for 8x3x64x64 -> 16 channels, 2 threads): with the settings below the two are
+within 20% (0.38 vs 0.32 ms), the NCHW path's oneDNN reorder buffers having been the page faults.
 
 What. mallopt(M_MMAP_THRESHOLD, 32 MiB) and mallopt(M_TRIM_THRESHOLD, 64 MiB): the ceilings
 glibc's own adaptation would reach, fixed from the start (setting either turns the adaptation
