@@ -21,7 +21,7 @@ from torch_mlir.execution_engine import ExecutionEngine
 
 from ..passes import CompileError
 from ..signature import Signature, SizeSpec
-from . import library, library_conv, parallel
+from . import heap, library, library_conv, parallel
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -137,6 +137,8 @@ LIBTORCH_SYMBOLS = frozenset(library.GEMM.values()) | library_conv.SYMBOLS
 
 
 def load(artifact, signature: Signature, options):
+    if options.target_options.retain_freed_memory:  # before the first call: its buffers' pages stay
+        heap.retain_freed_memory()
     externals = set(external_symbols(artifact))
     if externals & (LIBTORCH_SYMBOLS | parallel.RUNTIME_SYMBOLS):
         library.load_libtorch()
