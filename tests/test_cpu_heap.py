@@ -48,4 +48,6 @@ def test_steady_calls_touch_no_fresh_pages():
     for run in (on, off):  # the same program either way: three convolutions and the linear as torch/BLAS calls
         assert run["library"] == {"aten.convolution.default": 3, "aten.mm.default": 1} and run["fallback"] == 0
     assert on["faults"] < 20, on  # a few pages of Python's own per call at most
-    assert off["faults"] > 100, off  # the test's workload does fault without the settings (each 2 MiB: 512 pages)
+    # Without the settings the workload faulted 2090 times a call here (glibc 2.36; each 2 MiB
+    # buffer is 512 pages); how much depends on glibc's adaptive thresholds, so only the order:
+    assert on["faults"] <= off["faults"], (on, off)

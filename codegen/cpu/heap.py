@@ -23,6 +23,11 @@ They also explain why torch's NCHW convolution looked several times slower than 
 (2.2 vs 0.3 ms for 8x3x64x64 -> 16 channels, 2 threads): with the settings below the two are
 within 20% (0.38 vs 0.32 ms), the NCHW path's oneDNN reorder buffers having been the page faults.
 
+Why off by default. The settings are the process's, not ours: eager torch and every other library
+in it get them, they cannot be undone, and the process keeps up to 64 MiB it no longer uses. A
+backend should not change that behind its user's back; a user who wants the steady calls can turn
+the option on (or set glibc's MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ themselves).
+
 What. mallopt(M_MMAP_THRESHOLD, 32 MiB) and mallopt(M_TRIM_THRESHOLD, 64 MiB): the ceilings
 glibc's own adaptation would reach, fixed from the start (setting either turns the adaptation
 off). Blocks below 32 MiB come from the heap and the process keeps up to 64 MiB free at its top,

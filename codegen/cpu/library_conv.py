@@ -21,7 +21,7 @@ Why NCHW buffers, not channels-last (measured 2026-11-24, AMD EPYC with AVX2, no
 times faster so (8x3x64x64 -> 16 channels, 2 threads: 2.2 ms NCHW, 0.3 ms channels-last). That
 gap was page faults, not the kernel: oneDNN's NCHW path allocates reorder buffers of megabytes
 each call, which glibc's default malloc maps fresh each time. With freed memory kept
-(heap.py, cpu option retain_freed_memory, on by default) the two are within 20% (0.38 vs 0.32
+(heap.py, cpu option retain_freed_memory) the two are within 20% (0.38 vs 0.32
 ms; 8x16x64x64 -> 32: 2.26 vs 2.18 ms), and converting layouts costs more than that. A version
 running each 2-d float32 convolution over a large image channels-last (x transposed into NHWC by a
 linalg.generic, torch's result copied densely into an NHWC buffer, the transpose back folded by
@@ -29,7 +29,7 @@ linalg-fuse-elementwise-ops into the batch norm that reads it) measured, on the 
 (3x conv-bn-relu-pool on 8x3x64x64), one thread, no page faults, min of 60 interleaved calls:
 all NCHW 3.61 ms, channels-last for 64x64 images 3.72, for every convolution 3.77; inductor 3.13.
 In `benchmarks/bench_models.py --device cpu --threads 1 --only cnn --repeats 15` (2 runs each):
-mlir/inductor 0.80 and 0.86 with it, 0.87 and 0.90 without (branch h1-channels-last has it).
+mlir/inductor 0.80 and 0.86 with it, 0.87 and 0.90 without (the experiment was not merged).
 The transposes (an x in NHWC, the batch norm's strided reads) cost what the kernel saves. Where
 the CNN's time goes now (torch profiler, 1 thread, per call): our three convolutions 2.59 ms
 (0.86 each) and the three result copies 0.19 ms, our batch-norm/relu/pool loops 0.46 ms;

@@ -26,7 +26,8 @@ class CPUOptions(TargetOptions):
     fast_math: bool = option(True, "Compute float32 (and bfloat16/float16) exp, expm1, log, log1p, tanh and erf "
                                    "with our own branch-free polynomials (lowering/math/approx.py, within 2 ulp) "
                                    "so that loops using them vectorize; off: a libm call per element.")
-    retain_freed_memory: bool = option(True, "Set glibc's malloc to keep freed memory for the next call (mallopt: mmap "
-                                             "threshold 32 MiB, trim threshold 64 MiB; process-wide, applied once "
-                                             "when a function loads; codegen/cpu/heap.py): no page faults on "
-                                             "each call's buffers; off: malloc left as it is.")
+    retain_freed_memory: bool = option(False, "Set glibc's malloc to keep freed memory for the next call (mallopt: mmap "
+                                              "threshold 32 MiB, trim threshold 64 MiB; process-wide and not undone, "
+                                              "applied when a function loads; codegen/cpu/heap.py): no page faults on "
+                                              "each call's buffers, at the price of up to 64 MiB kept; off (default): "
+                                              "malloc left as it is.")
