@@ -47,7 +47,9 @@ def test_steady_calls_touch_no_fresh_pages():
     on, off = _faults_per_call(True), _faults_per_call(False)
     for run in (on, off):  # the same program either way: three convolutions and the linear as torch/BLAS calls
         assert run["library"] == {"aten.convolution.default": 3, "aten.mm.default": 1} and run["fallback"] == 0
-    assert on["faults"] < 20, on  # a few pages of Python's own per call at most
-    # Without the settings the workload faulted 2090 times a call here (glibc 2.36; each 2 MiB
-    # buffer is 512 pages); how much depends on glibc's adaptive thresholds, so only the order:
-    assert on["faults"] <= off["faults"], (on, off)
+    # With the settings: Python's own pages only (0-26 a call measured). Without them the workload
+    # faulted 2090 times a call here (glibc 2.36; each 2 MiB buffer is 512 pages); how much
+    # depends on glibc's adaptive thresholds, so that side is compared only where it faulted.
+    assert on["faults"] < 100, on
+    if off["faults"] >= 100:
+        assert on["faults"] < off["faults"] / 5, (on, off)
