@@ -34,6 +34,9 @@ def take_input_writes(graph: fx.GraphModule) -> list[tuple[fx.Node, fx.Node]]:
     if not copies or not all(_is_last_write(c, position) for c in copies):
         return []
     writes = [(c.args[0], c.args[1]) for c in copies]
+    destinations = {dest for dest, _ in writes}
+    if any(_reads_storage_of(value, destinations) for _, value in writes):
+        return []  # one copy's source is another's destination: only copies in order are right
     for c in copies:
         c.replace_all_uses_with(c.args[0])
         graph.graph.erase_node(c)
@@ -51,6 +54,21 @@ def _is_last_write(copy: fx.Node, position: dict) -> bool:
             or dest.op != "placeholder":
         return False
     return all(position[user] <= position[copy] or user.op == "output" for user in dest.users)
+
+
+def _reads_storage_of(value: fx.Node, placeholders: set[fx.Node]) -> bool:
+    """Whether `value` is one of `placeholders` or a view of one (through ops whose result
+    aliases their first argument): the multi-tensor copy reads all sources while it writes all
+    destinations, so a source sharing a destination's memory would race (AOTAutograd's copies
+    run one after the other)."""
+    while True:
+        if value in placeholders:
+            return True
+        schema = getattr(value.target, "_schema", None) if value.op == "call_function" else None
+        if schema is None or not schema.returns or schema.returns[0].alias_info is None \
+                or not value.args or not isinstance(value.args[0], fx.Node):
+            return False
+        value = value.args[0]
 
 
 def add_write_back(fused: fx.GraphModule, writes: list[tuple[fx.Node, fx.Node]]) -> None:
