@@ -106,12 +106,17 @@ def bench_overhead(rows):
     for mode in (None, "reduce-overhead"):
         fn, _, n = compile_ours("layernorm", mode=mode, r=64, c=256)
         inputs = [torch.randn(64, 256, device="cuda"), torch.randn(256, device="cuda"), torch.randn(256, device="cuda")]
+        for _ in range(3):  # the first call loads the module (and captures, in reduce-overhead): not timed
+            fn(*inputs)
+        torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(200):
             fn(*inputs)
         torch.cuda.synchronize()
         rows.append(dict(case=f"layernorm 64x256 mode={mode}", us_per_call=(time.perf_counter() - t0) / 200 * 1e6, kernels=n))
     eager = lambda x, w, b: F.layer_norm(x, (256,), w, b, 1e-5)
+    eager(*inputs)
+    torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(200):
         eager(*inputs)
