@@ -74,6 +74,61 @@ def _folded_fills(ops: list, library: bool) -> dict[int, int]:
     return folded
 
 
+MATMULS = ("linalg.matmul", "linalg.batch_matmul")
+
+
+def fold_transposes_into_matmuls(func_op) -> int:
+    """A transpose whose result only feeds library matmuls (a linear's weight, attention's K^T)
+    is not materialized: the matmuls read a transposed view of its input instead, which torch's
+    matmul hands cuBLAS as a transposed operand. That saves a copy kernel and its buffer per
+    linear layer. Returns how many were folded."""
+    folded = 0
+    for op in [o.operation for o in func_op.regions[0].blocks[0].operations]:
+        if op.name != "linalg.transpose":
+            continue
+        view = op.opview
+        buffer, users = view.init, _users(view.init)
+        if op_name(buffer) != "memref.alloc" or not _only_read_by_matmuls(buffer, users, op):
+            continue
+        permutation = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+        with ir.InsertionPoint(op), op.location:  # where the copy was: a fill before a matmul stays next to it
+            transposed = _transposed_view(view.input, permutation)
+        for user in users:
+            if user.name in MATMULS:
+                for k, operand in enumerate(user.operands):
+                    if operand == buffer:
+                        user.operands[k] = transposed
+        op.erase()
+        for user in _users(buffer):  # the deallocs
+            user.erase()
+        buffer.owner.erase()
+        folded += 1
+    return folded
+
+
+def _users(value: ir.Value) -> list[ir.Operation]:
+    return [use.owner.operation if hasattr(use.owner, "operation") else use.owner for use in value.uses]
+
+
+def _only_read_by_matmuls(buffer: ir.Value, users: list, transpose) -> bool:
+    """Written by `transpose` alone, read only as a matmul's input, freed by deallocs."""
+    for user in users:
+        if user == transpose or user.name == "memref.dealloc":
+            continue
+        if user.name not in MATMULS or _output(user) == buffer:
+            return False
+    return any(user.name in MATMULS for user in users)
+
+
+def _transposed_view(source: ir.Value, permutation: list[int]) -> ir.Value:
+    """memref.transpose of `source`: dims permuted, strides with them (no data moved)."""
+    t = ir.MemRefType(source.type)
+    strides, offset = t.get_strides_and_offset()
+    layout = ir.StridedLayoutAttr.get(offset, [strides[p] for p in permutation])
+    result = ir.MemRefType.get([t.shape[p] for p in permutation], t.element_type, layout)
+    return memref.transpose(result, source, ir.AffineMapAttr.get(ir.AffineMap.get_permutation(permutation)))
+
+
 def generalize(op) -> ir.Operation:
     """Replace the named linalg op `op` by the equivalent linalg.generic (MLIR's own
     generalization). It runs on a copy of the op alone in a scratch function: over the host
@@ -107,6 +162,8 @@ def _rewire(op: ir.Operation, values) -> ir.Operation:
 def convert_host(func_op, library: bool = True, fuse_rows: bool = True, keep_rows=None) -> list[str]:
     """Rewrite one host function in place; returns the schedule chosen per kernel, in order.
     keep_rows(found groups) -> the groups to fuse (default: all)."""
+    if library:
+        fold_transposes_into_matmuls(func_op)
     ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
     if not library:  # our own kernels for matmul/conv/pooling too
         ops = [generalize(op) if op.name in LIBRARY_OPS else op for op in ops]

@@ -5,6 +5,7 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage linalg | check --prefix CUDA
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage gpu | check --prefix LIBRARY
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda -O library_matmul=false --stage gpu | check --prefix OWN
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage host | check --prefix HOST
 
 // cpu, library_matmul off: the matmul as a generic (i, k, j): multiply, accumulate into a zero fill (the matmul
 // accumulator, common.py's), with the reduction dim k in the middle.
@@ -103,4 +104,22 @@ func.func @main(%arg0: tensor<2x4x8xf64>, %arg1: tensor<2x4x8xf64>) -> tensor<2x
 func.func @main(%arg0: tensor<4x8xi64>, %arg1: tensor<8x4xi64>) -> tensor<4x4xi64> {
   %0 = "dynamo.matmul"(%arg0, %arg1) : (tensor<4x8xi64>, tensor<8x4xi64>) -> tensor<4x4xi64>
   return %0 : tensor<4x4xi64>
+}
+
+// -----
+// A linear's weight (permuted, then the matmul's right operand) and attention's K^T (a batch
+// transpose): on cuda neither transpose is materialized. Each matmul reads its operand through
+// transposed strides, which torch's matmul hands cuBLAS as a transposed operand: no copy kernel,
+// no buffer.
+// HOST: host main(%0: 128x64xfloat32, %1: 32x64xfloat32, %2: 4x16x8xfloat32, %3: 32x128xfloat32, %4: 4x16x16xfloat32)
+// HOST-NEXT: torch linalg.matmul(%1[32x64|64,1+0], %0[64x128|1,64+0], %3[32x128|128,1+0]) overwrite=True
+// HOST-NEXT: torch linalg.batch_matmul(%2[4x16x8|128,8,1+0], %2[4x8x16|128,1,8+0], %4[4x16x16|256,16,1+0]) overwrite=True
+// HOST-NOT: launch
+// HOST-NOT: empty
+func.func @main(%w: tensor<128x64xf32>, %x: tensor<32x64xf32>, %k: tensor<4x16x8xf32>) -> (tensor<32x128xf32>, tensor<4x16x16xf32>) {
+  %wt = "dynamo.permute"(%w) {perm = array<i64: 1, 0>} : (tensor<128x64xf32>) -> tensor<64x128xf32>
+  %y = "dynamo.matmul"(%x, %wt) : (tensor<32x64xf32>, tensor<64x128xf32>) -> tensor<32x128xf32>
+  %kt = "dynamo.permute"(%k) {perm = array<i64: 0, 2, 1>} : (tensor<4x16x8xf32>) -> tensor<4x8x16xf32>
+  %s = "dynamo.matmul"(%k, %kt) : (tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<4x16x16xf32>
+  return %y, %s : tensor<32x128xf32>, tensor<4x16x16xf32>
 }
