@@ -14,8 +14,6 @@ eagerly, unsupported on the cuda target, are listed but are not a failure of thi
 """
 
 import argparse
-import contextlib
-import dataclasses
 import glob
 import os
 import shutil
@@ -27,8 +25,10 @@ import torch
 import torch.nn as nn
 
 import dynamo_mlir
-from dynamo_mlir.codegen.target import get_target, register_target
 from dynamo_mlir.tools.models import TinyGPT, cnn, mlp, randomize_batchnorm, transformer_block
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from helpers import zeros_runtime  # noqa: E402  (the tests' stages-without-a-GPU loader)
 
 TOLERANCE = {torch.float32: 1e-3, torch.bfloat16: 5e-2}  # per tensor: max |error| / max |eager value|
 # ... or at most this absolute error: gradients that are rounding noise in eager too (a conv bias
@@ -101,19 +101,6 @@ def check(name: str, train: bool, library: bool, dtype, device: str) -> bool:
     return ok
 
 
-@contextlib.contextmanager
-def placeholder_runtime():
-    """The cuda target with a loader whose regions return zeros: on CPU tensors the forward then
-    returns (values meaningless), so the backward graph is compiled to PTX too."""
-    target = get_target("cuda")
-    zeros = lambda artifact, sig, options: lambda *inputs: [torch.zeros(o.shape, dtype=o.dtype) for o in sig.outputs]
-    register_target(dataclasses.replace(target, load=zeros), override=True)
-    try:
-        yield
-    finally:
-        register_target(target, override=True)
-
-
 def ptx_only(name: str, train: bool, library: bool) -> bool:
     """No GPU: generate every stage for the cuda target on CPU tensors and assemble the PTX."""
     factory, inputs = MODELS[name]
@@ -124,7 +111,7 @@ def ptx_only(name: str, train: bool, library: bool) -> bool:
     dynamo_mlir.reset()
     compiled = torch.compile(model, backend="mlir", options={"target": "cuda", "library_matmul": library,
                                                              "cuda_arch": "sm_90", "dump_dir": folder})
-    with placeholder_runtime(), torch.set_grad_enabled(train):
+    with zeros_runtime("cuda"), torch.set_grad_enabled(train):
         out = compiled(x)
         if train:
             out.float().square().mean().backward()

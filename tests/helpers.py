@@ -1,11 +1,14 @@
 """Shared test helpers: compile through backend="mlir" and read back what was compiled."""
 
+import contextlib
+import dataclasses
 import glob
 import os
 
 import torch
 
 import dynamo_mlir
+from dynamo_mlir.codegen.target import get_target, register_target
 
 
 def compile_and_run(fn, *inputs, options=None, **compile_kwargs):
@@ -59,3 +62,17 @@ def assert_close_to_float32(got: torch.Tensor, float32_result: torch.Tensor, mag
     atol = (rtol if magnitude_rtol is None else magnitude_rtol) * scale
     want = float32_result.to(got.dtype).float()
     torch.testing.assert_close(got.float(), want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+@contextlib.contextmanager
+def zeros_runtime(target_name: str):
+    """The target `target_name` with a loader whose regions return zeros: with no device to run
+    on (cuda on CPU tensors), every stage is still generated and the forward still returns, so a
+    backward graph is compiled too (values meaningless: for what was compiled, not numbers)."""
+    target = get_target(target_name)
+    zeros = lambda artifact, sig, options: lambda *inputs: [torch.zeros(o.shape, dtype=o.dtype) for o in sig.outputs]
+    register_target(dataclasses.replace(target, load=zeros), override=True)
+    try:
+        yield
+    finally:
+        register_target(target, override=True)

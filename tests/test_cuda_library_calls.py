@@ -5,8 +5,6 @@ Without a GPU the training step is compiled through every cuda stage on CPU tens
 placeholder runtime returns zeros, so the backward graph is compiled too) and the host schedule
 is checked; with a GPU the results are compared with eager."""
 
-import contextlib
-import dataclasses
 
 import pytest
 import torch
@@ -14,8 +12,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import dynamo_mlir
-from dynamo_mlir.codegen.target import get_target, register_target
-from helpers import read_stage
+from dynamo_mlir.codegen.target import get_target
+from helpers import read_stage, zeros_runtime
 
 TARGET = get_target("cuda")
 
@@ -40,24 +38,12 @@ class EmbedThenClassify(nn.Module):
 TRAINING_LIBRARY = {"aten.mm.default": 3, "aten.index_put.default": 2, "aten.scatter.value": 1}
 
 
-@contextlib.contextmanager
-def _placeholder_runtime():
-    """The cuda target with a loader whose regions return zeros: on CPU tensors the forward
-    returns, so the backward graph is compiled as well."""
-    zeros = lambda artifact, sig, options: lambda *inputs: [torch.zeros(o.shape, dtype=o.dtype) for o in sig.outputs]
-    register_target(dataclasses.replace(TARGET, load=zeros), override=True)
-    try:
-        yield
-    finally:
-        register_target(TARGET, override=True)
-
-
 def test_training_step_for_cuda_is_one_region_per_graph_with_torch_calls(tmp_path):
     torch.manual_seed(0)
     model = EmbedThenClassify()
     x, y = torch.randint(0, 50, (2, 8)), torch.randint(0, 50, (2, 8))
     options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, "dump_dir": str(tmp_path)}
-    with _placeholder_runtime():
+    with zeros_runtime("cuda"):
         torch.compile(model, backend="mlir", options=options)(x, y).backward()
     s = dynamo_mlir.stats()
     assert s["graphs_by_kind"] == {"forward": 1, "backward": 1}, dynamo_mlir.explain()
@@ -83,7 +69,7 @@ def test_scatter_kinds_for_cuda_are_torch_calls(case, tmp_path):
     fn, aten_op, attrs = SCATTERS[case]
     x, index, src = torch.randn(4, 10), torch.randint(0, 10, (4, 6)), torch.randn(4, 6)
     options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, "dump_dir": str(tmp_path)}
-    with _placeholder_runtime():
+    with zeros_runtime("cuda"):
         torch.compile(fn, backend="mlir", options=options)(x, index, src)
     s = dynamo_mlir.stats()
     assert s["ops_fallback"] == 0 and s["library_ops"] == {aten_op: 1} and s["ops_compiled"] >= 1, dynamo_mlir.explain()
@@ -97,7 +83,7 @@ def test_index_put_on_two_dims_for_cuda_is_one_torch_call(accumulate, tmp_path):
     x, v = torch.randn(5, 6, 3), torch.randn(4, 3)
     i, j = torch.tensor([0, -1, 2, 0]), torch.tensor([1, 5, -6, 1])
     options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, "dump_dir": str(tmp_path)}
-    with _placeholder_runtime():
+    with zeros_runtime("cuda"):
         torch.compile(fn, backend="mlir", options=options)(x, i, j, v)
     s = dynamo_mlir.stats()
     assert s["ops_fallback"] == 0 and s["library_ops"] == {"aten.index_put.default": 1}, dynamo_mlir.explain()
