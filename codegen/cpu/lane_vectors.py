@@ -23,6 +23,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, vector
 
 from ...lowering.scalar import constant_int
+from . import memory_plan
 
 LANES = 16  # lanes of a row reduction's partial (row_reduction.py): two AVX2 registers of float32, one AVX-512
 
@@ -198,7 +199,8 @@ _VIEWS = ("memref.subview", "memref.reshape", "memref.expand_shape", "memref.col
 
 def _root(value: ir.Value) -> ir.Value:
     """The value whose buffer `value` views (through view ops)."""
-    while not isinstance(value.owner, ir.Block) and value.owner.operation.name in _VIEWS:
+    while (not isinstance(value.owner, ir.Block) and value.owner.operation.name in _VIEWS
+           and not memory_plan.planned_span(value)):
         value = value.owner.operation.operands[0]
     return value
 
@@ -207,8 +209,8 @@ def _own(root: ir.Value) -> bool:
     """An allocation, or an argument of a function that marks it llvm.noalias (outline.py does
     where no other argument shares the buffer)."""
     owner = root.owner
-    if not isinstance(owner, ir.Block):
-        return owner.operation.name in ("memref.alloc", "memref.alloca")
+    if not isinstance(owner, ir.Block):  # a planned view: no op using it uses a buffer sharing its bytes
+        return owner.operation.name in ("memref.alloc", "memref.alloca") or bool(memory_plan.planned_span(root))
     fn = owner.owner
     if fn.operation.name != "func.func" or "arg_attrs" not in fn.attributes:
         return False

@@ -26,6 +26,10 @@ class CPUOptions(TargetOptions):
     fast_math: bool = option(True, "Compute float32 (and bfloat16/float16) exp, expm1, log, log1p, tanh and erf "
                                    "with our own branch-free polynomials (lowering/math/approx.py, within 2 ulp) "
                                    "so that loops using them vectorize; off: a libm call per element.")
+    plan_memory: bool = option(True, "Place a function's static intermediate buffers at offsets of one workspace "
+                                     "chosen at compile time (buffers not live at once share bytes), kept between "
+                                     "calls: no malloc and no page fault per call (codegen/cpu/memory_plan.py); "
+                                     "off: a malloc and a free per buffer per call.")
     retain_freed_memory: bool = option(False, "Set glibc's malloc to keep freed memory for the next call (mallopt: mmap "
                                               "threshold 32 MiB, trim threshold 64 MiB; process-wide and not undone, "
                                               "applied when a function loads; codegen/cpu/heap.py): no page faults on "

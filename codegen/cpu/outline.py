@@ -27,6 +27,8 @@ import logging
 from torch_mlir import ir
 from torch_mlir.dialects import arith, builtin, func, llvm, scf
 
+from . import memory_plan
+
 log = logging.getLogger("dynamo_mlir")
 
 PARALLEL_FOR = "torch_parallel_for"
@@ -309,7 +311,7 @@ def buffer_of(value: ir.Value) -> ir.Value | None:
         if isinstance(owner, ir.Block):
             return value if owner.owner.operation.name == "func.func" else None
         name = owner.operation.name
-        if name in ("memref.alloc", "memref.alloca", "memref.get_global"):
+        if name in ("memref.alloc", "memref.alloca", "memref.get_global") or memory_plan.planned_span(value):
             return value
         if name not in _VIEWS:
             return None
@@ -325,7 +327,7 @@ def _arg_attrs(value: ir.Value, passed: list[ir.Value]) -> ir.Attribute:
         return ir.DictAttr.get({})
     buffers = [buffer_of(v) for v in passed if isinstance(v.type, ir.MemRefType)]
     mine = buffer_of(value)
-    if mine is None or any(b is None for b in buffers) or sum(b == mine for b in buffers) > 1:
+    if mine is None or any(b is None for b in buffers) or sum(memory_plan.may_alias(b, mine) for b in buffers) > 1:
         return ir.DictAttr.get({})
     return ir.DictAttr.get({"llvm.noalias": ir.UnitAttr.get()})
 

@@ -64,7 +64,7 @@ from torch_mlir.dialects import arith, linalg
 
 from ...lowering.scalar import constant_int
 from ..passes import run_pipeline
-from . import outline
+from . import memory_plan, outline
 from .outline import dims, inside
 
 log = logging.getLogger("dynamo_mlir")
@@ -186,8 +186,8 @@ def _joinable(group: list, nest) -> bool:
 
 
 # Ops that neither read nor write buffer contents: a nest may run after them instead of before.
-_TRANSPARENT = ("memref.alloc", "memref.alloca", "memref.get_global", "memref.expand_shape", "memref.subview",
-                "memref.collapse_shape", "memref.cast", "memref.dim", "llvm.mlir.constant", "affine.apply")
+_TRANSPARENT = ("memref.alloc", "memref.alloca", "memref.get_global", "memref.view", "memref.expand_shape",
+                "memref.subview", "memref.collapse_shape", "memref.cast", "memref.dim", "llvm.mlir.constant", "affine.apply")
 
 
 def _transparent(op) -> bool:
@@ -241,6 +241,8 @@ def _row_root(value: ir.Value) -> ir.Value | None:
             return value if owner.owner.operation.name == "func.func" else None
         name = owner.operation.name
         if name in ("memref.alloc", "memref.alloca", "memref.get_global"):
+            return value
+        if memory_plan.planned_span(value):  # a planned buffer; _disjoint_views checks its bytes
             return value
         if name == "memref.subview" and _keeps_rows(owner.operation):
             value = owner.operation.operands[0]
@@ -301,10 +303,22 @@ def _row_aligned(nests: list) -> bool:
             return False
         iv = nest.regions[0].blocks[0].arguments[0]
         accesses += [(root, first, write, iv) for root, first, write in found]
-    if any(root is None for root, *_ in accesses):
+    if any(root is None for root, *_ in accesses) or not _disjoint_views({root for root, *_ in accesses}):
         return False
     written = {root for root, _, write, _ in accesses if write}
     return all(first == iv for root, first, _, iv in accesses if root in written)
+
+
+def _disjoint_views(roots: set) -> bool:
+    """Whether planned buffers among `roots` (memory_plan.py) that share bytes share them row for
+    row. The planner lets two buffers share bytes when no op uses both, but nests joined into one
+    group run chunk by chunk on several threads: where the two buffers' rows differ, one chunk's
+    later nest would write bytes that another chunk's earlier nest still uses. At the same offset
+    with the same rows, row i of one is row i of the other, which only chunk i's thread touches."""
+    views = [(root, memory_plan.planned_span(root)) for root in roots]
+    views = [(tuple(ir.MemRefType(root.type).shape[:1]), span) for root, span in views if span is not None]
+    return all(not (a[1][0] == b[1][0] and a[1][1] < b[1][2] and b[1][1] < a[1][2]) or a == b
+               for k, a in enumerate(views) for b in views[k + 1:])
 
 
 # ----------------------------------------------------------------------------- work

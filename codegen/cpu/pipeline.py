@@ -7,7 +7,8 @@ from .. import stages
 from ..passes import run_pipeline
 from ..memref_copies import copies_to_linalg
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import fastmath, lane_vectors, library, library_conv, library_epilogue, parallel, shared_broadcasts
+from . import (fastmath, lane_vectors, library, library_conv, library_epilogue, memory_plan, parallel,
+               shared_broadcasts)
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
@@ -28,7 +29,10 @@ def make_loops(module: ir.Module, options) -> ir.Module:
         run_pipeline(module, "linalg-fuse-elementwise-ops", "loops", options)
     if options.target_options.library_matmul:
         library_epilogue.unshare_zero_fills(module)  # no copy of a shared zero C before each gemm
-    stages.bufferize(module, options, "loops")
+    stages.bufferize(module, options, "loops", deallocate=False)
+    if options.target_options.plan_memory:  # static intermediates -> views of one kept workspace
+        memory_plan.plan_memory(module)
+    run_pipeline(module, "buffer-deallocation-pipeline", "loops", options)  # what was not planned
     if options.target_options.library_matmul:
         library.call_blas(module)  # named matmuls BLAS can take -> sgemm_/dgemm_ calls
     if options.target_options.parallel:  # large nests outlined into torch_parallel_for calls

@@ -2,6 +2,8 @@
 its packed `_mlir_<name>(void**)` wrapper with tensors' data pointers (bare-pointer convention).
 
 Per call: allocate outputs with torch, write pointers into a prebuilt ctypes array, one C call.
+A function whose intermediates were planned (memory_plan.py) takes a workspace as its last
+argument: a uint8 tensor allocated once per argument frame and kept, so the call mallocs nothing.
 No numpy memref descriptors on this path. A module calling torch's convolution also reports its
 calls' status in a global (library_conv.py), read after each call: a failure raises.
 
@@ -21,79 +23,127 @@ from torch_mlir.execution_engine import ExecutionEngine
 
 from ..passes import CompileError
 from ..signature import Signature, SizeSpec
-from . import heap, library, library_conv, parallel
+from . import heap, library, library_conv, memory_plan, parallel
 
 log = logging.getLogger("dynamo_mlir")
 
 _PACKED_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
+class _Frames:
+    """The argument arrays (and workspaces) of calls in flight. ctypes releases the GIL during the
+    call, so two threads may be inside one function at once: each call takes a frame of its own
+    from the pool (list.pop and list.append are atomic) and puts it back after."""
+
+    def __init__(self, make):
+        self._make, self._free = make, []
+
+    def take(self):
+        try:
+            return self._free.pop()
+        except IndexError:
+            return self._make()
+
+    def give_back(self, frame) -> None:
+        self._free.append(frame)
+
+
+def _workspace(nbytes: int) -> torch.Tensor | None:
+    """The planned intermediates' bytes (memory_plan.py), kept by the frame between calls."""
+    return torch.empty(nbytes, dtype=torch.uint8) if nbytes else None
+
+
 class CpuFunction:
     """A callable over contiguous CPU tensors; returns freshly allocated outputs."""
 
-    def __init__(self, module, signature: Signature, opt_level: int = 3):
+    def __init__(self, module, signature: Signature, opt_level: int = 3, workspace_bytes: int = 0):
         self.signature = signature
         self._module = module  # keep the IR's context alive as long as the engine
         self._engine = ExecutionEngine(module, opt_level=opt_level)
         self._fn = _PACKED_FN(self._engine.raw_lookup(signature.name))
-        n = len(signature.inputs) + len(signature.outputs)
-        # args[i] points at slots[i], which holds tensor i's data pointer.
-        self._slots = (ctypes.c_void_p * n)()
-        base = ctypes.addressof(self._slots)
-        self._args = (ctypes.c_void_p * n)(*[base + i * ctypes.sizeof(ctypes.c_void_p) for i in range(n)])
         self._n_in = len(signature.inputs)
         self._out_specs = [(spec.shape, spec.dtype) for spec in signature.outputs]
+        self.workspace_bytes = workspace_bytes
+        self._frames = _Frames(self._frame)
+
+    def _frame(self):
+        """args[i] points at slots[i], which holds tensor i's data pointer; the workspace's last."""
+        workspace = _workspace(self.workspace_bytes)
+        n = self._n_in + len(self._out_specs) + (workspace is not None)
+        slots = (ctypes.c_void_p * n)()
+        base = ctypes.addressof(slots)
+        args = (ctypes.c_void_p * n)(*[base + i * ctypes.sizeof(ctypes.c_void_p) for i in range(n)])
+        if workspace is not None:
+            slots[n - 1] = workspace.data_ptr()
+        return slots, args, workspace
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
-        slots = self._slots
+        frame = self._frames.take()
+        slots, args, _ = frame
         for i, t in enumerate(inputs):
             slots[i] = t.data_ptr()
         outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in self._out_specs]
         for j, t in enumerate(outputs, self._n_in):
             slots[j] = t.data_ptr()
-        self._fn(self._args)
+        self._fn(args)
+        self._frames.give_back(frame)
         return outputs
 
 
 class DynamicCpuFunction:
     """A callable over contiguous CPU tensors of any size its signature admits."""
 
-    def __init__(self, module, signature: Signature, opt_level: int = 3):
+    def __init__(self, module, signature: Signature, opt_level: int = 3, workspace_bytes: int = 0):
         self.signature = signature
         self._module = module
         self._engine = ExecutionEngine(module, opt_level=opt_level)
         self._fn = _PACKED_FN(self._engine.raw_lookup(signature.name))
         widths = [1 if isinstance(spec, SizeSpec) else 3 + 2 * len(spec.shape)
                   for spec in (*signature.inputs, *signature.outputs)]
+        if workspace_bytes:
+            widths.append(3 + 2)  # memref<N x i8>
         self._bases = [sum(widths[:i]) for i in range(len(widths))]
-        n = sum(widths)
-        self._slots = (ctypes.c_int64 * n)()
-        base = ctypes.addressof(self._slots)
-        self._args = (ctypes.c_void_p * n)(*[base + 8 * i for i in range(n)])
+        self._width = sum(widths)
         self._n_in = len(signature.inputs)
         self._out_dtypes = [spec.dtype for spec in signature.outputs]
+        self.workspace_bytes = workspace_bytes
+        self._frames = _Frames(self._frame)
 
-    def _describe(self, i: int, t: torch.Tensor | int) -> None:
-        slots, k = self._slots, self._bases[i]
-        if isinstance(t, int):
-            slots[k] = t
-            return
-        slots[k] = slots[k + 1] = t.data_ptr()
-        slots[k + 2] = 0
-        rank = t.dim()
-        for d, (size, stride) in enumerate(zip(t.shape, t.stride())):
-            slots[k + 3 + d] = size
-            slots[k + 3 + rank + d] = stride
+    def _frame(self):
+        """args[k] points at slots[k]: each memref's scalars, each size input's value."""
+        slots = (ctypes.c_int64 * self._width)()
+        base = ctypes.addressof(slots)
+        args = (ctypes.c_void_p * self._width)(*[base + 8 * i for i in range(self._width)])
+        workspace = _workspace(self.workspace_bytes)
+        if workspace is not None:
+            _describe(slots, self._bases[-1], workspace)
+        return slots, args, workspace
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
+        frame = self._frames.take()
+        slots, args, _ = frame
         for i, t in enumerate(inputs):
-            self._describe(i, t)
+            _describe(slots, self._bases[i], t)
         shapes = self.signature.output_shapes(inputs)
         outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in zip(shapes, self._out_dtypes)]
         for j, t in enumerate(outputs, self._n_in):
-            self._describe(j, t)
-        self._fn(self._args)
+            _describe(slots, self._bases[j], t)
+        self._fn(args)
+        self._frames.give_back(frame)
         return outputs
+
+
+def _describe(slots, k: int, t: torch.Tensor | int) -> None:
+    """Tensor `t` as a memref descriptor's scalars from slots[k] (a size input: its value)."""
+    if isinstance(t, int):
+        slots[k] = t
+        return
+    slots[k] = slots[k + 1] = t.data_ptr()
+    slots[k + 2] = 0
+    rank = t.dim()
+    for d, (size, stride) in enumerate(zip(t.shape, t.stride())):
+        slots[k + 3 + d] = size
+        slots[k + 3 + rank + d] = stride
 
 
 def external_symbols(module) -> list[str]:
@@ -144,5 +194,6 @@ def load(artifact, signature: Signature, options):
         library.load_libtorch()
     check_symbols_resolve(artifact)
     kind = CpuFunction if signature.is_static else DynamicCpuFunction
-    fn = kind(artifact, signature, opt_level=options.target_options.opt_level)
+    fn = kind(artifact, signature, opt_level=options.target_options.opt_level,
+              workspace_bytes=memory_plan.workspace_bytes(artifact))
     return LibraryStatusChecked(fn) if externals & library_conv.SYMBOLS else fn

@@ -1,0 +1,197 @@
+"""Static memory planning: a function's intermediate buffers as views of one workspace.
+
+Why. After bufferization a compiled function allocates each intermediate buffer (memref.alloc ->
+malloc) and the deallocation pipeline frees them, all at the function's end in practice: the
+call's peak is the sum of its intermediates, and a call that frees several megabytes at once at
+the top of glibc's heap gives those pages back to the kernel, so the next call faults them in
+again (heap.py). The benchmark CNN (3x conv-bn-relu-pool, 8x3x64x64) took about 2600 minor page
+faults a call that way (2026-11-24, AMD EPYC, 2 threads). Shapes are static here, so where each
+buffer lives can be decided at compile time, as inductor's and XLA's buffer assignment do.
+
+What. Every `memref.alloc` with a static shape and the identity layout in a function's top-level
+block gets a live interval: the positions (in that block) of the first and last op using it or
+any value derived from it (views, casts, pointers taken of it; a use inside a loop counts at the
+loop). Buffers whose intervals do not overlap may share bytes; offsets are chosen greedily,
+largest buffer first, each at the lowest 64-byte-aligned offset free of every placed buffer
+live at the same time. Each alloc becomes `memref.view` of one `memref<N x i8>` workspace, a new
+last argument of the function; the module records N in `dynamo_mlir.workspace_bytes` (runtime.py
+passes a workspace of that size, kept between calls: no malloc, no page fault per call).
+
+Not planned (left to malloc and the deallocation pipeline): dynamic shapes, allocs inside loops
+or branches, buffers returned or otherwise escaping, element types narrower than a byte. Run
+after one-shot bufferization and buffer-results-to-out-params, before the deallocation pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, memref
+
+from ...lowering.scalar import constant_int
+
+ALIGNMENT = 64  # bytes: a cache line, and what torch's CPU allocator gives the workspace itself
+ATTRIBUTE = "dynamo_mlir.workspace_bytes"  # on the module: the workspace size runtime.py passes
+
+
+@dataclass
+class Buffer:
+    alloc: ir.Operation
+    size: int  # bytes, rounded up to ALIGNMENT
+    start: int  # first and last position in the top-level block of a use
+    end: int
+    offset: int = -1
+
+    def overlaps(self, other: "Buffer") -> bool:
+        return self.start <= other.end and other.start <= self.end
+
+
+def data_bytes(t: ir.MemRefType) -> int | None:
+    """The bytes of a static, identity-layout memref of whole-byte elements; None otherwise."""
+    identity = isinstance(t.layout, ir.AffineMapAttr) and t.layout.value == ir.AffineMap.get_identity(t.rank)
+    width = _element_bits(t.element_type)
+    if not (t.has_static_shape and identity) or width is None or width % 8:
+        return None
+    count = 1
+    for s in t.shape:
+        count *= s
+    return count * width // 8
+
+
+def _planned_size(t: ir.MemRefType) -> int | None:
+    """The bytes the buffer takes in the workspace (rounded up to ALIGNMENT); None: not planned."""
+    size = data_bytes(t)
+    return -(-size // ALIGNMENT) * ALIGNMENT if size else None
+
+
+def _element_bits(t: ir.Type) -> int | None:
+    return t.width if isinstance(t, (ir.IntegerType, ir.FloatType)) else None
+
+
+def _top_level_position(op: ir.Operation, block: ir.Block, positions: dict) -> int | None:
+    """The position in `block` of the op enclosing `op` there (None: not inside `block`)."""
+    while op is not None:
+        if op in positions:
+            return positions[op]
+        parent = op.parent
+        op = parent if parent is not None and parent.name != "func.func" else None
+    return None
+
+
+def _live_interval(alloc: ir.Operation, block: ir.Block, positions: dict) -> tuple[int, int] | None:
+    """(first, last) position of a use of the alloc or of anything derived from it (the alloc
+    itself does nothing: its bytes are undefined until written); None when it is never used or
+    some derived value escapes the block (returned, or used outside it)."""
+    used: list[int] = []
+    pending, seen = [alloc.result], set()
+    while pending:
+        value = pending.pop()
+        for use in value.uses:
+            user = use.owner
+            if user.name == "func.return":
+                return None
+            at = _top_level_position(user, block, positions)
+            if at is None:
+                return None
+            used.append(at)
+            if user not in seen:
+                seen.add(user)
+                pending.extend(user.results)
+    return (min(used), max(used)) if used else None
+
+
+def _assign_offsets(buffers: list[Buffer]) -> int:
+    """Greedy offsets, largest first; returns the workspace's size."""
+    placed: list[Buffer] = []
+    for buf in sorted(buffers, key=lambda b: (-b.size, b.start)):
+        busy = sorted((p.offset, p.offset + p.size) for p in placed if p.overlaps(buf))
+        offset = 0
+        for lo, hi in busy:
+            if offset + buf.size <= lo:
+                break
+            offset = max(offset, hi)
+        buf.offset = offset
+        placed.append(buf)
+    return max((b.offset + b.size for b in buffers), default=0)
+
+
+def _plannable(fn) -> list[Buffer]:
+    block = fn.regions[0].blocks[0]
+    positions = {op: k for k, op in enumerate(block.operations)}
+    buffers = []
+    for op in block.operations:
+        if op.name != "memref.alloc" or len(op.operands):
+            continue
+        size = _planned_size(ir.MemRefType(op.result.type))
+        interval = _live_interval(op, block, positions) if size else None
+        if interval is not None:
+            buffers.append(Buffer(op, size, *interval))
+    return buffers
+
+
+def _rewrite(fn, buffers: list[Buffer], total: int) -> None:
+    """The allocs -> views of a new last argument memref<total x i8>."""
+    block = fn.regions[0].blocks[0]
+    with fn.location:
+        workspace_type = ir.MemRefType.get([total], ir.IntegerType.get_signless(8))
+    workspace = block.add_argument(workspace_type, fn.location)
+    ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([*ftype.inputs, workspace_type],
+                                                                         ftype.results))
+    if "arg_attrs" in fn.attributes:
+        fn.attributes["arg_attrs"] = ir.ArrayAttr.get([*ir.ArrayAttr(fn.attributes["arg_attrs"]),
+                                                       ir.DictAttr.get({})])
+    for buf in buffers:
+        with ir.InsertionPoint(buf.alloc), buf.alloc.location:
+            offset = arith.constant(ir.IndexType.get(), buf.offset)
+            view = memref.view(buf.alloc.result.type, workspace, offset, [])
+        buf.alloc.result.replace_all_uses_with(view)
+        buf.alloc.erase()
+
+
+def plan_memory(module: ir.Module) -> int:
+    """Plan the intermediates of the module's public function; returns the workspace's bytes (0:
+    nothing planned, the function unchanged)."""
+    public = [op for op in module.body.operations
+              if op.operation.name == "func.func" and op.regions[0].blocks
+              and "sym_visibility" not in op.attributes]
+    if len(public) != 1:
+        return 0
+    fn = public[0]
+    buffers = _plannable(fn)
+    total = _assign_offsets(buffers)
+    if total:
+        _rewrite(fn, buffers, total)
+        module.operation.attributes[ATTRIBUTE] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), total)
+    return total
+
+
+def planned_span(value: ir.Value) -> tuple[ir.Value, int, int] | None:
+    """(workspace, first byte, end byte) when `value` is a buffer this pass placed, else None.
+    Analyses that tell buffers apart (parallel.py, outline.py, lane_vectors.py) treat such a view
+    as a buffer of its own, aliasing only the planned buffers whose bytes it overlaps: two of them
+    share bytes only when no op of the function uses both."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "memref.view":
+        return None
+    source, offset = owner.operation.operands[0], owner.operation.operands[1]
+    if not (isinstance(source.owner, ir.Block) and source.owner.owner.operation.name == "func.func"):
+        return None
+    start = constant_int(offset)
+    size = data_bytes(ir.MemRefType(value.type))
+    return None if start is None or size is None else (source, start, start + size)
+
+
+def may_alias(a: ir.Value, b: ir.Value) -> bool:
+    """Whether buffers `a` and `b` (as outline.buffer_of finds them) may share bytes."""
+    if a == b:
+        return True
+    sa, sb = planned_span(a), planned_span(b)
+    return sa is not None and sb is not None and sa[0] == sb[0] and sa[1] < sb[2] and sb[1] < sa[2]
+
+
+def workspace_bytes(module: ir.Module) -> int:
+    """The workspace the module's public function takes as its last argument (0: none)."""
+    attrs = module.operation.attributes
+    return ir.IntegerAttr(attrs[ATTRIBUTE]).value if ATTRIBUTE in attrs else 0

@@ -1,0 +1,143 @@
+"""Static memory planning on the cpu target (codegen/cpu/memory_plan.py): intermediates as views of
+one workspace kept between calls; results against eager, what was compiled, and the workspace
+the loops stage declares."""
+
+import re
+import threading
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import dynamo_mlir
+from dynamo_mlir.tools.models import cnn, randomize_batchnorm
+
+from helpers import assert_all_compiled, read_stage
+
+WORKSPACE = re.compile(r"dynamo_mlir\.workspace_bytes = (\d+)")
+BUFFERS = re.compile(r"memref\.view %arg\d+\[%c\d+\]\[\] : memref<\d+xi8> to memref<([0-9x]+)x(f32|f64|i64|i32|i8|i1)>")
+ELEMENT_BYTES = {"f32": 4, "f64": 8, "i64": 8, "i32": 4, "i8": 1, "i1": 1}
+
+
+def _compile(fn, options=None, **kwargs):
+    return torch.compile(fn, backend="mlir", options=options or {}, **kwargs)
+
+
+def _planned(loops: str) -> tuple[int, int]:
+    """(workspace bytes, sum of the planned buffers' bytes) of the loops stage's text."""
+    workspace = sum(int(m) for m in WORKSPACE.findall(loops))
+    total = 0
+    for shape, element in BUFFERS.findall(loops):
+        count = 1
+        for extent in shape.split("x"):
+            count *= int(extent)
+        total += count * ELEMENT_BYTES[element]
+    return workspace, total
+
+
+def _cnn():
+    torch.manual_seed(0)
+    return randomize_batchnorm(cnn(stages=3, image=32)).eval(), torch.randn(4, 3, 32, 32)
+
+
+def test_cnn_intermediates_share_one_workspace(tmp_path):
+    """The CNN's conv outputs, batch-norm/relu and pool buffers become views of one workspace,
+    smaller than their sum (buffers not live at once share bytes); steady calls match eager."""
+    model, x = _cnn()
+    compiled = _compile(model, {"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn_like(x)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert_all_compiled(min_ops=14, library={"aten.convolution.default": 3, "aten.mm.default": 1})
+    loops = read_stage(str(tmp_path), "loops")
+    workspace, total = _planned(loops)
+    assert "memref.alloc(" not in loops.split("func.func private")[0]
+    assert 0 < workspace < total, (workspace, total)
+    assert workspace >= 4 * 16 * 32 * 32 * 4 * 2  # the first conv's output and its bn/relu output, live at once
+
+
+def test_option_off_allocates_per_call(tmp_path):
+    model, x = _cnn()
+    compiled = _compile(model, {"dump_dir": str(tmp_path), "plan_memory": False})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    loops = read_stage(str(tmp_path), "loops")
+    assert _planned(loops) == (0, 0)
+    assert "memref.alloc(" in loops and "memref.dealloc" in loops
+
+
+def test_threads_calling_one_function_at_once_get_their_own_workspace(tmp_path):
+    """ctypes releases the GIL during the call: two threads inside one compiled function must not
+    share argument slots or intermediates (each call takes a frame of its own)."""
+    w = torch.randn(256, 256) / 16
+
+    def fn(x):
+        h = torch.tanh(x @ w)
+        return torch.softmax(h @ w, dim=-1) * h.exp()
+
+    compiled = _compile(fn, {"dump_dir": str(tmp_path)})
+    inputs = [torch.randn(512, 256) for _ in range(4)]
+    expected = [fn(x) for x in inputs]
+    compiled(inputs[0])
+    assert _planned(read_stage(str(tmp_path), "loops"))[0] > 0
+    failures = []
+
+    def worker(k):
+        for i in range(30):
+            j = (k + i) % len(inputs)
+            if not torch.allclose(compiled(inputs[j]), expected[j], rtol=1e-4, atol=1e-5):
+                failures.append((k, i))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+    assert_all_compiled(min_ops=4, library={"aten.mm.default": 2})
+
+
+class _ExpWeight(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(16, 8), requires_grad=False)  # static under dynamic=True
+
+    def forward(self, x):
+        return F.relu(x @ self.w.exp().t() + 1.0)
+
+
+def test_dynamic_function_passes_its_workspace(tmp_path):
+    """With a dynamic batch the function takes memref descriptors; a static intermediate (the
+    weight's exp) is still planned, and the workspace is passed as one more descriptor."""
+    fn = _ExpWeight()
+    compiled = _compile(fn, {"dump_dir": str(tmp_path)}, dynamic=True)
+    for batch in (3, 7, 12):
+        x = torch.randn(batch, 8)
+        torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-5)
+    loops = read_stage(str(tmp_path), "loops")
+    assert "memref<?x8xf32>" in loops and _planned(loops)[0] > 0, loops[:400]
+    assert_all_compiled(min_ops=3)
+
+
+def test_forward_and_backward_graphs_planned_gradients_match(tmp_path):
+    """A training step's forward and backward graphs both take a workspace; the gradients of the
+    input and of every parameter match eager's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.LayerNorm(64),
+                                torch.nn.Linear(64, 8))
+    x = torch.randn(16, 32, requires_grad=True)
+    compiled = _compile(model, {"dump_dir": str(tmp_path)})
+    got = compiled(x)
+    grads = torch.autograd.grad(got.square().sum(), [x, *model.parameters()])
+    want = model(x)
+    expected = torch.autograd.grad(want.square().sum(), [x, *model.parameters()])
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    for g, e in zip(grads, expected):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5)
+    s = dynamo_mlir.stats()
+    assert s["fallback_ops"] == {} and s["ops_compiled"] >= 10, dynamo_mlir.explain()
+    for kind in ("forward", "backward"):
+        paths = sorted(tmp_path.glob(f"*_{kind}_*.loops.*"))
+        assert paths, sorted(p.name for p in tmp_path.iterdir())
+        assert _planned("\n".join(p.read_text() for p in paths))[0] > 0, kind
