@@ -1,8 +1,9 @@
 """glibc's malloc set to keep freed memory for reuse (cpu option `retain_freed_memory`).
 
-Why. A compiled function allocates its intermediate buffers (memref.alloc -> malloc) and frees
-them before returning, every call; torch's kernels it calls (library_conv.py: the convolution's
-result, oneDNN's scratch) do the same. glibc serves a block above its mmap threshold with a fresh
+Why. A compiled function used to allocate its intermediate buffers (memref.alloc -> malloc) and
+free them before returning, every call; since memory_plan.py they live in a workspace kept between
+calls (option plan_memory), but torch's kernels it calls (library_conv.py: the convolution's
+result, oneDNN's reorder buffers and scratch) still allocate and free per call. glibc serves a block above its mmap threshold with a fresh
 mmap and unmaps it on free, and gives the top of its heap back to the kernel (sbrk) once more than
 the trim threshold is free there; both thresholds adapt to the sizes freed, but only up to 32 and
 64 MiB, and a call that frees several megabytes at once at the heap's top still trims it. The next
@@ -13,6 +14,10 @@ thread, CPU time of the calling thread per call, median of 60 (minor faults per 
 
     default malloc:          mlir 9.06 (2811)   inductor 4.56 (24)   eager 12.10 (1062)
     this module's settings:  mlir 4.24 (0)      inductor 3.58 (0)    eager  8.75 (32)
+
+(Those figures predate memory planning. With it, default malloc, the same model takes 992 faults a
+call instead of 2400: what is left are torch's NCHW convolutions'. One process, 2 threads, calls
+interleaved (plan_memory on, off, inductor: 608), 40 each, 2026-11-24.)
 
 In benchmarks/bench_models.py's process the same model ran as fast either way (mlir 3.26-3.55 ms
 with the option, 3.33-3.55 without, `--threads 1 --only cnn`, 3 runs each), presumably because
