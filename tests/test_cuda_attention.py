@@ -286,7 +286,8 @@ def test_sdpa_inference_on_cuda_is_one_library_call(case):
             got = compiled(q, k, v)
         want = fn(q, k, v)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
-    cpu = {name: t.cpu().double() if isinstance(t, torch.Tensor) else t for name, t in kwargs.items()}
+    cpu = {name: (t.cpu().double() if t.is_floating_point() else t.cpu()) if isinstance(t, torch.Tensor) else t
+           for name, t in kwargs.items()}
     exact = F.scaled_dot_product_attention(q.cpu().double(), k.cpu().double(), v.cpu().double(), **cpu)
     torch.testing.assert_close(got.cpu().double(), exact, rtol=1e-3, atol=1e-4)  # semantics, whatever the kernel
     _assert_attention_calls(1)
@@ -301,7 +302,8 @@ def test_half_sdpa_inference_on_cuda_is_one_library_call():
         got = torch.compile(fn, backend="mlir", options={"strict": True})(q, k, v)
         want = fn(q, k, v)
     torch.testing.assert_close(got, want)  # the same fused kernel on the same values
-    assert_close_to_float32(got, fn(q.float(), k.float(), v.float()))
+    # and the semantics: torch's half kernel (not ours) rounds its probabilities to the half type
+    assert_close_to_float32(got, fn(q.float(), k.float(), v.float()), magnitude_rtol=1e-2)
     _assert_attention_calls(1)
 
 

@@ -151,7 +151,8 @@ def fold_transposes_of_attention(func_op) -> int:
         source, dest = view.input, view.init
         permutation = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
         writer = _sole_attention_writer(source, op)
-        if writer is None or not _keeps_last_dim(permutation) or not _defined_before(dest, writer):
+        if writer is None or not _keeps_last_dim(permutation) or _used_between(dest, writer, op) \
+                or not _defined_before(dest, writer):
             continue
         with ir.InsertionPoint(writer), op.location:
             writer.operands[len(writer.operands) - 1] = _transposed_view(dest, _inverse(permutation))
@@ -170,6 +171,14 @@ def _sole_attention_writer(buffer: ir.Value, transpose):
     if len(others) != 1 or not is_call(others[0], ATTENTION) or list(others[0].operands)[-1] != buffer:
         return None
     return others[0]
+
+
+def _used_between(buffer: ir.Value, first, last) -> bool:
+    """Whether an op after `first` and before `last` touches `buffer` (or a view of it): the
+    call, moved to write it at `first`, must not change what those ops see."""
+    block_ops = [o.operation for o in first.block.operations]
+    between = block_ops[block_ops.index(first) + 1:block_ops.index(last)]
+    return any(root_of(v) == buffer for o in between for v in o.operands)
 
 
 def _defined_before(dest: ir.Value, call) -> bool:
