@@ -104,8 +104,8 @@ def use_math_attention(gm: torch.fx.GraphModule) -> None:
     The rewrite only affects tracing: the compiled graphs no longer contain these calls.
     (A training graph could not keep the fused op anyway: torch's meta function of
     `_efficient_attention_backward` raises "got multiple values for argument 'scale'" (its
-    signature lacks the schema's `out`), on 2.11 while AOTAutograd traces the joint graph; the
-    function is unchanged in 2.13.)
+    signature lacks the schema's `out`, so the positional arguments shift onto `scale`), seen on
+    2.11 while AOTAutograd traced the joint graph; called directly on 2.13 it still raises.)
     """
     for node in gm.graph.nodes:
         if node.op != "call_function":
