@@ -91,7 +91,9 @@ def check(name: str, train: bool, library: bool, dtype, device: str) -> bool:
     model = model.to(dtype) if dtype is not torch.float32 else model
     x = inputs().to(device)
     x = x.to(dtype) if x.is_floating_point() else x
-    want, got = run(model, x, train, {"target": "cuda", "library_matmul": library})
+    # library off: SDPA in our kernels too (its fused library call has an option of its own)
+    options = {"target": "cuda", "library_matmul": library, "cuda_library_attention": library}
+    want, got = run(model, x, train, options)
     s = dynamo_mlir.stats()
     absolute, relative = max_errors(want, got)
     ok = relative <= TOLERANCE[dtype] and s["partitions_failed"] == 0 and (library or library_off_ok(s))
@@ -110,6 +112,7 @@ def ptx_only(name: str, train: bool, library: bool) -> bool:
     torch._dynamo.reset()
     dynamo_mlir.reset()
     compiled = torch.compile(model, backend="mlir", options={"target": "cuda", "library_matmul": library,
+                                                             "cuda_library_attention": library,
                                                              "cuda_arch": "sm_90", "dump_dir": folder})
     with zeros_runtime("cuda"), torch.set_grad_enabled(train):
         out = compiled(x)

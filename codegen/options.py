@@ -133,3 +133,10 @@ class TargetOptions(OptionSet):
         merged = {**cls.from_env(environ), **explicit}
         cls.validate(merged, f"target '{target}'")
         return cls(**merged)
+
+    def keeps_fused_attention(self) -> bool:
+        """Whether an inference graph for this target keeps F.scaled_dot_product_attention whole,
+        so that AOTAutograd traces torch's fused attention op (imported as dynamo.attention)
+        instead of its math form: for a target with a fused kernel of its own for that op (the
+        cuda target's library call). Default: no, the math form (frontend/backend.py)."""
+        return False

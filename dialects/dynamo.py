@@ -11,13 +11,14 @@ in generic form and re-parse. Elementwise ops are made from tables (one verifier
 the others are classes with a docstring, example IR and a verifier.
 
 The ops live in one file per op family, named as in lowering/rules/ (elementwise, reduction,
-movement, indexing, scatter, sort, special, linalg, random, matmul, conv, pool, creation, sizes;
+attention, movement, indexing, scatter, sort, special, linalg, random, matmul, conv, pool, creation, sizes;
 base.py holds the dialect object and verifier helpers); this module is the one import point:
 `from dynamo_mlir.dialects import dynamo as dy; dy.AddOp`.
 """
 
 from .base import *  # noqa: F401,F403
 from .base import Dynamo
+from .attention import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403

@@ -16,7 +16,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 from ..codegen import config, driver
 from ..codegen.target import NoTargetForDevice
 from . import aten as _rules  # noqa: F401  (registers the import rules)
-from .compile import compile_graph, direct_call, new_graph_name
+from .compile import choose_target, compile_graph, direct_call, graph_devices, new_graph_name
 from .half_precision import half_overrides
 from .inference_path import InferencePath
 from .foreach import decompositions as foreach_decompositions
@@ -102,6 +102,10 @@ def use_math_attention(gm: torch.fx.GraphModule) -> None:
     its fused backward kernel in the backward graph. Rewriting the call here makes autograd
     differentiate the math form, so the backward is matmuls and softmax too, which we compile.
     The rewrite only affects tracing: the compiled graphs no longer contain these calls.
+    (A training graph could not keep the fused op anyway: torch's meta function of
+    `_efficient_attention_backward` raises "got multiple values for argument 'scale'" (its
+    signature lacks the schema's `out`, so the positional arguments shift onto `scale`), seen on
+    2.11 while AOTAutograd traced the joint graph; called directly on 2.13 it still raises.)
     """
     for node in gm.graph.nodes:
         if node.op != "call_function":
@@ -111,6 +115,34 @@ def use_math_attention(gm: torch.fx.GraphModule) -> None:
         elif node.target in _CALLS_SDPA:
             node.target = _with_math_attention(node.target)
     gm.recompile()
+
+
+def _is_inference(gm: torch.fx.GraphModule, example_inputs) -> bool:
+    """Whether AOTAutograd will make an inference graph of gm: grad mode off, or no input that
+    requires grad (its own test, made before it traces). A graph that turns grad mode on inside
+    is not counted as one."""
+    if any(n.op == "call_function" and n.target is torch._C._set_grad_enabled for n in gm.graph.nodes):
+        return False
+    return not torch.is_grad_enabled() or not any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in example_inputs)
+
+
+def keeps_fused_attention(gm: torch.fx.GraphModule, example_inputs, options: config.Options) -> bool:
+    """Whether gm keeps F.scaled_dot_product_attention whole instead of its math form: an
+    inference graph whose tensors are on the device of a target that runs torch's fused
+    attention op itself (TargetOptions.keeps_fused_attention: the cuda target's library call,
+    option cuda_library_attention). AOTAutograd then traces the fused op the dispatcher picks
+    (frontend/aten/attention.py imports it) and the attention matrix never reaches memory. A
+    training graph keeps the math form, whose backward we compile (use_math_attention)."""
+    if not _is_inference(gm, example_inputs):
+        return False
+    try:
+        target = choose_target(gm, example_inputs, options)
+    except NoTargetForDevice:
+        return False  # compile_graph says so, for the whole graph
+    if target.device_type not in graph_devices(gm, example_inputs):
+        return False  # e.g. target="cuda" on CPU tensors: torch's fused CUDA kernels need CUDA tensors
+    return config.bind(options, target).target_options.keeps_fused_attention()
 
 
 def _compiler(kind: str, options: config.Options, path: InferencePath | None = None):
@@ -178,7 +210,8 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     options = config.resolve(kwargs.get("options"), kwargs.get("mode"))
     if options.dump_dir:
         driver.write_dump(options.dump_dir, new_graph_name("dynamo"), "fx", "txt", gm.print_readable(print_output=False))
-    use_math_attention(gm)
+    if not keeps_fused_attention(gm, example_inputs, options):
+        use_math_attention(gm)
     path = InferencePath(example_inputs)
     compile_with_aot = aot_autograd(
         fw_compiler=_compiler("forward", options),

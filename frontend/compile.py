@@ -73,7 +73,7 @@ def _expected_input(node: fx.Node):
     return val.dtype, (torch.Size(val.shape) if static else None)
 
 
-def _graph_devices(gm: fx.GraphModule, example_inputs) -> set[str]:
+def graph_devices(gm: fx.GraphModule, example_inputs) -> set[str]:
     """Device types of the inputs and of every tensor the graph makes: a graph without inputs
     (torch.ones(..., device="cuda")) says where it runs only through its nodes' values."""
     values = list(example_inputs)
@@ -89,7 +89,7 @@ def choose_target(gm: fx.GraphModule, example_inputs, options: Options) -> Targe
     Raises NoTargetForDevice when nothing serves it (the backend then runs the graph eagerly)."""
     if options.target:
         return get_target(options.target)
-    devices = _graph_devices(gm, example_inputs)
+    devices = graph_devices(gm, example_inputs)
     return target_for_device(min(devices - {"cpu"}, default="cpu"))
 
 
@@ -108,7 +108,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
         driver.write_dump(options.dump_dir, name, "aten", "txt", gm.print_readable(print_output=False))
     # A graph on one device compiles for the chosen target (an explicit target="cuda" on CPU
     # tensors still dumps PTX); in a graph mixing devices, nodes off the target's device stay eager.
-    mixed = len(_graph_devices(gm, example_inputs)) > 1
+    mixed = len(graph_devices(gm, example_inputs)) > 1
     graph = rebase_as_strided(seed_random_ops(gm))
     writes = take_input_writes(graph)
     fused, oracle = partition(graph, target, target.device_type if mixed else None)

@@ -61,9 +61,19 @@ def _check_dynamic(node: fx.Node, vals) -> None:
             raise Unsupported("dynamic (symbolic) sizes are not supported by this op's rule yet")
 
 
+def _read_outputs(node: fx.Node) -> list:
+    """The output values the graph reads: all of a single-output node's; of a multi-output node,
+    those a getitem takes (the others, e.g. a fused attention's RNG state on the meta device,
+    are never produced, so their types do not matter)."""
+    val = node.meta.get("val")
+    if not isinstance(val, (tuple, list)) or any(u.target is not operator.getitem for u in node.users):
+        return list(val) if isinstance(val, (tuple, list)) else [val]
+    read = {u.args[1] for u in node.users}
+    return [v for i, v in enumerate(val) if i in read]
+
+
 def _check_types(node: fx.Node, device_type: str | None) -> None:
-    vals = [node.meta.get("val")] if not isinstance(node.meta.get("val"), (tuple, list)) else list(node.meta["val"])
-    vals += [a.meta.get("val") for a in node.all_input_nodes]
+    vals = _read_outputs(node) + [a.meta.get("val") for a in node.all_input_nodes]
     for v in vals:
         if isinstance(v, torch.SymInt):
             continue  # a size argument: the import rules read sizes off the output's shape

@@ -28,7 +28,7 @@ TARGET = Target(
     available=runtime.available,
     extra_dumps={"host": ("txt", _host_schedule)},
     options_class=CUDAOptions,
-    doc="NVIDIA GPUs: generated PTX kernels through the CUDA driver, torch for matmul/conv/pooling (library_matmul) and index_put/scatter.",
+    doc="NVIDIA GPUs: generated PTX kernels through the CUDA driver, torch for matmul/conv/pooling (library_matmul), index_put/scatter and inference attention (cuda_library_attention).",
     # Kernels come from linalg ops mapped to blocks/threads: no place for serial loop nests, and
     # the math library's bodies are not validated on it (those ops stay eager).
     capabilities=frozenset(),

@@ -1,5 +1,5 @@
 """Host-schedule steps that run through torch: matmul (cuBLAS), convolution (cuDNN), pooling,
-index_put and scatter.
+index_put, scatter and attention.
 
 Each linalg op accumulates into its output; `overwrite` says the accumulator was a zero fill
 that the gpu stage dropped, so the library result is written instead of added.
@@ -9,6 +9,11 @@ before them, in place with torch's own CUDA kernels: `index_put_` (accumulate or
 `scatter_` (reduce "assign") and `scatter_reduce_` (sum, prod, mean, amax, amin, include_self
 either way). Negative and duplicate indices are torch's to handle, as in eager; none of these
 synchronizes with the host, so a schedule holding them can be captured as a CUDA graph.
+
+attention runs torch's F.scaled_dot_product_attention on views of q, k, v (and the additive
+bias, broadcastable: [B, 1, 1, S] for a padding mask), which picks the fused kernel eager
+would (flash, memory-efficient or cuDNN attention), then copies the result into the step's
+output buffer (SDPA has no out= form). Neither synchronizes with the host either.
 """
 
 from __future__ import annotations
@@ -93,6 +98,14 @@ def _scatter(step: Library, index, src, out):
         out.scatter_reduce_(attrs["dim"], _long(index), src, attrs["reduce"], include_self=bool(attrs["include_self"]))
 
 
+def _attention(step: Library, q, k, v, *bias_then_out):
+    *bias, out = bias_then_out
+    attrs = dict(step.attrs)
+    result = F.scaled_dot_product_attention(q, k, v, attn_mask=bias[0] if bias else None,
+                                            is_causal=bool(attrs["is_causal"]), scale=attrs["scale"])
+    out.copy_(result)
+
+
 RUNNERS = {
     "linalg.matmul": _matmul,
     "linalg.batch_matmul": _matmul,
@@ -102,6 +115,7 @@ RUNNERS = {
     "linalg.pooling_nchw_sum": _sum_pool,
     "torch.index_put": _index_put,
     "torch.scatter": _scatter,
+    "torch.attention": _attention,
 }
 
 

@@ -1,4 +1,4 @@
-"""index_put and scatter on the cuda target: torch calls in the host schedule, not kernels.
+"""index_put, scatter and attention on the cuda target: torch calls in the host schedule, not kernels.
 
 The generic rules (lowering/rules/scatter.py) are serial loop nests, which the cuda target has
 nowhere to run ("serial_loops"); without a rule of its own these ops would run eagerly, and in
@@ -27,6 +27,18 @@ node as a library call.
 
 The operands are buffers of the identity layout (static shapes only: the host schedule reads
 views off static memref types); a strided producer is copied contiguous by bufferization.
+
+attention (dynamo.attention: an inference graph's F.scaled_dot_product_attention, kept whole
+by the frontend) is the same call without the copy: it writes a fresh buffer, its result
+
+    %out = memref.alloc()
+    func.call @dynamo_cuda_attention_<n>(q, k, v[, bias], %out)
+        {dynamo_mlir.library_call = "torch.attention", is_causal, scale}
+
+and the runner calls torch's SDPA, which picks the fused flash / memory-efficient / cuDNN
+kernel as eager does: the [L, S] attention matrix is never written to memory, where the
+generic rule's math form (lowering/rules/attention.py) stores the scores and the
+probabilities. Training graphs keep the math form (frontend/backend.py says why).
 """
 
 from __future__ import annotations
@@ -36,9 +48,10 @@ from torch_mlir.dialects import bufferization, func, memref
 
 
 CALL_KIND = "dynamo_mlir.library_call"  # func.call attribute: which library op the call is
-INDEX_PUT, SCATTER = "torch.index_put", "torch.scatter"
+INDEX_PUT, SCATTER, ATTENTION = "torch.index_put", "torch.scatter", "torch.attention"
 # kind -> the dynamo op's attributes the call keeps (the runner's arguments besides buffers)
-CALL_ATTRS = {INDEX_PUT: ("accumulate",), SCATTER: ("dim", "reduce", "include_self")}
+CALL_ATTRS = {INDEX_PUT: ("accumulate",), SCATTER: ("dim", "reduce", "include_self"),
+              ATTENTION: ("is_causal", "scale")}
 
 
 def _module_of(op) -> ir.Operation:
@@ -80,11 +93,12 @@ def _read(value: ir.Value) -> ir.Value:
     return bufferization.to_buffer(_buffer_type(value), value, read_only=True)
 
 
-def emit_call(op, kind: str, operands: list[ir.Value]) -> ir.Value:
-    """op's result as a copy of op.dest that the torch call `kind` then updates in place."""
-    out_type = _buffer_type(op.out)
-    out = memref.alloc(out_type, [], [])
-    memref.copy(_read(op.dest), out)
+def emit_call(op, kind: str, operands: list[ir.Value], updates_dest: bool = True) -> ir.Value:
+    """op's result as a buffer the torch call `kind` writes: a copy of op.dest that the call
+    updates in place, or (updates_dest off) a fresh buffer the call fills."""
+    out = memref.alloc(_buffer_type(op.out), [], [])
+    if updates_dest:
+        memref.copy(_read(op.dest), out)
     args = [_read(v) for v in operands] + [out]
     name = _callee(_module_of(op), kind, [a.type for a in args])
     call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
@@ -102,14 +116,36 @@ def scatter(op) -> ir.Value:
     return emit_call(op, SCATTER, [op.index, op.src])
 
 
+def attention(op) -> ir.Value:
+    return emit_call(op, ATTENTION, [op.query, op.key, op.value, *op.bias], updates_dest=False)
+
+
+def is_call(op, kind: str) -> bool:
+    """Whether `op` is a library call of `kind` (torch.attention, ...)."""
+    return op.name == "func.call" and CALL_KIND in op.attributes and ir.StringAttr(op.attributes[CALL_KIND]).value == kind
+
+
+def retype(call) -> None:
+    """Point a library call at the declaration of its operands' current types, after an operand
+    was replaced by a view of another layout (to_gpu.py's transpose folds)."""
+    kind = ir.StringAttr(call.attributes[CALL_KIND]).value
+    name = _callee(_module_of(call), kind, [v.type for v in call.operands])
+    call.attributes["callee"] = ir.FlatSymbolRefAttr.get(name)
+
+
 def call_attrs(op) -> tuple:
-    """A library call's kept attributes as (name, int or str) pairs, for the host schedule."""
+    """A library call's kept attributes as (name, int, float or str) pairs, for the host schedule."""
     kind = ir.StringAttr(op.attributes[CALL_KIND]).value
     return tuple((name, _plain(op.attributes[name])) for name in CALL_ATTRS[kind])
 
 
+# attribute class -> its Python value
+_PLAIN = ((ir.StringAttr, lambda a: ir.StringAttr(a).value), (ir.FloatAttr, lambda a: ir.FloatAttr(a).value),
+          (ir.IntegerAttr, lambda a: ir.IntegerAttr(a).value))
+
+
 def _plain(attr: ir.Attribute):
-    return ir.StringAttr(attr).value if isinstance(attr, ir.StringAttr) else ir.IntegerAttr(attr).value
+    return next(read(attr) for kind, read in _PLAIN if isinstance(attr, kind))
 
 
 def is_declaration(func_op) -> bool:

@@ -8,7 +8,8 @@ into one kernel (softmax, layernorm). So a row of up to ROW_THREADS * SUM_BLOCK 
 thread's share exceeds SUM_BLOCK, stays one generic; other sums are blocked as on every target.
 
 index_put and scatter: torch calls in the host schedule (library_calls.py says how), on the
-buffers of a copy of dest.
+buffers of a copy of dest. attention: a torch call too (torch's fused SDPA kernels), writing its
+own result: the attention matrix never reaches memory.
 """
 
 from ...dialects import dynamo as dy
@@ -25,3 +26,4 @@ def _lower_reduce(op):
 
 register_lowering(dy.IndexPutOp, library_calls.index_put, target="cuda")
 register_lowering(dy.ScatterOp, library_calls.scatter, target="cuda")
+register_lowering(dy.AttentionOp, library_calls.attention, target="cuda")

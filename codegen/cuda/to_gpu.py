@@ -15,7 +15,7 @@ from torch_mlir import ir, passmanager
 from torch_mlir.dialects import func, memref
 
 from . import kernels, rowfuse
-from .library_calls import is_declaration
+from .library_calls import ATTENTION, is_call, is_declaration, retype
 from .rowkernel import row_kernel
 from .loopnest import LOOP_NESTS, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
 
@@ -79,45 +79,123 @@ MATMULS = ("linalg.matmul", "linalg.batch_matmul")
 
 def fold_transposes_into_matmuls(func_op) -> int:
     """A transpose whose result only feeds library matmuls (a linear's weight, attention's K^T)
-    is not materialized: the matmuls read a transposed view of its input instead, which torch's
-    matmul hands cuBLAS as a transposed operand. That saves a copy kernel and its buffer per
-    linear layer. Returns how many were folded."""
+    or a library attention's q, k, v (heads moved in front of the sequence) is not
+    materialized: they read a transposed view of its input instead, which torch's matmul hands
+    cuBLAS as a transposed operand and torch's SDPA takes as it is (a strided view, as in
+    eager). That saves a copy kernel and its buffer per linear layer, three per attention.
+    Returns how many were folded."""
     folded = 0
     for op in [o.operation for o in func_op.regions[0].blocks[0].operations]:
         if op.name != "linalg.transpose":
             continue
         view = op.opview
         buffer, users = view.init, _users(view.init)
-        if op_name(buffer) != "memref.alloc" or not _only_read_by_matmuls(buffer, users, op):
-            continue
         permutation = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+        if op_name(buffer) != "memref.alloc" or not _only_read_as_views(buffer, users, op, permutation):
+            continue
         with ir.InsertionPoint(op), op.location:  # where the copy was: a fill before a matmul stays next to it
             transposed = _transposed_view(view.input, permutation)
         for user in users:
-            if user.name in MATMULS:
+            if user.name in MATMULS or is_call(user, ATTENTION):
                 for k, operand in enumerate(user.operands):
                     if operand == buffer:
                         user.operands[k] = transposed
-        op.erase()
-        for user in _users(buffer):  # the deallocs
-            user.erase()
-        buffer.owner.erase()
+                if user.name == "func.call":
+                    retype(user)
+        _erase_with_buffer(op, buffer)
         folded += 1
     return folded
+
+
+def _erase_with_buffer(op, buffer: ir.Value) -> None:
+    """Erase `op` and the alloc of `buffer`, with its deallocs (nothing else may use it)."""
+    op.erase()
+    for user in _users(buffer):
+        user.erase()
+    buffer.owner.erase()
 
 
 def _users(value: ir.Value) -> list[ir.Operation]:
     return [use.owner.operation if hasattr(use.owner, "operation") else use.owner for use in value.uses]
 
 
-def _only_read_by_matmuls(buffer: ir.Value, users: list, transpose) -> bool:
-    """Written by `transpose` alone, read only as a matmul's input, freed by deallocs."""
-    for user in users:
-        if user == transpose or user.name == "memref.dealloc":
+def _keeps_last_dim(permutation: list[int]) -> bool:
+    """torch's fused attention kernels need the head dim innermost (stride 1): else SDPA would
+    fall back to its math kernel."""
+    return permutation[-1] == len(permutation) - 1
+
+
+def _read_as_view(user, buffer: ir.Value, permutation: list[int]) -> bool:
+    if user.name in MATMULS:
+        return _output(user) != buffer
+    return is_call(user, ATTENTION) and list(user.operands)[-1] != buffer and _keeps_last_dim(permutation)
+
+
+def _only_read_as_views(buffer: ir.Value, users: list, transpose, permutation: list[int]) -> bool:
+    """Written by `transpose` alone, read only as an input of library ops taking strided views
+    (matmuls, attention), freed by deallocs."""
+    readers = [u for u in users if u != transpose and u.name != "memref.dealloc"]
+    return bool(readers) and all(_read_as_view(u, buffer, permutation) for u in readers)
+
+
+def fold_transposes_of_attention(func_op) -> int:
+    """A library attention's result [B, H, L, E] that only a transpose reads (back to
+    [B, L, H, E], before the heads are merged): the call writes a transposed view of the
+    transpose's buffer instead, as eager's fused kernels lay their output out, so the
+    transpose costs no kernel. Returns how many were folded."""
+    folded = 0
+    for op in [o.operation for o in func_op.regions[0].blocks[0].operations]:
+        if op.name != "linalg.transpose":
             continue
-        if user.name not in MATMULS or _output(user) == buffer:
-            return False
-    return any(user.name in MATMULS for user in users)
+        view = op.opview
+        source, dest = view.input, view.init
+        permutation = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+        writer = _sole_attention_writer(source, op)
+        if writer is None or not _keeps_last_dim(permutation) or _used_between(dest, writer, op) \
+                or not _defined_before(dest, writer):
+            continue
+        with ir.InsertionPoint(writer), op.location:
+            writer.operands[len(writer.operands) - 1] = _transposed_view(dest, _inverse(permutation))
+        retype(writer)
+        _erase_with_buffer(op, source)
+        folded += 1
+    return folded
+
+
+def _sole_attention_writer(buffer: ir.Value, transpose):
+    """The library attention call writing `buffer` (an alloc) when that call and `transpose`
+    are its only users besides deallocs, else None."""
+    if op_name(buffer) != "memref.alloc":
+        return None
+    others = [u for u in _users(buffer) if u != transpose and u.name != "memref.dealloc"]
+    if len(others) != 1 or not is_call(others[0], ATTENTION) or list(others[0].operands)[-1] != buffer:
+        return None
+    return others[0]
+
+
+def _used_between(buffer: ir.Value, first, last) -> bool:
+    """Whether an op after `first` and before `last` touches `buffer` (or a view of it): the
+    call, moved to write it at `first`, must not change what those ops see."""
+    block_ops = [o.operation for o in first.block.operations]
+    between = block_ops[block_ops.index(first) + 1:block_ops.index(last)]
+    return any(root_of(v) == buffer for o in between for v in o.operands)
+
+
+def _defined_before(dest: ir.Value, call) -> bool:
+    """Whether `dest` is available at `call`: a function argument, or an alloc (moved there)."""
+    if isinstance(dest.owner, ir.Block):
+        return True
+    if op_name(dest) != "memref.alloc":
+        return False
+    dest.owner.move_before(call)
+    return True
+
+
+def _inverse(permutation: list[int]) -> list[int]:
+    inverse = [0] * len(permutation)
+    for i, p in enumerate(permutation):
+        inverse[p] = i
+    return inverse
 
 
 def _transposed_view(source: ir.Value, permutation: list[int]) -> ir.Value:
@@ -164,6 +242,7 @@ def convert_host(func_op, library: bool = True, fuse_rows: bool = True, keep_row
     keep_rows(found groups) -> the groups to fuse (default: all)."""
     if library:
         fold_transposes_into_matmuls(func_op)
+    fold_transposes_of_attention(func_op)
     ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
     if not library:  # our own kernels for matmul/conv/pooling too
         ops = [generalize(op) if op.name in LIBRARY_OPS else op for op in ops]

@@ -8,6 +8,7 @@ IR builders) hold no rules.
 """
 
 from . import (  # noqa: F401
+    attention,
     conv,
     creation,
     distance,

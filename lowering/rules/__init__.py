@@ -5,5 +5,5 @@ not run say what they require (lowering/registry.py's CAPABILITIES): scatter, so
 need "serial_loops", special needs "scalar_math".
 """
 
-from . import (conv, creation, elementwise, indexing, linalg, matmul, movement, pool, random,  # noqa: F401
+from . import (attention, conv, creation, elementwise, indexing, linalg, matmul, movement, pool, random,  # noqa: F401
                reduction, scatter, sizes, sort, special)

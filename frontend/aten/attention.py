@@ -1,0 +1,93 @@
+"""Attention: torch's fused scaled-dot-product-attention ops as one `dynamo.attention`.
+
+They reach us only where the backend kept F.scaled_dot_product_attention whole (an inference
+graph on a target that runs attention as a library call: frontend/backend.py's
+`keeps_fused_attention`); AOTAutograd then traces the op torch's dispatcher picks for the
+inputs: `_scaled_dot_product_efficient_attention` (float32, takes a bias),
+`_scaled_dot_product_flash_attention` (half types, no bias) or
+`_scaled_dot_product_cudnn_attention`. torch has already turned a boolean mask into an additive
+one (-inf where False) and, for the efficient kernel, expanded it to [B, H, L, S] (and padded
+its rows to an aligned stride): those steps are ordinary ops of the graph before this one.
+
+Only the first result (the attention output) is imported: the others (log-sum-exp, RNG state,
+sequence bookkeeping) serve a backward pass, and an inference graph never reads them; where one
+is read the node stays eager. Refused too: dropout, a query whose head count differs from the
+key's (grouped-query attention, which these ops do not take), and a bias together with
+is_causal (torch's public SDPA, which the cuda target calls, refuses that pair).
+"""
+
+import math
+
+import torch
+from torch_mlir import ir
+
+from ...dialects import dynamo as dy
+from ..registry import Unsupported, import_rule
+from .args import bind, output_read
+from .builders import i64
+
+aten = torch.ops.aten
+
+# op -> how many results it has (all but the first are left unproduced)
+_RESULTS = {
+    aten._scaled_dot_product_efficient_attention.default: 4,
+    aten._scaled_dot_product_flash_attention.default: 9,
+    aten._scaled_dot_product_cudnn_attention.default: 9,
+}
+
+
+def _unexpanded(ctx, bias: ir.Value) -> ir.Value:
+    """The bias before a broadcast to [B, H, L, S], as a rank-4 tensor with size-1 dims where it
+    was broadcast: a target then reads the small mask ([B, 1, 1, S] for padding), never the
+    expanded one, which would be as large as the attention matrix."""
+    owner = bias.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if not isinstance(owner, ir.Operation) or owner.name != "dynamo.broadcast" or len(owner.operands) != 1:
+        return bias
+    source = owner.operands[0]
+    dims = list(ir.DenseI64ArrayAttr(owner.attributes["dims"]))
+    src = ctx.shape_of(source)
+    shape = [1] * 4
+    for i, d in enumerate(dims):
+        shape[d] = src[i]
+    return ctx.reshape(source, shape)
+
+
+def _attention(ctx, node, query, key, value, bias, dropout_p, is_causal, scale):
+    if any(output_read(node, i) for i in range(1, _RESULTS[node.target])):
+        raise Unsupported("an output besides the attention's (log-sum-exp, RNG state) is read: "
+                          "only an inference graph's attention is imported")
+    if dropout_p:
+        raise Unsupported(f"attention with dropout ({dropout_p})")
+    q, k, v = (ctx.tensor(x) for x in (query, key, value))
+    shapes = [ctx.shape_of(x) for x in (q, k, v)]
+    if any(len(s) != 4 or dy.DYN in s for s in shapes):
+        raise Unsupported(f"attention on shapes {shapes}: static rank-4 [B, H, L, E] only")
+    if shapes[0][1] != shapes[1][1]:
+        raise Unsupported(f"grouped-query attention ({shapes[0][1]} query heads, {shapes[1][1]} key heads)")
+    biases = [] if bias is None else [_unexpanded(ctx, ctx.cast(ctx.tensor(bias), ctx.dtype_of(q)))]
+    if biases and is_causal:
+        raise Unsupported("attention with both a bias and is_causal")
+    scale = 1 / math.sqrt(shapes[0][3]) if scale is None else float(scale)
+    f64 = ir.F64Type.get()
+    return dy.AttentionOp(q, k, v, biases, i64(bool(is_causal)), ir.FloatAttr.get(f64, scale),
+                          out=ctx.type_like(q, shape=shapes[0][:3] + shapes[2][3:])).out
+
+
+def _results(node, out) -> tuple:
+    return (out,) + (None,) * (_RESULTS[node.target] - 1)
+
+
+@import_rule(aten._scaled_dot_product_efficient_attention.default, aten._scaled_dot_product_cudnn_attention.default)
+def _with_bias(ctx, node):
+    a = bind(node)
+    out = _attention(ctx, node, a.query, a.key, a.value, a.attn_bias, a.dropout_p, a.is_causal, a.scale)
+    return _results(node, out)
+
+
+@import_rule(aten._scaled_dot_product_flash_attention.default)
+def _flash(ctx, node):
+    a = bind(node)
+    out = _attention(ctx, node, a.query, a.key, a.value, None, a.dropout_p, a.is_causal, a.scale)
+    return _results(node, out)

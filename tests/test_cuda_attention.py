@@ -1,0 +1,362 @@
+"""scaled_dot_product_attention on the cuda target: an inference graph keeps SDPA whole, AOTAutograd
+traces the fused op torch's dispatcher picks (efficient, flash or cuDNN attention), it imports as
+one dynamo.attention, and the cuda target runs it as one torch call (codegen/cuda/library_calls.py):
+the attention matrix never reaches memory. Training graphs keep the math form (frontend/backend.py).
+
+Without a GPU: the fused ops are traced on fake CUDA tensors (a CPU-only torch cannot pick a CUDA
+kernel, so the graphs are built with the ops themselves, as AOTAutograd hands them over on a GPU),
+then compiled for the cuda target through every stage with a placeholder runtime (the host schedule
+is checked) and for the cpu target, whose generic rule (the math form) is checked against eager.
+With a GPU: torch.compile against eager, and transformers' GPT-2 and BERT."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch._subclasses import FakeTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import dynamo_mlir
+from dynamo_mlir.codegen.config import resolve
+from dynamo_mlir.codegen.target import get_target
+from dynamo_mlir.frontend.backend import decompositions, keeps_fused_attention
+from dynamo_mlir.frontend.compile import compile_graph
+from helpers import assert_close_to_float32, read_stage, zeros_runtime
+
+aten = torch.ops.aten
+TARGET = get_target("cuda")
+CUDA = {"target": "cuda", "cuda_arch": "sm_90", "strict": True}
+FUSED = {"aten._scaled_dot_product_efficient_attention.default", "aten._scaled_dot_product_flash_attention.default",
+         "aten._scaled_dot_product_cudnn_attention.default"}
+B, H, L, E = 2, 4, 16, 32
+
+
+def on_gpu(test):
+    return pytest.mark.cuda(pytest.mark.skipif(not TARGET.available(), reason="needs a CUDA GPU and cuda-bindings")(test))
+
+
+def _qkv(dtype=torch.float32, length=L, kv_length=L, kv_heads=H):
+    torch.manual_seed(0)
+    return (torch.randn(B, H, length, E, dtype=dtype), torch.randn(B, kv_heads, kv_length, E, dtype=dtype),
+            torch.randn(B, kv_heads, kv_length, E, dtype=dtype))
+
+
+def _bool_mask(length=L):
+    mask = torch.rand(B, 1, length, L) > 0.3
+    mask[..., 0] = True
+    return mask
+
+
+def _additive(mask, dtype):
+    """What torch's SDPA makes of a boolean mask before its fused kernels, expanded as it does."""
+    bias = torch.zeros_like(mask, dtype=dtype).masked_fill(mask.logical_not(), float("-inf"))
+    return bias.expand(B, H, mask.shape[2], L)
+
+
+def _traced(fn, inputs):
+    """fn traced on fake CUDA copies of `inputs`, dead outputs dropped: the graph AOTAutograd
+    hands the inference compiler on a GPU (a CPU-only torch cannot run the fused ops)."""
+    with FakeTensorMode():
+        fake = [torch.empty(t.shape, dtype=t.dtype, device="cuda") for t in inputs]
+        gm = make_fx(fn, decomposition_table=decompositions())(*fake)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm, fake
+
+
+def _efficient(bias=None, causal=False, scale=None, dropout=0.0):
+    return lambda q, k, v, *mask: aten._scaled_dot_product_efficient_attention(
+        q, k, v, bias(mask[0], q.dtype) if bias else None, False, dropout, causal, scale=scale)[0]
+
+
+# case -> (the fused op's call on (q, k, v[, mask]), inputs, eager SDPA's keyword arguments given the mask)
+CASES = {
+    "plain": (_efficient(), lambda: _qkv(), lambda m: {}),
+    "causal": (_efficient(causal=True), lambda: _qkv(), lambda m: {"is_causal": True}),
+    "causal_fewer_queries": (_efficient(causal=True), lambda: _qkv(length=8), lambda m: {"is_causal": True}),
+    "bool_mask": (_efficient(bias=_additive), lambda: (*_qkv(), _bool_mask()), lambda m: {"attn_mask": m}),
+    "float_mask": (_efficient(bias=lambda m, dt: m.expand(B, H, L, L)), lambda: (*_qkv(), torch.randn(B, 1, L, L)),
+                   lambda m: {"attn_mask": m}),
+    "scale": (_efficient(bias=_additive, scale=0.3), lambda: (*_qkv(), _bool_mask()),
+              lambda m: {"attn_mask": m, "scale": 0.3}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_generic_rule_matches_eager_math_on_cpu(case):
+    """The fused op as AOTAutograd traces it on a GPU, compiled for cpu (the generic rule's math
+    form), run on CPU tensors, against torch's SDPA in float64."""
+    fn, make_inputs, reference = CASES[case]
+    inputs = make_inputs()
+    gm, fake = _traced(fn, inputs)
+    got = compile_graph(gm, fake, "inference", resolve({"target": "cpu", "strict": True}))(*inputs)
+    mask = inputs[3] if len(inputs) > 3 else None
+    mask = mask.double() if mask is not None and mask.is_floating_point() else mask
+    want = F.scaled_dot_product_attention(*(t.double() for t in inputs[:3]), **reference(mask))
+    torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-5)
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["compiled_ops"]["aten._scaled_dot_product_efficient_attention.default"] == 1, \
+        dynamo_mlir.explain()
+
+
+def test_generic_rule_gives_zeros_for_a_fully_masked_row():
+    q, k, v = _qkv()
+    mask = _bool_mask()
+    mask[0, 0, 3, :] = False
+    gm, fake = _traced(_efficient(bias=_additive), (q, k, v, mask))
+    got = compile_graph(gm, fake, "inference", resolve({"target": "cpu", "strict": True}))(q, k, v, mask)
+    assert got[0, :, 3].abs().max() == 0 and not got.isnan().any()
+    torch.testing.assert_close(got, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), rtol=1e-4, atol=1e-5)
+
+
+HALF_OPS = {  # the fused ops of the half types: flash attention (no bias) and cuDNN attention
+    "flash_f16": (lambda q, k, v: aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True)[0], torch.float16,
+                  {"is_causal": True}),
+    "cudnn_bf16": (lambda q, k, v: aten._scaled_dot_product_cudnn_attention(q, k, v, None, False, 0.0, False, False,
+                                                                           scale=0.2)[0],
+                   torch.bfloat16, {"scale": 0.2}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HALF_OPS))
+def test_generic_rule_on_half_types_rounds_the_float32_result_once(case):
+    fn, dtype, reference = HALF_OPS[case]
+    inputs = _qkv(dtype)
+    gm, fake = _traced(fn, inputs)
+    got = compile_graph(gm, fake, "inference", resolve({"target": "cpu", "strict": True}))(*inputs)
+    assert got.dtype == dtype
+    assert_close_to_float32(got, F.scaled_dot_product_attention(*(t.float() for t in inputs), **reference),
+                            magnitude_rtol=1e-5)
+    assert dynamo_mlir.stats()["ops_fallback"] == 0, dynamo_mlir.explain()
+
+
+# ----------------------------------------------------------------------------- the cuda target's host schedule
+
+SCHEDULES = {  # case -> (fn, inputs, its ATen op, kernel launches besides the call)
+    # the boolean mask's conversion to -inf/0 is the one kernel: on the [B, 1, L, S] mask, not the
+    # expanded one (the call reads the mask broadcast)
+    "efficient_bool_mask": (_efficient(bias=_additive), lambda: (*_qkv(), _bool_mask()),
+                            "aten._scaled_dot_product_efficient_attention.default", 1),
+    "efficient_causal": (_efficient(causal=True), _qkv, "aten._scaled_dot_product_efficient_attention.default", 0),
+    "flash": (HALF_OPS["flash_f16"][0], lambda: _qkv(torch.float16),
+              "aten._scaled_dot_product_flash_attention.default", 0),
+    "cudnn": (HALF_OPS["cudnn_bf16"][0], lambda: _qkv(torch.bfloat16),
+              "aten._scaled_dot_product_cudnn_attention.default", 0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCHEDULES))
+def test_fused_attention_for_cuda_is_one_torch_call(case, tmp_path):
+    fn, make_inputs, aten_op, launches = SCHEDULES[case]
+    gm, fake = _traced(fn, make_inputs())
+    node = next(n.name for n in gm.graph.nodes if str(n.target) == aten_op)
+    with zeros_runtime("cuda"):
+        compile_graph(gm, fake, "inference", resolve({**CUDA, "dump_dir": str(tmp_path)}))
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["library_ops"] == {aten_op: 1}, dynamo_mlir.explain()
+    host = read_stage(str(tmp_path), "host")
+    assert host.count("torch torch.attention(") == 1 and host.count("launch ") == launches, host
+    call = next(line for line in host.splitlines() if "torch torch.attention(" in line)
+    assert call.endswith(f" for {node}"), call  # stats() counts the call's ATen node as a library op
+    assert read_stage(str(tmp_path), "ptx")  # every stage ran
+    if launches:  # the bias as the call reads it: the mask's own [B, 1, L, S], broadcast by torch
+        assert f"[{B}x1x{L}x{L}|{L * L},{L * L},{L},1+0]" in call, call
+
+
+def _attention_block(x, w_qkv, w_out):
+    """GPT-2's attention block as AOTAutograd traces it on a GPU: a fused qkv projection split
+    into heads, the fused attention, the heads merged, the output projection."""
+    q, k, v = (t.view(B, L, H, E).transpose(1, 2) for t in (x @ w_qkv).split(H * E, dim=2))
+    out = aten._scaled_dot_product_efficient_attention(q, k, v, None, False, 0.0, True)[0]
+    return out.transpose(1, 2).reshape(B, L, H * E) @ w_out
+
+
+def test_heads_moved_around_attention_are_views_not_copies(tmp_path):
+    inputs = (torch.randn(B, L, H * E), torch.randn(H * E, 3 * H * E), torch.randn(H * E, H * E))
+    gm, fake = _traced(_attention_block, inputs)
+    with zeros_runtime("cuda"):
+        compile_graph(gm, fake, "inference", resolve({**CUDA, "dump_dir": str(tmp_path)}))
+    assert dynamo_mlir.stats()["library_ops"] == {"aten._scaled_dot_product_efficient_attention.default": 1,
+                                                  "aten.mm.default": 2}, dynamo_mlir.explain()
+    host = read_stage(str(tmp_path), "host")
+    call = next(line for line in host.splitlines() if "torch torch.attention(" in line)
+    # q, k, v and the result in eager's [B, L, H, E] layout: strides (L*H*E, E, H*E, 1)
+    assert call.count(f"[{B}x{H}x{L}x{E}|{L * H * E},{E},{H * E},1+0]") == 4, call
+    # three copies out of the split (a reshape reads identity layouts only) and the region's
+    # output: none for the transposes (four more without the folds)
+    assert host.count("launch ") == 4, host
+
+
+REFUSED = {  # case -> (fn, inputs, the reason the node stays eager)
+    "dropout": (_efficient(dropout=0.1), _qkv, "attention with dropout"),
+    "log_sumexp_read": (lambda q, k, v: aten._scaled_dot_product_efficient_attention(q, k, v, None, True)[:2], _qkv,
+                        "an output besides the attention's"),
+    "grouped_query": (_efficient(), lambda: _qkv(kv_heads=2), "grouped-query attention"),
+    "bias_and_causal": (_efficient(bias=_additive, causal=True), lambda: (*_qkv(), _bool_mask()),
+                        "both a bias and is_causal"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_unsupported_attention_stays_eager_and_says_why(case):
+    fn, make_inputs, reason = REFUSED[case]
+    gm, fake = _traced(fn, make_inputs())
+    with zeros_runtime("cuda"):
+        compile_graph(gm, fake, "inference", resolve({"target": "cuda", "cuda_arch": "sm_90"}))
+    s = dynamo_mlir.stats()
+    assert s["fallback_ops"] == {"aten._scaled_dot_product_efficient_attention.default": 1}, dynamo_mlir.explain()
+    assert any(reason in why for _, why in s["fallback_reasons"]), s["fallback_reasons"]
+
+
+# ----------------------------------------------------------------------------- the rewrite decision
+
+
+def _sdpa_graph(set_grad=False):
+    """A graph calling SDPA as Dynamo's does; set_grad: turning grad mode on first, as Dynamo
+    records a `with torch.enable_grad():` in the compiled function."""
+    gm = torch.fx.symbolic_trace(lambda q, k, v: F.scaled_dot_product_attention(q, k, v))
+    if set_grad:
+        first = next(n for n in gm.graph.nodes if n.op == "call_function")
+        with gm.graph.inserting_before(first):
+            gm.graph.call_function(torch._C._set_grad_enabled, (True,))
+        gm.recompile()
+    return gm
+
+
+def _fake_cuda(requires_grad=False):
+    with FakeTensorMode():
+        return [torch.empty(B, H, L, E, device="cuda").requires_grad_(requires_grad) for _ in range(3)]
+
+
+def test_inference_graph_on_cuda_keeps_fused_attention():
+    assert keeps_fused_attention(_sdpa_graph(), _fake_cuda(), resolve({}))
+    with torch.no_grad():  # parameters require grad, but grad mode is off: an inference graph
+        assert keeps_fused_attention(_sdpa_graph(), _fake_cuda(requires_grad=True), resolve({}))
+
+
+@pytest.mark.parametrize("why", ["cpu_tensors", "cuda_target_on_cpu_tensors", "option_off", "training",
+                                 "grad_enabled_inside"])
+def test_otherwise_attention_takes_the_math_form(why):
+    inputs = list(_qkv()) if why in ("cpu_tensors", "cuda_target_on_cpu_tensors") else _fake_cuda(why == "training")
+    options = {"cuda_target_on_cpu_tensors": {"target": "cuda"}, "option_off": {"cuda_library_attention": False}}
+    graph = _sdpa_graph(set_grad=why == "grad_enabled_inside")
+    assert not keeps_fused_attention(graph, inputs, resolve(options.get(why, {})))
+
+
+# ----------------------------------------------------------------------------- on a GPU
+
+
+@pytest.fixture
+def exact_f32_matmuls():
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def _fused_library_ops() -> dict:
+    return {op: n for op, n in dynamo_mlir.stats()["library_ops"].items() if op in FUSED}
+
+
+def _assert_attention_calls(expected: int):
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["partitions_failed"] == 0 and s["runtime_fallback_calls"] == 0, dynamo_mlir.explain()
+    fused = _fused_library_ops()
+    assert len(fused) == 1 and sum(fused.values()) == expected, dynamo_mlir.explain()
+
+
+GPU_CASES = {  # case -> SDPA's keyword arguments on cuda tensors
+    "plain": lambda: {},
+    "causal": lambda: {"is_causal": True},
+    "float_mask": lambda: {"attn_mask": torch.randn(2, 1, 64, 64, device="cuda")},
+    "bool_mask": lambda: {"attn_mask": (torch.rand(2, 1, 64, 64, device="cuda") > 0.3).index_fill_(3, torch.tensor([0], device="cuda"), True)},
+    "scale": lambda: {"scale": 0.3, "is_causal": True},
+}
+
+
+@on_gpu
+@pytest.mark.parametrize("case", sorted(GPU_CASES))
+def test_sdpa_inference_on_cuda_is_one_library_call(case):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 64, 32, device="cuda") for _ in range(3))
+    kwargs = GPU_CASES[case]()
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs)  # noqa: E731
+    compiled = torch.compile(fn, backend="mlir", options={"strict": True})
+    with torch.no_grad():
+        for _ in range(2):  # the second call runs the compiled schedule again
+            got = compiled(q, k, v)
+        want = fn(q, k, v)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    cpu = {name: (t.cpu().double() if t.is_floating_point() else t.cpu()) if isinstance(t, torch.Tensor) else t
+           for name, t in kwargs.items()}
+    exact = F.scaled_dot_product_attention(q.cpu().double(), k.cpu().double(), v.cpu().double(), **cpu)
+    torch.testing.assert_close(got.cpu().double(), exact, rtol=1e-3, atol=1e-4)  # semantics, whatever the kernel
+    _assert_attention_calls(1)
+
+
+@on_gpu
+def test_half_sdpa_inference_on_cuda_is_one_library_call():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 64, 32, device="cuda", dtype=torch.float16) for _ in range(3))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    with torch.no_grad():
+        got = torch.compile(fn, backend="mlir", options={"strict": True})(q, k, v)
+        want = fn(q, k, v)
+    torch.testing.assert_close(got, want)  # the same fused kernel on the same values
+    # and the semantics: torch's half kernel (not ours) rounds its probabilities to the half type
+    assert_close_to_float32(got, fn(q.float(), k.float(), v.float()), magnitude_rtol=1e-2)
+    _assert_attention_calls(1)
+
+
+@on_gpu
+def test_option_off_runs_the_math_form_on_cuda(exact_f32_matmuls):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 64, 32, device="cuda") for _ in range(3))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    with torch.no_grad():
+        got = torch.compile(fn, backend="mlir", options={"strict": True, "cuda_library_attention": False})(q, k, v)
+        want = fn(q, k, v)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    s = dynamo_mlir.stats()
+    assert not _fused_library_ops() and s["library_ops"].get("aten.bmm.default") == 2 and s["ops_fallback"] == 0, \
+        dynamo_mlir.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("name", ["gpt2", "bert"])
+def test_transformer_inference_on_cuda_runs_attention_as_library_calls(name, exact_f32_matmuls):
+    from real_models import CASES as MODELS
+
+    case = MODELS[name]
+    torch.manual_seed(0)
+    model = case.build(None).cuda().eval()  # transformers' default attention: SDPA
+    inputs, _ = case.batch(torch.Generator().manual_seed(0))
+    inputs = {key: value.cuda() for key, value in inputs.items()}
+    compiled = torch.compile(model, backend="mlir", options={"strict": True})
+    with torch.no_grad():
+        for _ in range(2):  # the second call replays the schedule (a CUDA graph)
+            got = getattr(compiled(**inputs), case.output)
+        want = getattr(model(**inputs), case.output)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    _assert_attention_calls(2)  # one per layer (tools/models.py builds two)
+    assert dynamo_mlir.stats()["graphs_by_kind"] == {"inference": 1}, dynamo_mlir.explain()
+
+
+@on_gpu
+def test_training_on_cuda_keeps_the_math_form(exact_f32_matmuls):
+    """A graph that needs gradients differentiates the math form (the fused backward's meta
+    function raises under AOTAutograd on torch 2.11): its forward and backward are matmuls and
+    softmax, and match eager's gradients."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 64, 32, device="cuda", requires_grad=True) for _ in range(3))
+    mask = (torch.rand(2, 1, 64, 64, device="cuda") > 0.3).index_fill_(3, torch.tensor([0], device="cuda"), True)
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # noqa: E731
+    got = torch.compile(fn, backend="mlir", options={"strict": True})(q, k, v)
+    grads = torch.autograd.grad(got.square().sum(), (q, k, v))
+    want = fn(q, k, v)
+    want_grads = torch.autograd.grad(want.square().sum(), (q, k, v))
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    for g, w in zip(grads, want_grads):
+        torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-5)
+    s = dynamo_mlir.stats()
+    assert s["graphs_by_kind"] == {"forward": 1, "backward": 1} and s["ops_fallback"] == 0, dynamo_mlir.explain()
+    assert not _fused_library_ops() and "aten.bmm.default" in s["library_ops"], dynamo_mlir.explain()
