@@ -360,3 +360,24 @@ def test_training_on_cuda_keeps_the_math_form(exact_f32_matmuls):
     s = dynamo_mlir.stats()
     assert s["graphs_by_kind"] == {"forward": 1, "backward": 1} and s["ops_fallback"] == 0, dynamo_mlir.explain()
     assert not _fused_library_ops() and "aten.bmm.default" in s["library_ops"], dynamo_mlir.explain()
+
+
+def test_two_attention_layers_fold_their_transposes_and_the_ir_stays_valid(tmp_path):
+    """GPT-2's two layers: bufferization hands both layers' merged-heads buffers one alloc, made
+    before the first layer; writing each call's result through a view of it must not move that
+    alloc down to the second call (the first layer's uses would then come before it)."""
+    def two_layers(x, w_qkv, w_out):
+        return _attention_block(_attention_block(x, w_qkv, w_out).tanh(), w_qkv, w_out)
+
+    inputs = (torch.randn(B, L, H * E), torch.randn(H * E, 3 * H * E), torch.randn(H * E, H * E))
+    gm, fake = _traced(two_layers, inputs)
+    with zeros_runtime("cuda"):
+        compile_graph(gm, fake, "inference", resolve({**CUDA, "dump_dir": str(tmp_path)}))
+    s = dynamo_mlir.stats()
+    assert s["partitions_failed"] == 0 and s["ops_fallback"] == 0, dynamo_mlir.explain()
+    assert s["library_ops"] == {"aten._scaled_dot_product_efficient_attention.default": 2,
+                                "aten.mm.default": 4}, dynamo_mlir.explain()
+    host = read_stage(str(tmp_path), "host")
+    calls = [line for line in host.splitlines() if "torch torch.attention(" in line]
+    assert len(calls) == 2, host
+    assert "memref.transpose" in read_stage(str(tmp_path), "gpu")  # the folds took place

@@ -187,7 +187,9 @@ def _defined_before(dest: ir.Value, call) -> bool:
         return True
     if op_name(dest) != "memref.alloc":
         return False
-    dest.owner.move_before(call)
+    ops = [o.operation for o in call.block.operations]
+    if ops.index(dest.owner.operation) > ops.index(call):  # never later: earlier users must keep it
+        dest.owner.move_before(call)
     return True
 
 
