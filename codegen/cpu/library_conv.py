@@ -118,7 +118,7 @@ def status_name() -> str:
 # ----------------------------------------------------------------------------- linalg stage
 
 
-def _eligible(op) -> bool:
+def eligible(op) -> bool:
     """A dynamo.conv2d torch's kernel can take here: float32/float64, every shape static, non-empty."""
     types = [ir.RankedTensorType(v.type) for v in (op.x, op.weight, op.out)]
     return (str(types[2].element_type) in ELEMENT_DTYPE
@@ -177,11 +177,14 @@ def _call(name: str, args: list[ir.Value]) -> ir.Value:
     return func.call([ir.IntegerType.get_signless(32)], name, args)
 
 
-def _wrap(frame: _Frame, buffer: ir.Value, name: str) -> ir.Value:
-    """A torch tensor handle over `buffer` (its data, sizes, strides), in slot `name`; the status."""
+def _wrap(frame: _Frame, buffer: ir.Value, name: str, dims: list[int] | None = None) -> ir.Value:
+    """A torch tensor handle over `buffer` (its data, sizes, strides), in slot `name`; the status.
+    `dims`: torch's dim i is the buffer's dim dims[i] (an NHWC buffer is shown to torch as the
+    NCHW tensor with channels-last strides, a view, no copy); default: the buffer's own order."""
     t = ir.MemRefType(buffer.type)
     _, _, *rest = memref.extract_strided_metadata(buffer)
-    sizes, strides = frame.array(rest[:t.rank]), frame.array(rest[t.rank:])
+    dims = dims or list(range(t.rank))
+    sizes, strides = frame.array([rest[d] for d in dims]), frame.array([rest[t.rank + d] for d in dims])
     codes = _codes()
     return _call(FROM_BLOB, [pointer_to(buffer), _i64(t.rank), sizes, strides, _i64(0),
                              _i32(codes[str(t.element_type)]), _i32(codes["cpu"]), _i32(0), frame.handle_slot(name)])
@@ -190,12 +193,15 @@ def _wrap(frame: _Frame, buffer: ir.Value, name: str) -> ir.Value:
 def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
     """The calls computing conv(x, w) into the buffer y. A call runs only if every one before it
     succeeded (a failed one leaves its handle null, which no later call may be given); the
-    deletes always run (deleting a null handle does nothing); the status goes to STATUS."""
+    deletes always run (deleting a null handle does nothing); the status goes to STATUS.
+    Channels-last x and y are shown to torch as NCHW views with channels-last strides: torch
+    then picks its channels-last kernel, and its result, channels-last too, is copied densely."""
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     groups = ir.IntegerAttr(op.groups).value
     n = frame.spatial
+    torch_dims = dy.TO_NCHW if dy.layout_of(op) == "nhwc" else None
     frame.clear_handles()
-    status = _wrap(frame, x, "x")
+    status = _wrap(frame, x, "x", torch_dims)
     status = _then(status, lambda: _wrap(frame, w, "w"))
 
     def convolve():
@@ -206,7 +212,7 @@ def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
             _i64(groups), frame.handle_slot("y")])
 
     status = _then(status, convolve)
-    status = _then(status, lambda: _wrap(frame, y, "out"))
+    status = _then(status, lambda: _wrap(frame, y, "out", torch_dims))
     status = _then(status, lambda: _call(COPY, [frame.handle("out"), frame.handle("y"), _i32(0)]))
     for name in HANDLES:
         status = arith.ori(status, _call(DELETE, [frame.handle(name)]))
@@ -250,7 +256,7 @@ def call_library_convs(module: ir.Module, options) -> None:
             continue
         for op in ops_named(fn, ("dynamo.conv2d",)):
             view = op.opview
-            if not _eligible(view):
+            if not eligible(view):
                 continue
             _declare_all(module)
             out = ir.RankedTensorType(view.out.type)

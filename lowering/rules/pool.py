@@ -1,5 +1,5 @@
-"""Pooling -> linalg named ops (2-d max/sum) or one generic (3-d, whose named ops are
-channels-last); avg is the sum divided by the window size."""
+"""Pooling -> linalg named ops (2-d max/sum, NCHW or channels-last NHWC) or one generic (3-d NCDHW,
+whose named ops are channels-last); avg is the sum divided by the window size."""
 
 import numpy as np
 from torch_mlir import ir
@@ -15,6 +15,13 @@ from .common import (PARALLEL, REDUCTION, affine_map, empty, filled, generic, id
 POOL_COMBINE = {  # kind -> (float combine, integer combine)
     "max": (arith.maximumf, arith.maxsi),
     "sum": (arith.addf, arith.addi),
+}
+
+
+SPATIAL_START = {"nchw": 2, "nhwc": 1}  # the first spatial dim of each layout
+NAMED_POOL = {  # (layout, max or sum) -> linalg's 2-d named op
+    ("nchw", "max"): linalg.pooling_nchw_max, ("nchw", "sum"): linalg.pooling_nchw_sum,
+    ("nhwc", "max"): linalg.pooling_nhwc_max, ("nhwc", "sum"): linalg.pooling_nhwc_sum,
 }
 
 
@@ -40,12 +47,13 @@ def _lower_pool(op):
     kernel, stride, padding, dilation = (dy.int_list(a) for a in (op.kernel, op.stride, op.padding, op.dilation))
     reduce_kind = "max" if kind == "max" else "sum"
     init_value = identity_of(POOL_COMBINE[reduce_kind][0], elem)
-    x = pad_spatial(op.x, padding, init_value)
+    layout = dy.layout_of(op)
+    x = pad_spatial(op.x, padding, init_value, first=SPATIAL_START[layout])
     acc = filled(out, init_value)
     if out.rank == 5:
         pooled = _pool_generic(x, reduce_kind, out, acc, kernel, stride, dilation)
     else:
-        named = linalg.pooling_nchw_max if kind == "max" else linalg.pooling_nchw_sum
+        named = NAMED_POOL[layout, reduce_kind]
         pooled = named(x, tensor.empty(kernel, elem), outs=[acc], **window_attrs(stride, dilation))
     if kind != "avg":
         return pooled
