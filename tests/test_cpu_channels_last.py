@@ -211,3 +211,76 @@ def test_training_step_gradients(tmp_path, on):
     shapes, _, text = _layout(tmp_path, graph="forward")
     assert shapes == ([(2, 8, 8, 16), (2, 4, 4, 32)] if on else [(2, 16, 8, 8), (2, 32, 4, 4)])
     assert ("linalg.pooling_nhwc_max" in text) == on
+
+
+# ----------------------------------------------------------------------------- the layout attribute
+# dynamo.conv2d / dynamo.pool2d {layout = "nhwc"} written directly, run through the cpu stages:
+# the library call (library_matmul on) and the generic lowering rules (off: for conv2d the NCHW
+# lowering between transposes, for pool2d linalg's NHWC pooling) against torch.
+
+
+def _run_ir(text, inputs, out_shape, library_matmul):
+    from torch_mlir import ir
+
+    from dynamo_mlir.codegen import resolve, run_stages
+    from dynamo_mlir.codegen.cpu import runtime
+    from dynamo_mlir.codegen.signature import Signature, TensorSpec
+    from dynamo_mlir.codegen.target import get_target
+    from dynamo_mlir.dialects import new_context
+
+    options = resolve({"target": "cpu", "library_matmul": library_matmul})
+    signature = Signature("main", tuple(TensorSpec(tuple(t.shape), t.dtype) for t in inputs),
+                          (TensorSpec(out_shape, inputs[0].dtype),), lambda _: [out_shape])
+    with new_context(), ir.Location.unknown():
+        run = run_stages(ir.Module.parse(text), get_target("cpu"), options, graph_name="main")
+        return runtime.load(run.artifact, signature, options)(*inputs)[0]
+
+
+def _nhwc_of(t):
+    return t.permute(0, 2, 3, 1).contiguous()
+
+
+@pytest.mark.parametrize("library_matmul", [True, False], ids=["library", "loops"])
+def test_nhwc_conv2d_op(library_matmul):
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 6, 7, 9), torch.randn(4, 3, 3, 3)
+    want = F.conv2d(x, w, stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2)
+    text = """
+func.func @main(%x: tensor<2x7x9x6xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x9x4xf32> {
+  %0 = "dynamo.conv2d"(%x, %w) {dilation = array<i64: 1, 2>, groups = 2 : i64, layout = "nhwc", padding = array<i64: 1, 2>, stride = array<i64: 2, 1>} : (tensor<2x7x9x6xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x9x4xf32>
+  return %0 : tensor<2x4x9x4xf32>
+}"""
+    got = _run_ir(text, [_nhwc_of(x), w], (2, 4, 9, 4), library_matmul)
+    torch.testing.assert_close(got, _nhwc_of(want), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "sum"])
+def test_nhwc_pool2d_op(kind):
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 9, 8)
+    avg = F.avg_pool2d(x, 3, 2, 1)
+    want = {"max": F.max_pool2d(x, 3, 2, 1), "avg": avg, "sum": avg * 9}[kind]
+    text = f"""
+func.func @main(%x: tensor<2x9x8x5xf32>) -> tensor<2x5x4x5xf32> {{
+  %0 = "dynamo.pool2d"(%x) {{dilation = array<i64: 1, 1>, kernel = array<i64: 3, 3>, kind = "{kind}", layout = "nhwc", padding = array<i64: 1, 1>, stride = array<i64: 2, 2>}} : (tensor<2x9x8x5xf32>) -> tensor<2x5x4x5xf32>
+  return %0 : tensor<2x5x4x5xf32>
+}}"""
+    got = _run_ir(text, [_nhwc_of(x)], (2, 5, 4, 5), library_matmul=True)
+    torch.testing.assert_close(got, _nhwc_of(want), rtol=1e-5, atol=1e-5)
+
+
+def test_nhwc_shapes_are_verified():
+    """The verifier reads the shapes in the layout's order: an NCHW-shaped result is refused."""
+    from torch_mlir import ir
+
+    from dynamo_mlir.dialects import new_context
+
+    text = """
+func.func @main(%x: tensor<2x9x8x5xf32>) -> tensor<2x5x4x4xf32> {
+  %0 = "dynamo.pool2d"(%x) {dilation = array<i64: 1, 1>, kernel = array<i64: 2, 2>, kind = "max", layout = "nhwc", padding = array<i64: 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x9x8x5xf32>) -> tensor<2x5x4x4xf32>
+  return %0 : tensor<2x5x4x4xf32>
+}"""
+    with new_context(), ir.Location.unknown():
+        with pytest.raises(ir.MLIRError, match="'dynamo.pool2d' input and result must have equal N, C"):
+            ir.Module.parse(text)
+        assert ir.Module.parse(text.replace("2x5x4x4", "2x4x4x5")).operation.verify()  # the NHWC result

@@ -156,7 +156,7 @@ def transposed(x, perm) -> ir.Value:
     """x with its dims permuted (result dim i is x's dim perm[i]): a linalg.transpose."""
     src = ranked(x)
     out = ir.RankedTensorType.get([src.shape[p] for p in perm], src.element_type)
-    return linalg.transpose(x, outs=[empty(out, x, perm)], permutation=list(perm))
+    return linalg.transpose(x, outs=[empty(out, x, perm)], permutation=list(perm)).results[0]
 
 
 def window_attrs(stride, dilation) -> dict:
