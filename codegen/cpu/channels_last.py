@@ -130,8 +130,8 @@ def _free(value) -> bool:
     if not _static4(value):
         return False
     owner = _owner(value)
-    if _name(value) == "dynamo.constant":
-        return ir.DenseElementsAttr(owner.value).is_splat
+    if _name(value) == "dynamo.constant":  # a splat (a resource blob is never one)
+        return ir.DenseElementsAttr.isinstance(owner.value) and ir.DenseElementsAttr(owner.value).is_splat
     if _name(value) == "dynamo.broadcast":
         return _broadcast_source_shape(owner) is not None
     return _keeps_order(_type(value).shape)
