@@ -16,27 +16,26 @@ operand may be a strided view). The copy into our output costs about a tenth of 
 torch's result in place instead would need a memref built from a raw pointer (a hand-made
 LLVM descriptor through unrealized casts) and the handle kept until the function's end.
 
-Why NCHW buffers, not channels-last (measured 2026-11-24, AMD EPYC with AVX2, no AVX-512; torch
-2.13). Inductor runs every convolution channels-last, and `torch.conv2d` alone looked several
-times faster so (8x3x64x64 -> 16 channels, 2 threads: 2.2 ms NCHW, 0.3 ms channels-last). That
-gap was page faults, not the kernel: oneDNN's NCHW path allocates reorder buffers of megabytes
-each call, which glibc's default malloc maps fresh each time. With freed memory kept
-(heap.py, cpu option retain_freed_memory) the two are within 20% (0.38 vs 0.32
-ms; 8x16x64x64 -> 32: 2.26 vs 2.18 ms), and converting layouts costs more than that. A version
-running each 2-d float32 convolution over a large image channels-last (x transposed into NHWC by a
-linalg.generic, torch's result copied densely into an NHWC buffer, the transpose back folded by
-linalg-fuse-elementwise-ops into the batch norm that reads it) measured, on the benchmark CNN
-(3x conv-bn-relu-pool on 8x3x64x64), one thread, no page faults, min of 60 interleaved calls:
-all NCHW 3.61 ms, channels-last for 64x64 images 3.72, for every convolution 3.77; inductor 3.13.
-In `benchmarks/bench_models.py --device cpu --threads 1 --only cnn --repeats 15` (2 runs each):
-mlir/inductor 0.80 and 0.86 with it, 0.87 and 0.90 without (the experiment was not merged).
-The transposes (an x in NHWC, the batch norm's strided reads) cost what the kernel saves. Where
-the CNN's time goes now (torch profiler, 1 thread, per call): our three convolutions 2.59 ms
-(0.86 each) and the three result copies 0.19 ms, our batch-norm/relu/pool loops 0.46 ms;
-inductor's convolutions 2.21 ms (0.74 each, channels-last), its loops 0.62 ms. Closing that gap
-needs the whole conv-bn-relu-pool chain kept in NHWC (a layout chosen per graph, as inductor's,
-converting only at the graph's input and before the flatten) and torch writing into our buffer
-(no copy): both larger than a per-convolution choice.
+Channels-last (measured 2026-11-24, AMD EPYC with AVX2, no AVX-512, 2 cores; torch 2.13).
+Inductor runs every convolution channels-last, and `torch.conv2d` alone looked several times
+faster so (8x3x64x64 -> 16 channels, 2 threads: 2.2 ms NCHW, 0.3 ms channels-last). Much of
+that gap was page faults: oneDNN's NCHW path allocates reorder buffers of megabytes each call,
+which glibc's default malloc maps fresh each time (with freed memory kept, heap.py, the two were
+within 20%). A first version ran each convolution channels-last on its own (x transposed into
+NHWC, the result copied back, the transposes folded into the batch norm): on the benchmark CNN
+it lost (3.72 and 3.77 ms vs 3.61 all NCHW, one thread, no page faults): the transposes cost
+what the kernel saves. So the layout is chosen per graph (channels_last.py, option
+channels_last): convolutions in a chain, and the batch norm / relu / pooling between them,
+run NHWC, with transposes only where NCHW is needed (the image, a flatten, graph outputs). Such
+a `dynamo.conv2d {layout = "nhwc"}` is called here on NHWC buffers shown to torch as NCHW
+tensors with channels-last strides (sizes and strides read in NCHW order off the NHWC memref,
+a view, no copy): torch picks its channels-last kernel, and its channels-last result is copied
+densely into our NHWC buffer. The CNN (`bench_models.py --only cnn --repeats 20`, 2 runs or
+more each): mlir/inductor 0.97-1.05 at 2 threads and 0.98-1.03 at one with it, 0.85-0.91 and
+0.89-0.93 without; page faults per call (benchmarks/cnn_page_faults.py, one thread) 0-992 with
+it, 2624-2752 without (inductor 0). What is left: torch's result is still a tensor of its own,
+copied, and torch makes the FCHW weight channels-last on each call (a small clone): aten::copy_,
+both kinds, is ~6% of the CNN's call under the profiler.
 
 Why not im2col in generated code + MKL's sgemm_ (as library.py calls it)? That is eager's own
 slow path (Slow2d: im2col, then GEMM), and it is slower where eager leaves it for oneDNN. One
