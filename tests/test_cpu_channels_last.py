@@ -222,6 +222,7 @@ def test_training_step_gradients(tmp_path, on):
 
 
 def _run_ir(text, inputs, out_shape, library_matmul):
+    """The function's result, and the external functions its final module calls."""
     from torch_mlir import ir
 
     from dynamo_mlir.codegen import resolve, run_stages
@@ -235,7 +236,7 @@ def _run_ir(text, inputs, out_shape, library_matmul):
                           (TensorSpec(out_shape, inputs[0].dtype),), lambda _: [out_shape])
     with new_context(), ir.Location.unknown():
         run = run_stages(ir.Module.parse(text), get_target("cpu"), options, graph_name="main")
-        return runtime.load(run.artifact, signature, options)(*inputs)[0]
+        return runtime.load(run.artifact, signature, options)(*inputs)[0], set(runtime.external_symbols(run.artifact))
 
 
 def _nhwc_of(t):
@@ -252,8 +253,9 @@ func.func @main(%x: tensor<2x7x9x6xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x
   %0 = "dynamo.conv2d"(%x, %w) {dilation = array<i64: 1, 2>, groups = 2 : i64, layout = "nhwc", padding = array<i64: 1, 2>, stride = array<i64: 2, 1>} : (tensor<2x7x9x6xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x9x4xf32>
   return %0 : tensor<2x4x9x4xf32>
 }"""
-    got = _run_ir(text, [_nhwc_of(x), w], (2, 4, 9, 4), library_matmul)
+    got, calls = _run_ir(text, [_nhwc_of(x), w], (2, 4, 9, 4), library_matmul)
     torch.testing.assert_close(got, _nhwc_of(want), rtol=1e-4, atol=1e-5)
+    assert ("aoti_torch_cpu_convolution" in calls) == library_matmul
 
 
 @pytest.mark.parametrize("kind", ["max", "avg", "sum"])
@@ -267,8 +269,9 @@ func.func @main(%x: tensor<2x9x8x5xf32>) -> tensor<2x5x4x5xf32> {{
   %0 = "dynamo.pool2d"(%x) {{dilation = array<i64: 1, 1>, kernel = array<i64: 3, 3>, kind = "{kind}", layout = "nhwc", padding = array<i64: 1, 1>, stride = array<i64: 2, 2>}} : (tensor<2x9x8x5xf32>) -> tensor<2x5x4x5xf32>
   return %0 : tensor<2x5x4x5xf32>
 }}"""
-    got = _run_ir(text, [_nhwc_of(x)], (2, 5, 4, 5), library_matmul=True)
+    got, calls = _run_ir(text, [_nhwc_of(x)], (2, 5, 4, 5), library_matmul=True)
     torch.testing.assert_close(got, _nhwc_of(want), rtol=1e-5, atol=1e-5)
+    assert not calls & {"aoti_torch_cpu_convolution", "sgemm_"}  # our loops
 
 
 def test_nhwc_shapes_are_verified():
