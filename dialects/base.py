@@ -114,5 +114,33 @@ def with_optional_sizes(cls: type) -> type:
     return cls
 
 
+# ----------------------------------------------------------------------------- data layout
+# conv2d and pool2d read and write NCHW unless they carry the optional attribute `layout =
+# "nhwc"` (channels-last: logical dims N, H, W, C; the cpu target's channels_last pass sets it).
+# It is a plain discardable attribute, so IR without it parses and means what it always meant.
+
+LAYOUTS = ("nchw", "nhwc")
+TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]  # dynamo.permute perms between the two
+
+
+def layout_of(op) -> str:
+    """An op's data layout: its `layout` attribute, "nchw" when absent."""
+    attrs = op.operation.attributes
+    return ir.StringAttr(attrs["layout"]).value if "layout" in attrs else "nchw"
+
+
+def as_nchw(shape: Sequence[int], layout: str) -> list[int]:
+    """A shape in NC... order, whatever layout it is stored in."""
+    return [shape[p] for p in TO_NCHW] if layout == "nhwc" else list(shape)
+
+
+def _verify_layout(op, rank: int) -> str:
+    """The op's layout, checked: a known name, and channels-last only for 4-d tensors."""
+    layout = layout_of(op)
+    _require(layout in LAYOUTS, f"layout must be one of {LAYOUTS}, got {layout!r}")
+    _require(layout == "nchw" or rank == 4, "layout nhwc is for 4-d tensors only")
+    return layout
+
+
 def is_i1(t: ir.Type) -> bool:
     return isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1

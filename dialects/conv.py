@@ -5,12 +5,14 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result
 
-from .base import Dynamo, _checked, _require, shape_of, int_list
+from .base import Dynamo, _checked, _require, _verify_layout, as_nchw, shape_of, int_list
 
 
 class Conv2dOp(Dynamo.Operation, name="conv2d", traits=[Pure]):
     """Convolution over 2 or 3 spatial dims (the name predates 3-d): NC[D]HW input, FC[D]HW weight
     (C = in channels / groups); no bias (add it after). The spatial rank is the input's rank - 2.
+    With the optional attribute `layout = "nhwc"` (2-d only) input and result are channels-last,
+    NHWC; the weight stays FCHW.
 
     Example:
       %y = "dynamo.conv2d"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
@@ -31,6 +33,8 @@ class Conv2dOp(Dynamo.Operation, name="conv2d", traits=[Pure]):
         x, w, y = shape_of(self.x), shape_of(self.weight), shape_of(self.out)
         groups = ir.IntegerAttr(self.groups).value
         _require(len(x) == len(w) == len(y) and len(x) in (4, 5), "input, weight and result must be rank 4 or 5 (NC[D]HW/FC[D]HW)")
+        layout = _verify_layout(self, len(x))
+        x, y = as_nchw(x, layout), as_nchw(y, layout)
         _require(groups >= 1 and x[1] == w[1] * groups and w[0] % groups == 0, f"channels do not match groups={groups}")
         spatial = len(x) - 2
         for name in ("stride", "padding", "dilation"):

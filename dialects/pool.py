@@ -5,7 +5,7 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result
 
-from .base import Dynamo, _checked, _require, shape_of, int_list
+from .base import Dynamo, _checked, _require, _verify_layout, as_nchw, shape_of, int_list
 
 
 POOL_KINDS = ("max", "avg", "sum")
@@ -15,7 +15,8 @@ class Pool2dOp(Dynamo.Operation, name="pool2d", traits=[Pure]):
     """Max, average or sum pooling over 2 or 3 spatial dims (the name predates 3-d) of NC[D]HW
     (`kind` = "max" | "avg" | "sum"); avg divides by the window size, padding included
     (PyTorch's count_include_pad=True); sum leaves other divisors to the caller. Windows must fit
-    the symmetrically padded input (pad the high side first for ceil_mode).
+    the symmetrically padded input (pad the high side first for ceil_mode). With the optional
+    attribute `layout = "nhwc"` (2-d only) input and result are channels-last, NHWC.
 
     Example:
       %y = "dynamo.pool2d"(%x) {kind = "max", kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>,
@@ -35,8 +36,10 @@ class Pool2dOp(Dynamo.Operation, name="pool2d", traits=[Pure]):
     def verify_invariants(self):
         x, y = shape_of(self.x), shape_of(self.out)
         _require(ir.StringAttr(self.kind).value in POOL_KINDS, "kind must be max, avg or sum")
-        _require(len(x) == len(y) and len(x) in (4, 5) and x[:2] == y[:2],
-                 "input and result must be NC[D]HW with equal N, C")
+        _require(len(x) == len(y) and len(x) in (4, 5), "input and result must be rank 4 or 5")
+        layout = _verify_layout(self, len(x))
+        x, y = as_nchw(x, layout), as_nchw(y, layout)
+        _require(x[:2] == y[:2], "input and result must have equal N, C")
         spatial = len(x) - 2
         for name in ("kernel", "stride", "padding", "dilation"):
             _require(len(int_list(getattr(self, name))) == spatial, f"{name} must have {spatial} entries")

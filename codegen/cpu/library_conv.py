@@ -16,27 +16,26 @@ operand may be a strided view). The copy into our output costs about a tenth of 
 torch's result in place instead would need a memref built from a raw pointer (a hand-made
 LLVM descriptor through unrealized casts) and the handle kept until the function's end.
 
-Why NCHW buffers, not channels-last (measured 2026-11-24, AMD EPYC with AVX2, no AVX-512; torch
-2.13). Inductor runs every convolution channels-last, and `torch.conv2d` alone looked several
-times faster so (8x3x64x64 -> 16 channels, 2 threads: 2.2 ms NCHW, 0.3 ms channels-last). That
-gap was page faults, not the kernel: oneDNN's NCHW path allocates reorder buffers of megabytes
-each call, which glibc's default malloc maps fresh each time. With freed memory kept
-(heap.py, cpu option retain_freed_memory) the two are within 20% (0.38 vs 0.32
-ms; 8x16x64x64 -> 32: 2.26 vs 2.18 ms), and converting layouts costs more than that. A version
-running each 2-d float32 convolution over a large image channels-last (x transposed into NHWC by a
-linalg.generic, torch's result copied densely into an NHWC buffer, the transpose back folded by
-linalg-fuse-elementwise-ops into the batch norm that reads it) measured, on the benchmark CNN
-(3x conv-bn-relu-pool on 8x3x64x64), one thread, no page faults, min of 60 interleaved calls:
-all NCHW 3.61 ms, channels-last for 64x64 images 3.72, for every convolution 3.77; inductor 3.13.
-In `benchmarks/bench_models.py --device cpu --threads 1 --only cnn --repeats 15` (2 runs each):
-mlir/inductor 0.80 and 0.86 with it, 0.87 and 0.90 without (the experiment was not merged).
-The transposes (an x in NHWC, the batch norm's strided reads) cost what the kernel saves. Where
-the CNN's time goes now (torch profiler, 1 thread, per call): our three convolutions 2.59 ms
-(0.86 each) and the three result copies 0.19 ms, our batch-norm/relu/pool loops 0.46 ms;
-inductor's convolutions 2.21 ms (0.74 each, channels-last), its loops 0.62 ms. Closing that gap
-needs the whole conv-bn-relu-pool chain kept in NHWC (a layout chosen per graph, as inductor's,
-converting only at the graph's input and before the flatten) and torch writing into our buffer
-(no copy): both larger than a per-convolution choice.
+Channels-last (measured 2026-11-24, AMD EPYC with AVX2, no AVX-512, 2 cores; torch 2.13).
+Inductor runs every convolution channels-last, and `torch.conv2d` alone looked several times
+faster so (8x3x64x64 -> 16 channels, 2 threads: 2.2 ms NCHW, 0.3 ms channels-last). Much of
+that gap was page faults: oneDNN's NCHW path allocates reorder buffers of megabytes each call,
+which glibc's default malloc maps fresh each time (with freed memory kept, heap.py, the two were
+within 20%). A first version ran each convolution channels-last on its own (x transposed into
+NHWC, the result copied back, the transposes folded into the batch norm): on the benchmark CNN
+it lost (3.72 and 3.77 ms vs 3.61 all NCHW, one thread, no page faults): the transposes cost
+what the kernel saves. So the layout is chosen per graph (channels_last.py, option
+channels_last): convolutions in a chain, and the batch norm / relu / pooling between them,
+run NHWC, with transposes only where NCHW is needed (the image, a flatten, graph outputs). Such
+a `dynamo.conv2d {layout = "nhwc"}` is called here on NHWC buffers shown to torch as NCHW
+tensors with channels-last strides (sizes and strides read in NCHW order off the NHWC memref,
+a view, no copy): torch picks its channels-last kernel, and its channels-last result is copied
+densely into our NHWC buffer. The CNN (`bench_models.py --only cnn --repeats 20`, 2 runs or
+more each): mlir/inductor 0.97-1.05 at 2 threads and 0.98-1.03 at one with it, 0.85-0.91 and
+0.89-0.93 without; page faults per call (benchmarks/cnn_page_faults.py, one thread) 0-992 with
+it, 2624-2752 without (inductor 0). What is left: torch's result is still a tensor of its own,
+copied, and torch makes the FCHW weight channels-last on each call (a small clone): aten::copy_,
+both kinds, is ~6% of the CNN's call under the profiler.
 
 Why not im2col in generated code + MKL's sgemm_ (as library.py calls it)? That is eager's own
 slow path (Slow2d: im2col, then GEMM), and it is slower where eager leaves it for oneDNN. One
@@ -118,7 +117,7 @@ def status_name() -> str:
 # ----------------------------------------------------------------------------- linalg stage
 
 
-def _eligible(op) -> bool:
+def eligible(op) -> bool:
     """A dynamo.conv2d torch's kernel can take here: float32/float64, every shape static, non-empty."""
     types = [ir.RankedTensorType(v.type) for v in (op.x, op.weight, op.out)]
     return (str(types[2].element_type) in ELEMENT_DTYPE
@@ -177,11 +176,14 @@ def _call(name: str, args: list[ir.Value]) -> ir.Value:
     return func.call([ir.IntegerType.get_signless(32)], name, args)
 
 
-def _wrap(frame: _Frame, buffer: ir.Value, name: str) -> ir.Value:
-    """A torch tensor handle over `buffer` (its data, sizes, strides), in slot `name`; the status."""
+def _wrap(frame: _Frame, buffer: ir.Value, name: str, dims: list[int] | None = None) -> ir.Value:
+    """A torch tensor handle over `buffer` (its data, sizes, strides), in slot `name`; the status.
+    `dims`: torch's dim i is the buffer's dim dims[i] (an NHWC buffer is shown to torch as the
+    NCHW tensor with channels-last strides, a view, no copy); default: the buffer's own order."""
     t = ir.MemRefType(buffer.type)
     _, _, *rest = memref.extract_strided_metadata(buffer)
-    sizes, strides = frame.array(rest[:t.rank]), frame.array(rest[t.rank:])
+    dims = dims or list(range(t.rank))
+    sizes, strides = frame.array([rest[d] for d in dims]), frame.array([rest[t.rank + d] for d in dims])
     codes = _codes()
     return _call(FROM_BLOB, [pointer_to(buffer), _i64(t.rank), sizes, strides, _i64(0),
                              _i32(codes[str(t.element_type)]), _i32(codes["cpu"]), _i32(0), frame.handle_slot(name)])
@@ -190,12 +192,15 @@ def _wrap(frame: _Frame, buffer: ir.Value, name: str) -> ir.Value:
 def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
     """The calls computing conv(x, w) into the buffer y. A call runs only if every one before it
     succeeded (a failed one leaves its handle null, which no later call may be given); the
-    deletes always run (deleting a null handle does nothing); the status goes to STATUS."""
+    deletes always run (deleting a null handle does nothing); the status goes to STATUS.
+    Channels-last x and y are shown to torch as NCHW views with channels-last strides: torch
+    then picks its channels-last kernel, and its result, channels-last too, is copied densely."""
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     groups = ir.IntegerAttr(op.groups).value
     n = frame.spatial
+    torch_dims = dy.TO_NCHW if dy.layout_of(op) == "nhwc" else None
     frame.clear_handles()
-    status = _wrap(frame, x, "x")
+    status = _wrap(frame, x, "x", torch_dims)
     status = _then(status, lambda: _wrap(frame, w, "w"))
 
     def convolve():
@@ -206,7 +211,7 @@ def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
             _i64(groups), frame.handle_slot("y")])
 
     status = _then(status, convolve)
-    status = _then(status, lambda: _wrap(frame, y, "out"))
+    status = _then(status, lambda: _wrap(frame, y, "out", torch_dims))
     status = _then(status, lambda: _call(COPY, [frame.handle("out"), frame.handle("y"), _i32(0)]))
     for name in HANDLES:
         status = arith.ori(status, _call(DELETE, [frame.handle(name)]))
@@ -250,7 +255,7 @@ def call_library_convs(module: ir.Module, options) -> None:
             continue
         for op in ops_named(fn, ("dynamo.conv2d",)):
             view = op.opview
-            if not _eligible(view):
+            if not eligible(view):
                 continue
             _declare_all(module)
             out = ir.RankedTensorType(view.out.type)

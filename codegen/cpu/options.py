@@ -20,6 +20,10 @@ class CPUOptions(TargetOptions):
     library_matmul: bool = option(True, "Run float32/float64 matmul, batch matmul and convolution with static shapes "
                                         "as library calls into libtorch_cpu: MKL's sgemm_/dgemm_, torch's convolution "
                                         "(oneDNN) (stats: ops_library); off: in our own loops.")
+    channels_last: bool = option(True, "With library_matmul: run chained 2-d convolutions (one's result reaching the "
+                                       "next through batch norm, relu, pooling, ...) channels-last, NHWC, and the "
+                                       "ops between them too, so no transpose sits between them "
+                                       "(codegen/cpu/channels_last.py); off: every convolution NCHW.")
     parallel: bool = option(True, "Run large loop nests of linalg ops on torch's intra-op thread pool "
                                   "(torch_parallel_for; torch.set_num_threads applies; codegen/cpu/parallel.py); "
                                   "off: every loop on the calling thread.")

@@ -7,13 +7,14 @@ from .. import stages
 from ..passes import run_pipeline
 from ..memref_copies import copies_to_linalg
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import (fastmath, lane_vectors, library, library_conv, library_epilogue, memory_plan, parallel,
-               shared_broadcasts)
+from . import (channels_last, fastmath, lane_vectors, library, library_conv, library_epilogue, memory_plan,
+               parallel, shared_broadcasts)
 
 
 def make_linalg(module: ir.Module, options) -> ir.Module:
     if options.target_options.library_matmul:  # BLAS calls later: keep those matmuls named
         library.keep_library_matmuls(module)
+    channels_last.keep_channels_last(module, options)  # chained convolutions NHWC, no transposes between them
     library_conv.call_library_convs(module, options)  # convolutions -> torch's kernel (library_matmul)
     lower_dynamo_ops(module, target="cpu")
     if options.target_options.library_matmul:

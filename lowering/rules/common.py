@@ -136,12 +136,13 @@ def matmul_init(op, value) -> ir.Value:
 # ----------------------------------------------------------------------------- windows (conv, pool)
 
 
-def pad_spatial(x, padding, value):
-    """Pad the spatial dims (all but N, C) of an NC[D]HW tensor with a scalar on both sides."""
+def pad_spatial(x, padding, value, first: int = 2):
+    """Pad the spatial dims of a tensor with a scalar on both sides: dims first.. of NC[D]HW
+    (first = 2), dims 1..rank-2 of NHWC (first = 1)."""
     if not any(padding):
         return x
     src = ranked(x)
-    low = [0, 0, *padding]
+    low = [0] * first + list(padding) + [0] * (src.rank - first - len(padding))
     shape = [s + 2 * p for s, p in zip(src.shape, low)]
     out = ir.RankedTensorType.get(shape, src.element_type)
     pad = tensor.PadOp(out, x, [], [], low, low)
@@ -149,6 +150,13 @@ def pad_spatial(x, padding, value):
     with ir.InsertionPoint(block):
         tensor.YieldOp(value)
     return pad.result
+
+
+def transposed(x, perm) -> ir.Value:
+    """x with its dims permuted (result dim i is x's dim perm[i]): a linalg.transpose."""
+    src = ranked(x)
+    out = ir.RankedTensorType.get([src.shape[p] for p in perm], src.element_type)
+    return linalg.transpose(x, outs=[empty(out, x, perm)], permutation=list(perm)).results[0]
 
 
 def window_attrs(stride, dilation) -> dict:

@@ -1,5 +1,5 @@
 """Convolutions -> linalg named ops (2-d, grouped or not) or one generic (3-d, which linalg names
-only channels-last or ungrouped)."""
+only channels-last or ungrouped); a channels-last (NHWC) one is the NCHW one between transposes."""
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
@@ -7,7 +7,8 @@ from torch_mlir.dialects import arith, linalg, tensor
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const, is_float
-from .common import PARALLEL, REDUCTION, affine_map, filled, generic, pad_spatial, ranked, window_attrs, window_expr
+from .common import (PARALLEL, REDUCTION, affine_map, filled, generic, pad_spatial, ranked, transposed, window_attrs,
+                     window_expr)
 
 
 def _zero_filled(t, like=None, dim_map=None):
@@ -16,10 +17,20 @@ def _zero_filled(t, like=None, dim_map=None):
 
 @register_lowering(dy.Conv2dOp)
 def _lower_conv(op):
-    out = ranked(op.out)
+    if dy.layout_of(op) == "nhwc":
+        # A correct fallback, not a fast one: the cpu target hands channels-last convolutions to
+        # torch's kernel (codegen/cpu/library_conv.py) and sets the layout only then.
+        x = transposed(op.x, dy.TO_NCHW)
+        out = ranked(op.out)
+        nchw = ir.RankedTensorType.get(dy.as_nchw(out.shape, "nhwc"), out.element_type)
+        return transposed(_conv_nchw(op, x, nchw), dy.TO_NHWC)
+    return _conv_nchw(op, op.x, ranked(op.out))
+
+
+def _conv_nchw(op, x, out):
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     groups = ir.IntegerAttr(op.groups).value
-    x = pad_spatial(op.x, padding, const(out.element_type, 0))
+    x = pad_spatial(x, padding, const(out.element_type, 0))
     if out.rank == 5:
         return _conv_generic(x, op.weight, out, groups, stride, dilation)
     attrs = window_attrs(stride, dilation)

@@ -26,3 +26,16 @@ func.func @main(%arg0: tensor<1x4x5x5xf32>, %arg1: tensor<4x2x3x3xf32>) -> tenso
   %0 = "dynamo.conv2d"(%arg0, %arg1) {dilation = array<i64: 1, 1>, groups = 2 : i64, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
   return %0 : tensor<1x4x3x3xf32>
 }
+
+// -----
+// channels-last (layout = "nhwc") in our own loops: a correct fallback, not a fast one (the cpu
+// target sets the layout only for convolutions it hands to torch): the NHWC input transposed to
+// NCHW, the NCHW convolution, its result transposed back to NHWC.
+// CHECK: linalg.transpose ins(%arg0 : tensor<1x5x5x2xf32>) outs(%{{[0-9]+}} : tensor<1x2x5x5xf32>) permutation = [0, 3, 1, 2]
+// CHECK: linalg.conv_2d_nchw_fchw
+// CHECK-SAME: outs(%{{[0-9]+}} : tensor<1x4x3x3xf32>)
+// CHECK: linalg.transpose ins(%{{[0-9]+}} : tensor<1x4x3x3xf32>) outs(%{{[0-9]+}} : tensor<1x3x3x4xf32>) permutation = [0, 2, 3, 1]
+func.func @main(%arg0: tensor<1x5x5x2xf32>, %arg1: tensor<4x2x3x3xf32>) -> tensor<1x3x3x4xf32> {
+  %0 = "dynamo.conv2d"(%arg0, %arg1) {dilation = array<i64: 1, 1>, groups = 1 : i64, layout = "nhwc", padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x5x5x2xf32>, tensor<4x2x3x3xf32>) -> tensor<1x3x3x4xf32>
+  return %0 : tensor<1x3x3x4xf32>
+}
