@@ -167,13 +167,34 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
 
         return checked
     fn = region.fn
+    if all(_static_contiguous(n) for n in inputs):
+        # Dynamo's guards hold a static input's sizes and strides (a transposed or sliced input
+        # recompiles): inputs compiled contiguous come contiguous, and a .contiguous() per input
+        # would only add a torch call per input per call (benchmarks/dynamo_floor.py: a torch call
+        # inside the compiled frame costs 2-3x what it costs outside).
+        def call(*args):
+            out = fn(*(args if order is None else _picked(args, order)))
+            return out if every_output else _picked(out, picks)
+
+        call.copies_inputs = False
+        return call
 
     def call(*args):
         out = fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t
                    for t in (args if order is None else _picked(args, order))])
         return out if every_output else _picked(out, picks)
 
+    call.copies_inputs = True
     return call
+
+
+def _static_contiguous(node: fx.Node) -> bool:
+    """A graph input Dynamo's guards keep contiguous: a non-tensor, or a tensor of static shape
+    compiled contiguous."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return not isinstance(val, (torch.SymInt, torch.SymFloat))
+    return all(isinstance(d, int) for d in val.shape) and val.is_contiguous()
 
 
 def _picked(values, picks: list[int]) -> list:
