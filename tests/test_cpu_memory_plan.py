@@ -145,3 +145,44 @@ def test_forward_and_backward_graphs_planned_gradients_match(tmp_path):
         paths = sorted(tmp_path.glob(f"*_{kind}_*.loops.*"))
         assert paths, sorted(p.name for p in tmp_path.iterdir())
         assert _planned("\n".join(p.read_text() for p in paths))[0] > 0, kind
+
+
+_HANDLE_KEEPS_BUFFER = """
+func.func private @aoti_torch_create_tensor_from_blob(!llvm.ptr, !llvm.ptr) -> i32
+func.func private @aoti_torch_delete_tensor_object(!llvm.ptr) -> i32
+func.func @main(%out: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  %slot = memref.alloca() : memref<1xi64>
+  %a = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%one : f32) outs(%a : memref<64xf32>)
+  %ai = memref.extract_aligned_pointer_as_index %a : memref<64xf32> -> index
+  %a64 = arith.index_cast %ai : index to i64
+  %ap = llvm.inttoptr %a64 : i64 to !llvm.ptr
+  %si = memref.extract_aligned_pointer_as_index %slot : memref<1xi64> -> index
+  %s64 = arith.index_cast %si : index to i64
+  %sp = llvm.inttoptr %s64 : i64 to !llvm.ptr
+  %made = func.call @aoti_torch_create_tensor_from_blob(%ap, %sp) : (!llvm.ptr, !llvm.ptr) -> i32
+  %b = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%one : f32) outs(%b : memref<64xf32>)
+  memref.copy %b, %out : memref<64xf32> to memref<64xf32>
+  %h = memref.load %slot[%c0] : memref<1xi64>
+  %hp = llvm.inttoptr %h : i64 to !llvm.ptr
+  %gone = func.call @aoti_torch_delete_tensor_object(%hp) : (!llvm.ptr) -> i32
+  return
+}
+"""
+
+
+def test_a_buffer_behind_a_torch_handle_lives_until_the_handle_is_deleted():
+    """%a's last direct use is the from_blob call, but torch reads it through the handle until
+    the delete: %b, used in between, must not take %a's bytes (it would without the rule)."""
+    from torch_mlir import ir
+    from dynamo_mlir.codegen.cpu import memory_plan
+
+    with ir.Context() as ctx, ir.Location.unknown():
+        ctx.allow_unregistered_dialects = True
+        module = ir.Module.parse(_HANDLE_KEEPS_BUFFER)
+        assert memory_plan.plan_memory(module) == 512
+        offsets = re.findall(r"memref\.view %arg1\[%c(\d+)(?:_\d+)?\]", str(module))
+        assert sorted(offsets) == ["0", "256"], str(module)

@@ -10,8 +10,9 @@ buffer lives can be decided at compile time, as inductor's and XLA's buffer assi
 
 What. Every `memref.alloc` with a static shape and the identity layout in a function's top-level
 block gets a live interval: the positions (in that block) of the first and last op using it or
-any value derived from it (views, casts, pointers taken of it; a use inside a loop counts at the
-loop). Buffers whose intervals do not overlap may share bytes; offsets are chosen greedily,
+any value derived from it (views, casts, pointers taken of it, the results of a loop or branch
+holding a use; a use inside a loop counts at the loop; a buffer behind a torch handle lives as
+long as the handle's slot is used, RETAINING_CALLS). Buffers whose intervals do not overlap may share bytes; offsets are chosen greedily,
 largest buffer first, each at the lowest 64-byte-aligned offset free of every placed buffer
 live at the same time. Each alloc becomes `memref.view` of one `memref<N x i8>` workspace, a new
 last argument of the function; the module records N in `dynamo_mlir.workspace_bytes` (runtime.py
@@ -30,6 +31,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
 from ...lowering.scalar import constant_int
+from . import library_conv
 
 ALIGNMENT = 64  # bytes: a cache line, and what torch's CPU allocator gives the workspace itself
 ATTRIBUTE = "dynamo_mlir.workspace_bytes"  # on the module: the workspace size runtime.py passes
@@ -69,20 +71,54 @@ def _element_bits(t: ir.Type) -> int | None:
     return t.width if isinstance(t, (ir.IntegerType, ir.FloatType)) else None
 
 
-def _top_level_position(op: ir.Operation, block: ir.Block, positions: dict) -> int | None:
-    """The position in `block` of the op enclosing `op` there (None: not inside `block`)."""
+# Calls that keep a pointer to the buffer after they return: torch's from_blob (library_conv.py)
+# makes a tensor handle over it, stored in the stack slot its operand at this index points to;
+# the calls reading the buffer later (the convolution, the copy into it) take the handle, not the
+# buffer. So the buffer lives as long as that slot is used (up to the handle's delete).
+RETAINING_CALLS = {library_conv.FROM_BLOB: -1}
+
+
+def _top_level_op(op: ir.Operation, positions: dict) -> ir.Operation | None:
+    """The op of the block `positions` numbers that encloses `op` (None: not inside it)."""
     while op is not None:
         if op in positions:
-            return positions[op]
+            return op
         parent = op.parent
         op = parent if parent is not None and parent.name != "func.func" else None
     return None
 
 
-def _live_interval(alloc: ir.Operation, block: ir.Block, positions: dict) -> tuple[int, int] | None:
+def _stack_slot(value: ir.Value) -> ir.Value | None:
+    """The memref.alloca a pointer was taken of (library.pointer_to: through casts and
+    arithmetic, first operands), or None."""
+    while not isinstance(value.owner, ir.Block):
+        op = value.owner.operation
+        if op.name == "memref.alloca":
+            return value
+        if not len(op.operands):
+            return None
+        value = op.operands[0]
+    return None
+
+
+def _retained_until(call: ir.Operation, positions: dict) -> int | None:
+    """For a call keeping the buffer (RETAINING_CALLS): the last position using its slot."""
+    if call.name != "func.call":
+        return None
+    index = RETAINING_CALLS.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+    slot = _stack_slot(list(call.operands)[index]) if index is not None else None
+    if slot is None:
+        return None
+    found = [_top_level_op(use.owner, positions) for use in slot.uses]
+    return max((positions[op] for op in found if op is not None), default=None)
+
+
+def _live_interval(alloc: ir.Operation, positions: dict) -> tuple[int, int] | None:
     """(first, last) position of a use of the alloc or of anything derived from it (the alloc
     itself does nothing: its bytes are undefined until written); None when it is never used or
-    some derived value escapes the block (returned, or used outside it)."""
+    some derived value escapes the block (returned, or used outside it). Derived: an op's results
+    from the buffer (views, casts, pointers taken of it), and the results of the top-level op
+    holding a use (a loop or branch yielding the buffer out of its region)."""
     used: list[int] = []
     pending, seen = [alloc.result], set()
     while pending:
@@ -91,13 +127,17 @@ def _live_interval(alloc: ir.Operation, block: ir.Block, positions: dict) -> tup
             user = use.owner
             if user.name == "func.return":
                 return None
-            at = _top_level_position(user, block, positions)
-            if at is None:
+            top = _top_level_op(user, positions)
+            if top is None:
                 return None
-            used.append(at)
-            if user not in seen:
-                seen.add(user)
-                pending.extend(user.results)
+            used.append(positions[top])
+            retained = _retained_until(user, positions)
+            if retained is not None:
+                used.append(retained)
+            for op in (user, top):
+                if op not in seen:
+                    seen.add(op)
+                    pending.extend(op.results)
     return (min(used), max(used)) if used else None
 
 
@@ -124,7 +164,7 @@ def _plannable(fn) -> list[Buffer]:
         if op.name != "memref.alloc" or len(op.operands):
             continue
         size = _planned_size(ir.MemRefType(op.result.type))
-        interval = _live_interval(op, block, positions) if size else None
+        interval = _live_interval(op, positions) if size else None
         if interval is not None:
             buffers.append(Buffer(op, size, *interval))
     return buffers
