@@ -12,9 +12,9 @@ What. Every `memref.alloc` with a static shape and the identity layout in a func
 block gets a live interval: the positions (in that block) of the first and last op using it or
 any value derived from it (views, casts, pointers taken of it, the results of a loop or branch
 holding a use; a use inside a loop counts at the loop; a buffer behind a torch handle lives as
-long as the handle's slot is used, RETAINING_CALLS). Buffers whose intervals do not overlap may share bytes; offsets are chosen greedily,
-largest buffer first, each at the lowest 64-byte-aligned offset free of every placed buffer
-live at the same time. Each alloc becomes `memref.view` of one `memref<N x i8>` workspace, a new
+long as the handle's slot is used, RETAINING_CALLS). Buffers whose intervals do not overlap may
+share bytes; offsets are chosen greedily, largest buffer first, each at the lowest
+64-byte-aligned offset free of every placed buffer live at the same time. Each alloc becomes `memref.view` of one `memref<N x i8>` workspace, a new
 last argument of the function; the module records N in `dynamo_mlir.workspace_bytes` (runtime.py
 passes a workspace of that size, kept between calls: no malloc, no page fault per call).
 
