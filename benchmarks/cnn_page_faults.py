@@ -1,5 +1,6 @@
 """Minor page faults per call of the benchmark CNN (bench_models.py's `cnn`), compiled with the cpu
-option channels_last on and off (and inductor and eager, for reference).
+option channels_last on and off, and off with plan_memory off too (and inductor and eager, for
+reference).
 
 Each configuration runs in its own process (glibc's malloc adapts its mmap threshold to what
 was freed before, so one configuration's calls would change another's faults), calls the model
@@ -14,7 +15,13 @@ import subprocess
 import sys
 import time
 
-CONFIGS = ("mlir channels_last=1", "mlir channels_last=0", "inductor", "eager")
+# mlir configurations: cpu options set (the rest at their defaults)
+MLIR_CONFIGS = {
+    "mlir channels_last=1": {"channels_last": True},
+    "mlir channels_last=0": {"channels_last": False},
+    "mlir channels_last=0 plan_memory=0": {"channels_last": False, "plan_memory": False},
+}
+CONFIGS = (*MLIR_CONFIGS, "inductor", "eager")
 
 
 def measure(config: str, threads: int, calls: int) -> tuple[float, float]:
@@ -26,8 +33,8 @@ def measure(config: str, threads: int, calls: int) -> tuple[float, float]:
     torch.manual_seed(0)
     torch.set_num_threads(threads)
     model, x = randomize_batchnorm(cnn(stages=3, image=64)).eval(), torch.randn(8, 3, 64, 64)
-    if config.startswith("mlir"):
-        fn = torch.compile(model, backend="mlir", options={"channels_last": config.endswith("=1")})
+    if config in MLIR_CONFIGS:
+        fn = torch.compile(model, backend="mlir", options=MLIR_CONFIGS[config])
     else:
         fn = torch.compile(model) if config == "inductor" else model
     with torch.no_grad():

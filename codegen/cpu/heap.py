@@ -15,9 +15,10 @@ thread, CPU time of the calling thread per call, median of 60 (minor faults per 
     default malloc:          mlir 9.06 (2811)   inductor 4.56 (24)   eager 12.10 (1062)
     this module's settings:  mlir 4.24 (0)      inductor 3.58 (0)    eager  8.75 (32)
 
-(Those figures predate memory planning. With it, default malloc, the same model takes 992 faults a
-call instead of 2400: what is left are torch's NCHW convolutions'. One process, 2 threads, calls
-interleaved (plan_memory on, off, inductor: 608), 40 each, 2026-11-24.)
+(Those figures predate memory planning and channels-last chains. `python
+benchmarks/cnn_page_faults.py --threads 2`, each configuration in its own process, 2026-11-24:
+2496 faults a call with both off, 992 with memory planning (torch's NCHW convolutions' are left),
+0 with channels-last chains too, inductor 0.)
 
 In benchmarks/bench_models.py's process the same model ran as fast either way (mlir 3.26-3.55 ms
 with the option, 3.33-3.55 without, `--threads 1 --only cnn`, 3 runs each), presumably because
