@@ -18,7 +18,7 @@ from ..lowering import lower_dynamo_ops
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
 from .passes import CompileError, run_pipeline
-from .zero_size import distinct_results, widen_zero_size_arguments
+from .zero_size import distinct_results, uses_bare_pointers, widen_zero_size_arguments
 
 
 def lower_to_linalg(module: ir.Module, options, target: str, stage: str = "linalg") -> ir.Module:
@@ -58,16 +58,6 @@ def bufferize_to_loops(module: ir.Module, options, stage: str = "loops") -> ir.M
     return to_loops(bufferize(module, options, stage), options, stage)
 
 
-def _bare_pointers(module: ir.Module) -> bool:
-    """Static shapes only: one pointer per tensor. With `?` dims every memref is a descriptor."""
-    for op in module.body.operations:
-        if op.operation.name == "func.func":
-            for t in ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs:
-                if isinstance(t, ir.MemRefType) and not ir.MemRefType(t).has_static_shape:
-                    return False
-    return True
-
-
 def _has_vector_ops(module: ir.Module) -> bool:
     """Whether some op is of the vector dialect (its conversion also reorders constants, so it
     runs only where needed)."""
@@ -105,7 +95,7 @@ def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = 
         "finalize-memref-to-llvm",
         "convert-cf-to-llvm",
         # Bare pointers: one pointer per tensor, the cheapest call (static shapes only).
-        f"convert-func-to-llvm{{use-bare-ptr-memref-call-conv={int(_bare_pointers(module))}}}",
+        f"convert-func-to-llvm{{use-bare-ptr-memref-call-conv={int(uses_bare_pointers(module))}}}",
         "convert-arith-to-llvm",
         "reconcile-unrealized-casts",
     ]

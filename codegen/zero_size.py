@@ -23,7 +23,23 @@ def _is_zero_size(t: ir.Type) -> bool:
     return isinstance(t, ir.MemRefType) and ir.MemRefType(t).has_static_shape and 0 in ir.MemRefType(t).shape
 
 
+def uses_bare_pointers(module: ir.Module) -> bool:
+    """Whether convert-func-to-llvm gets the bare-pointer convention (stages.loops_to_llvm):
+    static shapes only. With a `?` dim in any function's arguments every memref is a descriptor."""
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            for t in ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs:
+                if isinstance(t, ir.MemRefType) and not ir.MemRefType(t).has_static_shape:
+                    return False
+    return True
+
+
 def widen_zero_size_arguments(module: ir.Module) -> ir.Module:
+    """Only where bare pointers will be used: a descriptor describes a zero-size memref well, and
+    the runtime lays out each descriptor by the argument's rank in the signature
+    (DynamicCpuFunction), so a widened memref<1x..> there would shift every later argument."""
+    if not uses_bare_pointers(module):
+        return module
     for op in module.body.operations:
         if op.operation.name == "func.func" and len(op.regions[0].blocks):
             _widen(op.opview if hasattr(op, "opview") else op)

@@ -1,0 +1,38 @@
+"""Programs the fuzzer found wrong, minimised, each kept as the fuzzer printed it (`check` compares
+outputs, inputs after the call and gradients with eager, as in the fuzzing run)."""
+
+import torch
+import torch.nn.functional as F  # noqa: F401 - the pasted programs use it
+
+from .check import check
+
+
+def test_zero_size_output_with_dynamic_dims_and_a_workspace():
+    """A static zero-size result (0x2) of a function with dynamic dims was widened to memref<1xf32>
+    for the bare-pointer convention, which such a function does not use: the runtime lays out its
+    descriptors by the signature's ranks, so the workspace descriptor after it was read from the
+    wrong slots and the call wrote through a garbage pointer (segfault, heap corruption)."""
+    def fn(x0, x1):
+        v0 = x0.sum()
+        v1 = x0[:0].reshape(0, 2) + x1
+        return (v0, v1)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((3, 4), device=device), torch.randn((2,), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_zero_size_input_before_other_arguments_with_dynamic_dims():
+    """The same widening on an input: every argument after it was read from shifted slots."""
+    def fn(x0, x1, x2):
+        return (x0.sum(0) * 2, x1 + 1, x2 * 3)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        # x1's dims are 0 and 1, which Dynamo specializes: a static zero-size argument
+        return [torch.randn((3, 4), device=device), torch.randn((0, 1), device=device),
+                torch.randn((5,), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
