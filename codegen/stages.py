@@ -36,8 +36,12 @@ def lower_to_linalg(module: ir.Module, options, target: str, stage: str = "linal
 def bufferize(module: ir.Module, options, stage: str = "buffers", deallocate: bool = True) -> ir.Module:
     """Tensors -> memrefs, results as out-params (the caller allocates outputs; static
     allocations are hoisted into them); with `deallocate`, temporary buffers freed."""
+    run_pipeline(module, "canonicalize", stage, options)
+    # Again here, not only after lower_to_linalg: a target's fusion and this canonicalize can
+    # still merge two results (min(x, x) folds to x, returned beside x), and
+    # buffer-results-to-out-params crashes the process on a value returned twice.
+    distinct_results(module)
     passes = [
-        "canonicalize",
         "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
         "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
         "canonicalize",

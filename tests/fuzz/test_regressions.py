@@ -36,3 +36,19 @@ def test_zero_size_input_before_other_arguments_with_dynamic_dims():
                 torch.randn((5,), device=device)]
 
     check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_two_results_that_fusion_makes_one_value():
+    """minimum(v, v) folds to v once fused, and v is returned beside it: the function returned
+    one value twice when it reached buffer-results-to-out-params, which segfaulted (in the
+    compiler, at compile time). Results are now made distinct right before bufferizing."""
+    def fn(x0, x1):
+        v0 = torch.minimum(x0, x1)
+        v1 = torch.minimum(v0, v0)
+        return (v0, v1)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((7,), device=device), torch.randn((7,), device=device)]
+
+    check(fn, make_inputs, dynamic=False, grad=False)
