@@ -132,10 +132,12 @@ class Builder:
         return self.d.choice(SCALARS[kind])
 
     # --- operands
-    def fresh(self, shape, dtype, kind: str | None = None, high: int = 0, grad: bool = True) -> str:
+    def fresh(self, shape, dtype, kind: str | None = None, high: int = 0, grad: bool = True,
+              contiguous: bool = False) -> str:
         """A new input of the program."""
         kind = kind or DEFAULT_KIND.get(dtype, "randn")
-        item = Input(f"x{len(self.program.inputs)}", tuple(shape), dtype, kind, self.layout(shape), high, grad)
+        layout = Layout() if contiguous else self.layout(shape)
+        item = Input(f"x{len(self.program.inputs)}", tuple(shape), dtype, kind, layout, high, grad)
         self.env[item.name] = _evaluate(item.source(), {"device": "meta"})
         self.program.inputs.append(item)
         return item.name

@@ -228,8 +228,10 @@ def bmm(b, x):
 def addmm(b, x):
     (m, k), dtype = b.shape(x), b.dtype(x)
     n = b.size()
-    # not a full [m, n] self: that case overwrites the input on CPU, a known bug (issue 22)
-    bias = b.fresh(b.d.choice([(n,), (1, n), (m, 1)]), dtype)
+    # not a full [m, n] self (nor one that is [m, n] by its sizes): that overwrites the input on
+    # CPU, a known bug (issue 22)
+    shapes = [s for s in [(n,), (1, n), (m, 1)] if s != (m, n)] or [(n,)]
+    bias = b.fresh(b.d.choice(shapes), dtype)
     return f"torch.addmm({bias}, {x}, {b.fresh((k, n), dtype)})"
 
 
@@ -262,8 +264,10 @@ def group_norm(b, x):
 
 def batch_norm(b, x):
     channels, dtype = b.shape(x)[1], b.dtype(x)
-    mean = b.fresh((channels,), dtype, grad=False)
-    variance = b.fresh((channels,), dtype, kind="positive", grad=False)
+    # contiguous: eager's CPU backward reads a strided or expanded running_var as if it were
+    # contiguous (gradients off by 100x, or NaN, changing from run to run; torch 2.13)
+    mean = b.fresh((channels,), dtype, grad=False, contiguous=True)
+    variance = b.fresh((channels,), dtype, kind="positive", grad=False, contiguous=True)
     w, bias = affine(b, (channels,), dtype)
     return f"F.batch_norm({x}, {mean}, {variance}, {w}, {bias}, training=False)"
 
