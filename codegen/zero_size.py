@@ -66,18 +66,26 @@ def _widen(fn) -> None:
 
 
 def distinct_results(module: ir.Module) -> ir.Module:
-    """Give every returned tensor its own value: after CSE a function may return one value
+    """Give every returned tensor its own buffer: after CSE a function may return one value
     twice (two equal constants fold into one), which crashes buffer-results-to-out-params.
-    A repeat becomes a copy (`bufferization.alloc_tensor copy(...)`). Run before bufferizing."""
+    A repeat becomes a copy (`bufferization.alloc_tensor copy(...)`). A returned `tensor.empty`
+    (a zero-size result folds to one) becomes an allocation of its own: one-shot-bufferize lets
+    an op write in place into an empty's buffer that is also returned (its contents are
+    undefined, so no conflict is seen), which is the same buffer returned twice again.
+    Run right before bufferizing."""
     from torch_mlir.dialects import bufferization
+
+    def static(v) -> bool:
+        return isinstance(v.type, ir.RankedTensorType) and ir.RankedTensorType(v.type).has_static_shape
 
     def visit(op):
         if op.name == "func.return":
             seen = set()
             for i, v in enumerate(list(op.operands)):
-                if v in seen and isinstance(v.type, ir.RankedTensorType) and ir.RankedTensorType(v.type).has_static_shape:
+                empty = isinstance(v.owner, ir.OpView) and v.owner.operation.name == "tensor.empty"
+                if static(v) and (v in seen or empty):
                     with ir.InsertionPoint(op), op.location:
-                        op.operands[i] = bufferization.alloc_tensor(v.type, [], copy=v)
+                        op.operands[i] = bufferization.alloc_tensor(v.type, [], copy=None if empty else v)
                 seen.add(v)
         return ir.WalkResult.ADVANCE
 

@@ -52,3 +52,19 @@ def test_two_results_that_fusion_makes_one_value():
         return [torch.randn((7,), device=device), torch.randn((7,), device=device)]
 
     check(fn, make_inputs, dynamic=False, grad=False)
+
+
+def test_zero_size_result_beside_an_op_writing_into_its_empty():
+    """Both results are zero-size: one folds to the `tensor.empty` the other is computed into,
+    and one-shot-bufferize wrote that op in place into the empty's buffer, also returned: one
+    buffer returned twice, and buffer-results-to-out-params segfaulted at compile time."""
+    def fn(x0, x1):
+        v0 = x0[:, :0]
+        return (torch.where(x1, torch.exp(v0), 1.5), v0[0:2:2])
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((1, 3), device=device), torch.rand((1, 1), device=device) < 0.5]
+
+    check(fn, make_inputs, dynamic=False, grad=False)
+
