@@ -68,3 +68,31 @@ def test_zero_size_result_beside_an_op_writing_into_its_empty():
 
     check(fn, make_inputs, dynamic=False, grad=False)
 
+
+def test_dynamic_reshape_to_a_static_leading_dim():
+    """[s24, s6, s0, s0] -> [24, 7, -1, 2]: every `?` of the result was taken for the operand's
+    `?` at the same place (a unit-dim reshape, judged without the sizes), so the region computed
+    a [24, s6, s0, s0] result into a smaller output buffer: heap corruption."""
+    def fn(x0, x1):
+        v0 = x0 + x1
+        v1 = v0.reshape(24, 7, -1, 2)
+        return (v1,)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((7, 6, 6), device=device), torch.randn((4, 7, 6, 6), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_dynamic_reshape_that_swaps_two_sizes():
+    """[s0, s1] -> [s1, s0] looked like no reshape at all (`?` x `?` both ways): the sum over
+    dim 1 then ran over s1 elements of rows of s0 (values off by 1e21). Found with the above."""
+    def fn(x0):
+        return (x0.view(x0.shape[1], x0.shape[0]).sum(1),)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((3, 5), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
