@@ -96,3 +96,16 @@ def test_dynamic_reshape_that_swaps_two_sizes():
         return [torch.randn((3, 5), device=device)]
 
     check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_sum_over_a_dynamic_dim_of_a_zero_size_tensor():
+    """A [0, s1] sum over s1 is split into blocks and a tail (slice_dim): tensor.extract_slice
+    with offset 0 into the static 0 dim failed the verifier, and the region ran eagerly."""
+    def fn(x0):
+        return (torch.sum(x0, dim=1),)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((0, 5), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
