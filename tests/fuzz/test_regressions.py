@@ -109,3 +109,16 @@ def test_sum_over_a_dynamic_dim_of_a_zero_size_tensor():
         return [torch.randn((0, 5), device=device)]
 
     check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_sign_of_nan_is_zero():
+    """torch.sign(NaN) is 0 in eager on CPU and CUDA ((0 < x) - (x < 0)); the lowering kept the
+    NaN. Found as var() of one element (NaN) through sign and atan2: 0.477 eager, NaN compiled."""
+    def fn(x0):
+        v0 = torch.var(x0, correction=1)
+        return (torch.sign(v0), torch.sign(x0))
+
+    def make_inputs(device="cpu"):
+        return [torch.tensor([float("nan"), -0.0, 0.0, 2.0, float("-inf")], device=device)[:1]]
+
+    check(fn, make_inputs, dynamic=False, grad=False)
