@@ -106,7 +106,7 @@ class Tally:
         data = data or {}
         self.counts = collections.Counter(data.get("counts", {}))
         self.failures = [tuple(f) for f in data.get("failures", [])]   # (index, signature)
-        self.eager_ops = collections.Counter(data.get("eager_ops", {}))
+        self.eager_ops = collections.Counter(data.get("eager_ops", {}))  # "op: reason" -> programs
         self.context_lost = False  # a CUDA error made every later call fail
 
     def merge(self, other: "Tally") -> None:
@@ -127,7 +127,7 @@ def run_programs(args, indices) -> Tally:
             f.write(f"# seed {args.seed}, program {index}\n{program.source()}")
         status, message, stats = outcome(program, args.device)
         tally.counts[status] += 1
-        tally.eager_ops.update(stats.get("fallback_ops", {}))
+        tally.eager_ops.update(f"{op}: {reason[:100]}" for op, reason in stats.get("fallback_reasons", []))
         if status == "failed":
             tally.failures.append((index, report_failure(args, index, program, message)))
         if args.tally:
@@ -190,8 +190,9 @@ def summarize(tally: Tally, seconds: float) -> None:
     for signature, indices in sorted(by_signature.items(), key=lambda kv: -len(kv[1])):
         print(f"  {len(indices):4d} x {signature}  (programs {indices[:10]})")
     if tally.eager_ops:
-        print("ops the target declined (ran eagerly), in passing programs: "
-              + ", ".join(f"{op} x{n}" for op, n in tally.eager_ops.most_common()))
+        print("ops the target declined (ran eagerly), in how many passing programs, and why:")
+        for what, n in tally.eager_ops.most_common():
+            print(f"  {n:4d} x {what}")
 
 
 def main(argv=None) -> int:
