@@ -122,3 +122,21 @@ def test_sign_of_nan_is_zero():
         return [torch.tensor([float("nan"), -0.0, 0.0, 2.0, float("-inf")], device=device)[:1]]
 
     check(fn, make_inputs, dynamic=False, grad=False)
+
+
+def test_matmul_of_a_k_blocked_matmul_with_dynamic_sizes():
+    """With a dynamic K the cpu matmul is K-blocked (a loop over chunks of 128, then the rest);
+    the rest's `total + tile` read the total as its init, and linalg's elementwise fusion fused
+    it into the next matmul, which reads the sum for every column: bufferized in place, the
+    tile was added once per column (results doubled and more)."""
+    def fn(x0, x1, x2):
+        v0 = F.linear(x0, x1, None)
+        v1 = torch.matmul(v0, x2)
+        return (v1,)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        x0 = torch.randn((2, 2, 2), device=device).transpose(0, 1)
+        return [x0, torch.randn((1, 2), device=device), torch.randn((2, 1, 2), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
