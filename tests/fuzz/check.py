@@ -144,7 +144,8 @@ def _compare_grads(eager: Run, compiled: Run, reference) -> list[str]:
     problems = []
     for i, (c, e) in enumerate(zip(compiled.grads or (), eager.grads or ())):
         if (c is None) != (e is None):
-            problems.append(f"gradient {i}: compiled {'none' if c is None else 'one'}, eager {'none' if e is None else 'one'}")
+            which = lambda g: "none" if g is None else "one"  # noqa: E731
+            problems.append(f"gradient {i}: compiled {which(c)}, eager {which(e)}")
         elif c is not None:
             problems += compare(f"gradient {i}", c, e, lambda i=i: reference().grads[i])
     return problems
