@@ -65,7 +65,10 @@ def reciprocal(x):
 
 
 def relu(x):
-    return arith.maximumf(x, const(x.type, 0.0))
+    # x < 0 ? 0 : x, as eager's clamp_min on CPU (std::max(x, 0), MAXPS(0, x)): -0.0 stays -0.0
+    # (1 / relu(-0.0) is -inf there; maximumf gave +0.0), NaN stays NaN.
+    zero = const(x.type, 0.0)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, zero), zero, x)
 
 
 def isnan(x):
