@@ -33,9 +33,42 @@ def lower_to_linalg(module: ir.Module, options, target: str, stage: str = "linal
     return distinct_results(module)  # CSE may have made two results one value
 
 
+# One-shot bufferization's function-argument attribute: false makes an op that would write a
+# tensor argument in place (a gemm accumulating into its bias, an index_put into its dest) write
+# a copy instead.
+WRITABLE = "bufferization.writable"
+
+
+def read_only_arguments(module: ir.Module, writable=frozenset()) -> None:
+    """Mark every tensor argument of every function with a body non-writable, but for the
+    (function name, argument index) pairs in `writable`. A region's inputs are its caller's
+    tensors: writing one in place would change the caller's data behind eager's back (regions
+    are functional; an input eager mutates is written back after the region, by
+    frontend/input_mutations.py), and one-shot bufferization treats arguments as writable
+    unless told otherwise."""
+    with module.context:
+        false = ir.BoolAttr.get(False)
+        for op in module.body.operations:
+            if op.operation.name != "func.func" or not len(op.regions[0].blocks):
+                continue
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            types = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs
+            old = list(ir.ArrayAttr(op.attributes["arg_attrs"])) if "arg_attrs" in op.attributes \
+                else [ir.DictAttr.get({})] * len(types)
+            attrs = []
+            for i, (t, d) in enumerate(zip(types, old)):
+                entries = {a.name: a.attr for a in ir.DictAttr(d)}
+                if isinstance(t, ir.RankedTensorType) and (name, i) not in writable:
+                    entries[WRITABLE] = false
+                attrs.append(ir.DictAttr.get(entries))
+            op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
 def bufferize(module: ir.Module, options, stage: str = "buffers", deallocate: bool = True) -> ir.Module:
     """Tensors -> memrefs, results as out-params (the caller allocates outputs; static
-    allocations are hoisted into them); with `deallocate`, temporary buffers freed."""
+    allocations are hoisted into them); with `deallocate`, temporary buffers freed. Arguments
+    are read-only (`read_only_arguments`): what would write one writes a copy."""
+    read_only_arguments(module)
     passes = [
         "canonicalize",
         "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
