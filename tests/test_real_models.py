@@ -23,7 +23,7 @@ from real_models import CASES
 OPTIONS = {"cpu": {"opt_level": 0}, "cuda": {}}
 STEPS = 100
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"))]
+DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
 # (model, attn_implementation): None is transformers' default, SDPA.
 VARIANTS = [(name, attn) for name, case in CASES.items() for attn in ((None, "eager") if case.transformer else (None,))]
 IDS = [f"{name}-{attn or 'sdpa'}" if CASES[name].transformer else name for name, attn in VARIANTS]

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One device call for issue 22's GPU lines: install the bundle, run the CUDA test tier (optionally
+# under compute-sanitizer memcheck), and the OpInfo sweep on cuda (inputs compared after the call).
+#   PART=tests     the CUDA test tier, plain
+#   PART=sanitize  the CUDA test tier under `compute-sanitizer --tool memcheck`
+#   PART=opinfo    OpInfo: float32, float16, bfloat16, float32 gradients (DTYPES to choose)
+# Results and logs in $OUT.
+set -o pipefail
+mkdir -p .gpu-bundle/site && tar xJf .gpu-bundle/torch_mlir-cp312.tar.xz -C .gpu-bundle/site \
+  && export PYTHONPATH=$PWD/.gpu-bundle/site \
+  && python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . || exit 1
+# pytest-xdist travels as wheels (.whl, git-ignored: the host has no package registry).
+[ -d .whl ] && python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=$PYTHONPATH:/tmp/site
+for e in examples/*/; do python3 -m pip install -q --no-deps --no-build-isolation --no-index -e "$e" >/dev/null 2>&1; done
+export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
+CUDA_TESTS="tests/test_cuda_attention.py tests/test_cuda_library_calls.py tests/test_cuda_models.py \
+  tests/test_cuda_runtime.py tests/test_cuda_replay_bookkeeping.py tests/test_input_mutations.py \
+  tests/test_real_models.py tests/test_read_only_inputs.py"
+case "${PART:-tests}" in
+  tests)
+    timeout ${TEST_TIMEOUT:-540} python3 -m pytest -q -p no:cacheprovider -n ${JOBS:-8} $CUDA_TESTS ${PYTEST_ARGS} \
+      2>&1 | tee $OUT/pytest_cuda.log | tail -25 ;;
+  sanitize)
+    # One process (sanitizer per worker would multiply its cost); only the tests that run on the GPU.
+    timeout ${TEST_TIMEOUT:-560} compute-sanitizer --tool memcheck --print-limit 20 --error-exitcode 99 \
+      python3 -m pytest -q -p no:cacheprovider -m cuda $CUDA_TESTS ${PYTEST_ARGS} 2>&1 | tee $OUT/sanitizer.log | tail -30
+    echo "sanitizer exit: $?" | tee -a $OUT/sanitizer.log ;;
+  opinfo)
+    for d in ${DTYPES:-float32 float16 bfloat16 float32-train}; do
+      dtype=${d%-train}; train=""; [ "$d" != "$dtype" ] && train="--train"
+      timeout ${OPINFO_TIMEOUT:-280} python3 benchmarks/op_coverage.py --device cuda --dtype $dtype $train --samples 2 \
+        --jobs ${JOBS:-15} --timeout 60 --out $OUT/coverage_cuda_$d.md 2>&1 | tail -3
+      grep -E '^\*\*' $OUT/coverage_cuda_$d.md | head -1
+    done ;;
+esac
