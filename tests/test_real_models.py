@@ -5,6 +5,8 @@ attention of transformers.
 
 Inference, then a training step (loss, every gradient, the parameters after AdamW) and a
 100-step AdamW loop, each against an eager copy of the model, with every op compiled by us.
+The deeper models of FLOAT64_CASES (ResNet-50's layout): inference and a training step judged
+as PyTorch's benchmark suite judges float32, against a float64 copy of the model.
 """
 
 import copy
@@ -14,8 +16,8 @@ import torch
 
 import dynamo_mlir
 
-from helpers import assert_fallbacks
-from real_models import CASES
+from helpers import assert_as_accurate_as_eager, assert_fallbacks
+from real_models import CASES, FLOAT64_CASES
 
 # LLVM's optimisation level does not change f32 results (no fast-math), and at the default level
 # the JIT takes ~10x longer on these graphs: the whole file would not fit its CPU time budget.
@@ -53,9 +55,9 @@ def exact_f32_matmuls():
     torch.backends.cuda.matmul.allow_tf32 = saved
 
 
-def _setup(name, attn, device):
+def _setup(name, attn, device, cases=CASES):
     """The model and an eager copy (same weights), and the batch, all on `device`."""
-    case = CASES[name]
+    case = cases[name]
     torch.manual_seed(0)
     model = case.build(attn).to(device)
     inputs, target = case.batch(torch.Generator().manual_seed(0))
@@ -175,3 +177,60 @@ def test_training_matches_eager(name, attn, device, caplog):
                 optimizer.step()
         assert abs(got.item() - want.item()) <= 5e-3 * abs(want.item()), f"loss after {STEPS} steps: {got} vs eager {want}"
     _assert_compiled(caplog, {"forward": 1, "backward": 1}, device)
+
+
+# ----------------------------------------------------------------------------- against float64
+
+
+def _float64(model, inputs):
+    """A float64 copy of `model` and of the float inputs: the reference both runs are judged by."""
+    return copy.deepcopy(model).double(), {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
+
+
+def _assert_convolutions_are_library_calls(model):
+    """Every convolution of the model ran as a library call (torch's kernel), none in our loops
+    or eagerly (what _assert_compiled checks of all ops)."""
+    convs = sum(isinstance(m, torch.nn.Conv2d) for m in model.modules())
+    s = dynamo_mlir.stats()
+    assert s["library_ops"].get("aten.convolution.default") == convs, s["library_ops"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", FLOAT64_CASES)
+def test_inference_as_accurate_as_eager(name, device, caplog):
+    case, model, ref, inputs, _ = _setup(name, None, device, FLOAT64_CASES)
+    exact, exact_inputs = _float64(ref, inputs)
+    for m in (model, ref, exact):
+        m.eval()
+    with torch.no_grad():
+        got = _main_output(case, torch.compile(model, backend="mlir", options=OPTIONS[device])(**inputs))
+        want, reference = _main_output(case, ref(**inputs)), _main_output(case, exact(**exact_inputs))
+    assert_as_accurate_as_eager(got, want, reference, what=case.output)
+    _assert_compiled(caplog, {"inference": 1}, device)
+    _assert_convolutions_are_library_calls(model)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", FLOAT64_CASES)
+def test_training_step_as_accurate_as_eager(name, device, caplog):
+    """One training step: the loss, every gradient and the buffers after it (batch norm's running
+    statistics)."""
+    case, model, ref, inputs, target = _setup(name, None, device, FLOAT64_CASES)
+    exact, exact_inputs = _float64(ref, inputs)
+    runs = {"compiled": (model, inputs, True), "eager": (ref, inputs, False), "float64": (exact, exact_inputs, False)}
+    losses = {}
+    for key, (m, batch, compile_it) in runs.items():
+        m.train()
+        loss = lambda: case.loss(_main_output(case, m(**batch)), target)
+        losses[key] = (torch.compile(loss, backend="mlir", options=OPTIONS[device]) if compile_it else loss)()
+        losses[key].backward()
+    assert_as_accurate_as_eager(*(losses[k].detach() for k in runs), what="loss")
+    params = [dict(m.named_parameters()) for m, _, _ in runs.values()]
+    for name_, want in params[1].items():
+        assert_as_accurate_as_eager(params[0][name_].grad, want.grad, params[2][name_].grad, what=f"gradient of {name_}")
+    buffers = [dict(m.named_buffers()) for m, _, _ in runs.values()]
+    for name_, want in buffers[1].items():
+        if want.is_floating_point():
+            assert_as_accurate_as_eager(buffers[0][name_], want, buffers[2][name_], what=f"buffer {name_}")
+    _assert_compiled(caplog, {"forward": 1, "backward": 1}, device)
+    _assert_convolutions_are_library_calls(model)
