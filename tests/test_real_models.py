@@ -195,19 +195,41 @@ def _assert_convolutions_are_library_calls(model):
     assert s["library_ops"].get("aten.convolution.default") == convs, s["library_ops"]
 
 
+def _assert_inputs_intact(model, ref, inputs, saved):
+    """The compiled call left the caller's tensors as they were: the batch (`saved`: a copy made
+    before) and the parameters (the eager copy's: no optimizer step has run)."""
+    for key, value in inputs.items():
+        assert torch.equal(value, saved[key]), f"input {key} was written"
+    want = dict(ref.named_parameters())
+    for name, p in model.named_parameters():
+        assert torch.equal(p, want[name]), f"parameter {name} was written"
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", FLOAT64_CASES)
 def test_inference_as_accurate_as_eager(name, device, caplog):
     case, model, ref, inputs, _ = _setup(name, None, device, FLOAT64_CASES)
     exact, exact_inputs = _float64(ref, inputs)
+    saved = {k: v.clone() for k, v in inputs.items()}
     for m in (model, ref, exact):
         m.eval()
     with torch.no_grad():
         got = _main_output(case, torch.compile(model, backend="mlir", options=OPTIONS[device])(**inputs))
+        _assert_inputs_intact(model, ref, inputs, saved)
         want, reference = _main_output(case, ref(**inputs)), _main_output(case, exact(**exact_inputs))
     assert_as_accurate_as_eager(got, want, reference, what=case.output)
     _assert_compiled(caplog, {"inference": 1}, device)
     _assert_convolutions_are_library_calls(model)
+
+
+def _training_step(case, model, batch, target, options=None):
+    """One forward and backward of `model` in training mode (compiled with `options` unless None);
+    the loss."""
+    model.train()
+    loss = lambda: case.loss(_main_output(case, model(**batch)), target)
+    loss = (loss if options is None else torch.compile(loss, backend="mlir", options=options))()
+    loss.backward()
+    return loss.detach()
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -217,20 +239,15 @@ def test_training_step_as_accurate_as_eager(name, device, caplog):
     statistics)."""
     case, model, ref, inputs, target = _setup(name, None, device, FLOAT64_CASES)
     exact, exact_inputs = _float64(ref, inputs)
-    runs = {"compiled": (model, inputs, True), "eager": (ref, inputs, False), "float64": (exact, exact_inputs, False)}
-    losses = {}
-    for key, (m, batch, compile_it) in runs.items():
-        m.train()
-        loss = lambda: case.loss(_main_output(case, m(**batch)), target)
-        losses[key] = (torch.compile(loss, backend="mlir", options=OPTIONS[device]) if compile_it else loss)()
-        losses[key].backward()
-    assert_as_accurate_as_eager(*(losses[k].detach() for k in runs), what="loss")
-    params = [dict(m.named_parameters()) for m, _, _ in runs.values()]
-    for name_, want in params[1].items():
-        assert_as_accurate_as_eager(params[0][name_].grad, want.grad, params[2][name_].grad, what=f"gradient of {name_}")
-    buffers = [dict(m.named_buffers()) for m, _, _ in runs.values()]
-    for name_, want in buffers[1].items():
-        if want.is_floating_point():
-            assert_as_accurate_as_eager(buffers[0][name_], want, buffers[2][name_], what=f"buffer {name_}")
+    saved = {k: v.clone() for k, v in inputs.items()}
+    got = _training_step(case, model, inputs, target, OPTIONS[device])
+    _assert_inputs_intact(model, ref, inputs, saved)
+    want, reference = _training_step(case, ref, inputs, target), _training_step(case, exact, exact_inputs, target)
+    assert_as_accurate_as_eager(got, want, reference, what="loss")
+    for (name_, p), q, r in zip(model.named_parameters(), ref.parameters(), exact.parameters()):
+        assert_as_accurate_as_eager(p.grad, q.grad, r.grad, what=f"gradient of {name_}")
+    for (name_, b), c, d in zip(model.named_buffers(), ref.buffers(), exact.buffers()):
+        if b.is_floating_point():
+            assert_as_accurate_as_eager(b, c, d, what=f"buffer {name_}")
     _assert_compiled(caplog, {"forward": 1, "backward": 1}, device)
     _assert_convolutions_are_library_calls(model)
