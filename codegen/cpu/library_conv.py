@@ -48,7 +48,8 @@ How the call sits in the tensor program. Unlike matmul (library.py), the convolu
 before lowering, not after bufferization: its lowering pads the input (tensor.pad, a copy) and
 regroups channels, while torch takes padding and groups itself. At the linalg stage the operands
 become buffers with
-`bufferization.to_buffer read_only` (any layout: the type is fully strided), the result is a
+`bufferization.to_buffer read_only` (any layout: the type is fully strided; one per operand
+per convolution, see _read), the result is a
 fresh `memref.alloc` that the calls write, and `bufferization.to_tensor restrict writable` hands
 it back to the tensor world; one-shot bufferization keeps all of it, and where the convolution
 is the function's result, buffer-results-to-out-params makes that alloc the output itself.
@@ -85,6 +86,7 @@ STATUS = "dynamo_library_status"  # the module's global, symbol `_mlir_<STATUS>`
 FROM_BLOB, CONVOLUTION = "aoti_torch_create_tensor_from_blob", "aoti_torch_cpu_convolution"
 COPY, DELETE = "aoti_torch_copy_", "aoti_torch_delete_tensor_object"
 HANDLES = ("x", "w", "y", "out")  # the tensor handles of one convolution, in their slots' order
+READER = "dynamo_mlir.read_by"  # on a convolution's to_buffer: which convolution of its function reads it
 
 
 def _signatures() -> dict[str, tuple[list[ir.Type], list[ir.Type]]]:
@@ -245,6 +247,21 @@ def _declare_all(module: ir.Module) -> None:
                                                                     ir.IntegerAttr.get(i32, 0)))
 
 
+def _read(value: ir.Value, reader: int) -> ir.Value:
+    """The buffer of tensor `value`, read by convolution number `reader` of its function.
+
+    One-shot bufferization takes the to_buffer as the point where the tensor is read: the
+    calls' later reads of the memref are invisible to it. to_buffer is pure, so CSE would merge
+    two convolutions' reads of one tensor into the first, and bufferization would then let an
+    op between the two write the tensor's buffer in place before the second convolution reads
+    it (ResNet's shortcut convolution read its block's input after the main path's batch norm
+    and relu had been written over it: issue 22). The reader's number makes each read an op of
+    its own, which CSE keeps."""
+    read = bufferization.ToBufferOp(_strided(ir.RankedTensorType(value.type)), value, read_only=True)
+    read.attributes[READER] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), reader)
+    return read.result
+
+
 def call_library_convs(module: ir.Module, options) -> None:
     """Before lowering (when library_matmul is on): each eligible dynamo.conv2d becomes torch's
     convolution, called on its operands' buffers, writing a buffer handed back as its tensor."""
@@ -253,7 +270,7 @@ def call_library_convs(module: ir.Module, options) -> None:
     for fn in list(module.body.operations):
         if fn.operation.name != "func.func" or not fn.regions[0].blocks:
             continue
-        for op in ops_named(fn, ("dynamo.conv2d",)):
+        for reader, op in enumerate(ops_named(fn, ("dynamo.conv2d",))):
             view = op.opview
             if not eligible(view):
                 continue
@@ -261,8 +278,7 @@ def call_library_convs(module: ir.Module, options) -> None:
             out = ir.RankedTensorType(view.out.type)
             frame = _Frame(fn.regions[0].blocks[0], out.rank)
             with ir.InsertionPoint(op), op.location:
-                x, w = (bufferization.to_buffer(_strided(ir.RankedTensorType(v.type)), v, read_only=True)
-                        for v in (view.x, view.weight))
+                x, w = (_read(v, reader) for v in (view.x, view.weight))
                 y = memref.alloc(ir.MemRefType.get(out.shape, out.element_type), [], [])
                 _emit(frame, view, x, w, y)
                 result = bufferization.to_tensor(out, y, restrict=True, writable=True)
