@@ -15,7 +15,6 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from ..lowering import lower_dynamo_ops
-from .buffer_reads import take_buffers_at_use
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
 from .passes import CompileError, run_pipeline
@@ -68,10 +67,8 @@ def read_only_arguments(module: ir.Module, writable=frozenset()) -> None:
 def bufferize(module: ir.Module, options, stage: str = "buffers", deallocate: bool = True) -> ir.Module:
     """Tensors -> memrefs, results as out-params (the caller allocates outputs; static
     allocations are hoisted into them); with `deallocate`, temporary buffers freed. Arguments
-    are read-only (`read_only_arguments`): what would write one writes a copy. Every
-    `to_buffer` is taken right before the op reading it (buffer_reads.py says why)."""
+    are read-only (`read_only_arguments`): what would write one writes a copy."""
     read_only_arguments(module)
-    take_buffers_at_use(module)  # a library call's operand buffer read before anything reuses it
     passes = [
         "canonicalize",
         "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",

@@ -120,14 +120,14 @@ class Bottleneck(nn.Module):
 def test_two_resnet_bottlenecks(tmp_path, on):
     """The first stage of ResNet-50, in small (issue 22). The first block's input is read by two
     convolutions, the main path's first and the projection, with the main path's relu (its
-    result as wide as that input) in between. Each convolution must read its operands through a
-    to_buffer of its own: merged into the first one (CSE), the projection's read was invisible
-    to bufferization, which wrote that relu's result over the block's input."""
+    result as wide as that input) in between. CSE merges the two convolutions' to_buffer reads
+    of that input; unless they are split again before bufferization (codegen/buffer_reads.py),
+    the projection's read is invisible to it, and it wrote that relu's result over the block's
+    input (1.28 off)."""
     torch.manual_seed(0)
     model = randomize_batchnorm(nn.Sequential(nn.ReLU(), Bottleneck(8, 8, 32), Bottleneck(32, 8, 32))).eval()
     with torch.no_grad():
-        _, layout = _run(model, torch.randn(2, 8, 6, 6), on=on, tmp_path=tmp_path, library=_convs(7))
-    assert layout[2].count("bufferization.to_buffer") == 2 * 7  # input and weight of each convolution
+        _run(model, torch.randn(2, 8, 6, 6), on=on, tmp_path=tmp_path, library=_convs(7))
 
 
 @ON_OFF

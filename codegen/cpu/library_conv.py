@@ -49,7 +49,7 @@ before lowering, not after bufferization: its lowering pads the input (tensor.pa
 regroups channels, while torch takes padding and groups itself. At the linalg stage the operands
 become buffers with
 `bufferization.to_buffer read_only` (any layout: the type is fully strided; one per operand
-per convolution, see _read), the result is a
+per convolution: codegen/buffer_reads.py says why), the result is a
 fresh `memref.alloc` that the calls write, and `bufferization.to_tensor restrict writable` hands
 it back to the tensor world; one-shot bufferization keeps all of it, and where the convolution
 is the function's result, buffer-results-to-out-params makes that alloc the output itself.
@@ -79,6 +79,7 @@ from torch_mlir.dialects import arith, bufferization, func, llvm, memref
 
 from ...dialects import dynamo as dy
 from ...lowering.loops import if_else
+from ..buffer_reads import read_only_buffer
 from .library import LIBTORCH_CPU, declare, nodes_calling, ops_named, pointer_to
 
 ELEMENT_DTYPE = {"f32": "aoti_torch_dtype_float32", "f64": "aoti_torch_dtype_float64"}
@@ -86,7 +87,6 @@ STATUS = "dynamo_library_status"  # the module's global, symbol `_mlir_<STATUS>`
 FROM_BLOB, CONVOLUTION = "aoti_torch_create_tensor_from_blob", "aoti_torch_cpu_convolution"
 COPY, DELETE = "aoti_torch_copy_", "aoti_torch_delete_tensor_object"
 HANDLES = ("x", "w", "y", "out")  # the tensor handles of one convolution, in their slots' order
-READER = "dynamo_mlir.read_by"  # on a convolution's to_buffer: which convolution of its function reads it
 
 
 def _signatures() -> dict[str, tuple[list[ir.Type], list[ir.Type]]]:
@@ -247,21 +247,6 @@ def _declare_all(module: ir.Module) -> None:
                                                                     ir.IntegerAttr.get(i32, 0)))
 
 
-def _read(value: ir.Value, reader: int) -> ir.Value:
-    """The buffer of tensor `value`, read by convolution number `reader` of its function.
-
-    One-shot bufferization takes the to_buffer as the point where the tensor is read: the
-    calls' later reads of the memref are invisible to it. to_buffer is pure, so CSE would merge
-    two convolutions' reads of one tensor into the first, and bufferization would then let an
-    op between the two write the tensor's buffer in place before the second convolution reads
-    it (ResNet's shortcut convolution read its block's input after the main path's batch norm
-    and relu had been written over it: issue 22). The reader's number makes each read an op of
-    its own, which CSE keeps."""
-    read = bufferization.ToBufferOp(_strided(ir.RankedTensorType(value.type)), value, read_only=True)
-    read.attributes[READER] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), reader)
-    return read.result
-
-
 def call_library_convs(module: ir.Module, options) -> None:
     """Before lowering (when library_matmul is on): each eligible dynamo.conv2d becomes torch's
     convolution, called on its operands' buffers, writing a buffer handed back as its tensor."""
@@ -270,7 +255,7 @@ def call_library_convs(module: ir.Module, options) -> None:
     for fn in list(module.body.operations):
         if fn.operation.name != "func.func" or not fn.regions[0].blocks:
             continue
-        for reader, op in enumerate(ops_named(fn, ("dynamo.conv2d",))):
+        for op in ops_named(fn, ("dynamo.conv2d",)):
             view = op.opview
             if not eligible(view):
                 continue
@@ -278,7 +263,7 @@ def call_library_convs(module: ir.Module, options) -> None:
             out = ir.RankedTensorType(view.out.type)
             frame = _Frame(fn.regions[0].blocks[0], out.rank)
             with ir.InsertionPoint(op), op.location:
-                x, w = (_read(v, reader) for v in (view.x, view.weight))
+                x, w = (read_only_buffer(_strided(ir.RankedTensorType(v.type)), v, op) for v in (view.x, view.weight))
                 y = memref.alloc(ir.MemRefType.get(out.shape, out.element_type), [], [])
                 _emit(frame, view, x, w, y)
                 result = bufferization.to_tensor(out, y, restrict=True, writable=True)
