@@ -196,6 +196,12 @@ def _copy_like(ctx, node):
     return ctx.cast(ctx.tensor(x), val.dtype)
 
 
+@import_rule(torch.ops.prims.convert_element_type.default)
+def _convert_element_type(ctx, node):
+    """The cast prims.var's decomposition ends with (var of a bf16 tensor: f32 -> bf16)."""
+    return ctx.cast(ctx.tensor(bind(node).a), ctx.out_meta(node).dtype)
+
+
 # ----------------------------------------------------------------------------- composed elementwise ops
 
 
