@@ -24,6 +24,7 @@ from .foreach import decompositions as foreach_decompositions
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
 from .aten.resample import full_precision_decompositions
 from .aten.elementwise import BINARY, UNARY
+from .aten.elementwise import decompositions as elementwise_decompositions
 from .aten.max_pool_backward import mark_window_indices
 from .stats import REGISTRY, GraphReport, op_name
 
@@ -54,6 +55,7 @@ def decompositions() -> dict:
     table.update(linear_cross_entropy_decompositions())
     table.update(foreach_decompositions())  # torch.optim's multi-tensor updates, per tensor
     table.update(full_precision_decompositions())  # grid_sampler_2d (frontend/aten/resample.py)
+    table.update(elementwise_decompositions())  # threshold_backward with eager's type promotion
     # An ATen op of the ELEMENTWISE table (dialects/elementwise.py) imports as its own dynamo op:
     # drop core ATen's decomposition of it (logaddexp2 has one), or the importer never sees it.
     for packet in (*UNARY, *BINARY):
