@@ -22,7 +22,7 @@ from .half_precision import half_overrides
 from .inference_path import InferencePath
 from .foreach import decompositions as foreach_decompositions
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
-from .aten.resample import full_precision_decompositions
+from .aten.resample import eager_nearest_indices, full_precision_decompositions
 from .aten.elementwise import BINARY, UNARY
 from .aten.elementwise import decompositions as elementwise_decompositions
 from .aten.max_pool_backward import mark_window_indices
@@ -234,7 +234,8 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         keep_inference_input_mutations=True,  # written back by the graph: input_mutations.py
     )
     try:
-        return path.result(compile_with_aot(gm, example_inputs))
+        with eager_nearest_indices():  # while AOTAutograd traces: resample.py says why
+            return path.result(compile_with_aot(gm, example_inputs))
     except (torch._dynamo.exc.TorchDynamoException, config.OptionError):
         raise  # Dynamo's own control flow (restart the analysis, ...), or the user's options
     except Exception as e:  # noqa: BLE001  our own compilers catch their failures: this is tracing
