@@ -85,15 +85,15 @@ def _scatter_backward(ctx, node, spatial: int):
     maximum) adds nothing. An index outside the plane wraps (dynamo.scatter stores in bounds)."""
     a = bind(node)
     grad, indices = ctx.tensor(a.grad_output), ctx.tensor(a.indices)
-    val = ctx.out_meta(node)
+    dtype = ctx.out_meta(node).dtype
     shape, gshape = ctx.shape_of(ctx.tensor(a.self)), ctx.shape_of(grad)
     planes = int(np.prod(shape[:-spatial]))
-    rows, n_out = [planes, int(np.prod(shape[-spatial:]))], int(np.prod(gshape[-spatial:]))
-    g = ctx.reshape(ctx.cast(grad, val.dtype), [planes, n_out])
-    index = ctx.reshape(indices, [planes, n_out])
-    none = compare(ctx, index, ctx.broadcast(ctx.scalar(-1, torch.int64), [planes, n_out]), "eq")
-    g = select(ctx, none, ctx.broadcast(ctx.scalar(0, val.dtype), [planes, n_out]), g)
-    dest = ctx.full(0, rows, val.dtype)
+    per_plane = [planes, int(np.prod(gshape[-spatial:]))]  # [plane, output position]
+    g = ctx.reshape(ctx.cast(grad, dtype), per_plane)
+    index = ctx.reshape(indices, per_plane)
+    none = compare(ctx, index, ctx.broadcast(ctx.scalar(-1, torch.int64), per_plane), "eq")
+    g = select(ctx, none, ctx.broadcast(ctx.scalar(0, dtype), per_plane), g)  # -1 wraps to the end: add 0 there
+    dest = ctx.full(0, [planes, int(np.prod(shape[-spatial:]))], dtype)
     out = dy.ScatterOp(dest, index, g, i64(1), ir.StringAttr.get("sum"), i64(1), out=ctx.type_like(dest)).out
     return ctx.reshape(out, shape)
 
@@ -166,14 +166,14 @@ def _disjoint_backward(ctx, a):
 
 
 def _max_pool_backward(ctx, node, spatial: int):
-    shape, gshape = ctx.shape_of(ctx.tensor(bind(node).self)), ctx.shape_of(ctx.tensor(bind(node).grad_output))
-    if 0 in shape or 0 in gshape:
+    a = bind(node)
+    if 0 in ctx.shape_of(ctx.tensor(a.self)) or 0 in ctx.shape_of(ctx.tensor(a.grad_output)):
         raise Unsupported("max-pool backward of an empty tensor")
     if not _window_indices(node):
         return _scatter_backward(ctx, node, spatial)
     if spatial == 2:
         try:  # disjoint, unpadded windows: no gathers
-            return _disjoint_backward(ctx, bind(node))
+            return _disjoint_backward(ctx, a)
         except Unsupported:
             pass
     return _window_backward(ctx, node, spatial)
