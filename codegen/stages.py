@@ -15,6 +15,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from ..lowering import lower_dynamo_ops
+from .half_bits import bf16_as_bits
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
 from .passes import CompileError, run_pipeline
@@ -128,7 +129,7 @@ def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = 
         # remaining bf16 <-> f32 conversions with integer bit operations.
         "func.func(math-extend-to-supported-types{extra-types=f32 target-type=f32})",
         "func.func(arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32})",
-        "func.func(arith-expand{include-bf16=true})",
+        "func.func(arith-expand{include-bf16=true})",  # bf16 values left only move bits: bf16_as_bits
         "lower-affine",
         "convert-scf-to-cf",
         *(["convert-vector-to-llvm"] if _has_vector_ops(module) else []),  # cpu lane loops (cpu/lane_vectors.py)
@@ -142,7 +143,9 @@ def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = 
         "convert-arith-to-llvm",
         "reconcile-unrealized-casts",
     ]
-    return run_pipeline(module, ", ".join(passes), stage, options)
+    # LLVM folds the bits back into bfloat selects that an x86 CPU without AVX-512-BF16 can only
+    # legalize with a compiler-rt call the JIT lacks: no bfloat value may reach LLVM.
+    return bf16_as_bits(run_pipeline(module, ", ".join(passes), stage, options), stage)
 
 
 def llvm_ir(module: ir.Module, triple: str | None = None, data_layout: str | None = None) -> str:

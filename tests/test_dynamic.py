@@ -93,6 +93,19 @@ def test_cat_with_a_dynamic_dim_compiles_once(dim):
     assert s["graphs"] == 1 and "aten.cat.default" in s["compiled_ops"], dynamo_mlir.explain()
 
 
+def test_float_size_expression_is_unsupported():
+    """F.interpolate(scale_factor=2.3) on a dynamic size: trunc(2.3 * s0) has no integer form
+    here; the region falls back with the expression named, not an IndexError."""
+    import sympy
+    from torch.utils._sympy.functions import TruncToInt
+
+    from dynamo_mlir.frontend.registry import Unsupported
+
+    s0 = sympy.symbols("s0", integer=True, positive=True)
+    with pytest.raises(Unsupported, match="size expression 2.3"):
+        python_evaluator([s0], [[TruncToInt(sympy.Float(2.3) * s0)]])
+
+
 def test_output_shapes_are_precompiled_python():
     """FloorDiv/Mod size expressions become one Python lambda at compile time."""
     import sympy
