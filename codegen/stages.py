@@ -19,7 +19,7 @@ from .half_bits import bf16_as_bits
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
 from .passes import CompileError, run_pipeline
-from .zero_size import distinct_results, widen_zero_size_arguments
+from .zero_size import distinct_results, uses_bare_pointers, widen_zero_size_arguments
 
 
 def lower_to_linalg(module: ir.Module, options, target: str, stage: str = "linalg") -> ir.Module:
@@ -70,8 +70,12 @@ def bufferize(module: ir.Module, options, stage: str = "buffers", deallocate: bo
     allocations are hoisted into them); with `deallocate`, temporary buffers freed. Arguments
     are read-only (`read_only_arguments`): what would write one writes a copy."""
     read_only_arguments(module)
+    run_pipeline(module, "canonicalize", stage, options)
+    # Again here, not only after lower_to_linalg: a target's fusion and this canonicalize can
+    # still merge two results (min(x, x) folds to x, returned beside x), and
+    # buffer-results-to-out-params crashes the process on a value returned twice.
+    distinct_results(module)
     passes = [
-        "canonicalize",
         "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
         "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
         "canonicalize",
@@ -90,16 +94,6 @@ def to_loops(module: ir.Module, options, stage: str = "loops") -> ir.Module:
 def bufferize_to_loops(module: ir.Module, options, stage: str = "loops") -> ir.Module:
     """`bufferize`, then `to_loops`."""
     return to_loops(bufferize(module, options, stage), options, stage)
-
-
-def _bare_pointers(module: ir.Module) -> bool:
-    """Static shapes only: one pointer per tensor. With `?` dims every memref is a descriptor."""
-    for op in module.body.operations:
-        if op.operation.name == "func.func":
-            for t in ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs:
-                if isinstance(t, ir.MemRefType) and not ir.MemRefType(t).has_static_shape:
-                    return False
-    return True
 
 
 def _has_vector_ops(module: ir.Module) -> bool:
@@ -139,7 +133,7 @@ def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = 
         "finalize-memref-to-llvm",
         "convert-cf-to-llvm",
         # Bare pointers: one pointer per tensor, the cheapest call (static shapes only).
-        f"convert-func-to-llvm{{use-bare-ptr-memref-call-conv={int(_bare_pointers(module))}}}",
+        f"convert-func-to-llvm{{use-bare-ptr-memref-call-conv={int(uses_bare_pointers(module))}}}",
         "convert-arith-to-llvm",
         "reconcile-unrealized-casts",
     ]

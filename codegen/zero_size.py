@@ -23,7 +23,23 @@ def _is_zero_size(t: ir.Type) -> bool:
     return isinstance(t, ir.MemRefType) and ir.MemRefType(t).has_static_shape and 0 in ir.MemRefType(t).shape
 
 
+def uses_bare_pointers(module: ir.Module) -> bool:
+    """Whether convert-func-to-llvm gets the bare-pointer convention (stages.loops_to_llvm):
+    static shapes only. With a `?` dim in any function's arguments every memref is a descriptor."""
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            for t in ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs:
+                if isinstance(t, ir.MemRefType) and not ir.MemRefType(t).has_static_shape:
+                    return False
+    return True
+
+
 def widen_zero_size_arguments(module: ir.Module) -> ir.Module:
+    """Only where bare pointers will be used: a descriptor describes a zero-size memref well, and
+    the runtime lays out each descriptor by the argument's rank in the signature
+    (DynamicCpuFunction), so a widened memref<1x..> there would shift every later argument."""
+    if not uses_bare_pointers(module):
+        return module
     for op in module.body.operations:
         if op.operation.name == "func.func" and len(op.regions[0].blocks):
             _widen(op.opview if hasattr(op, "opview") else op)
@@ -50,18 +66,26 @@ def _widen(fn) -> None:
 
 
 def distinct_results(module: ir.Module) -> ir.Module:
-    """Give every returned tensor its own value: after CSE a function may return one value
+    """Give every returned tensor its own buffer: after CSE a function may return one value
     twice (two equal constants fold into one), which crashes buffer-results-to-out-params.
-    A repeat becomes a copy (`bufferization.alloc_tensor copy(...)`). Run before bufferizing."""
+    A repeat becomes a copy (`bufferization.alloc_tensor copy(...)`). A returned `tensor.empty`
+    (a zero-size result folds to one) becomes an allocation of its own: one-shot-bufferize lets
+    an op write in place into an empty's buffer that is also returned (its contents are
+    undefined, so no conflict is seen), which is the same buffer returned twice again.
+    Run right before bufferizing."""
     from torch_mlir.dialects import bufferization
+
+    def static(v) -> bool:
+        return isinstance(v.type, ir.RankedTensorType) and ir.RankedTensorType(v.type).has_static_shape
 
     def visit(op):
         if op.name == "func.return":
             seen = set()
             for i, v in enumerate(list(op.operands)):
-                if v in seen and isinstance(v.type, ir.RankedTensorType) and ir.RankedTensorType(v.type).has_static_shape:
+                empty = isinstance(v.owner, ir.OpView) and v.owner.operation.name == "tensor.empty"
+                if static(v) and (v in seen or empty):
                     with ir.InsertionPoint(op), op.location:
-                        op.operands[i] = bufferization.alloc_tensor(v.type, [], copy=v)
+                        op.operands[i] = bufferization.alloc_tensor(v.type, [], copy=None if empty else v)
                 seen.add(v)
         return ir.WalkResult.ADVANCE
 

@@ -200,12 +200,27 @@ class ImportContext:
         shape whose SymInts become the op's `sizes` where the operand does not carry them."""
         src = self.shape_of(value)
         static = [DYN if isinstance(s, torch.SymInt) else int(s) for s in shape]
-        if src == static:
+        # A `?` of the operand carries a `?` of the result only where both are the same size,
+        # which only their symbolic sizes tell: [s0, s1] -> [s1, s0] is no unit-dim reshape,
+        # nor is [s24, s6, s0, s0] -> [24, s6*s24*s0 // 24, ...].
+        source = self.symbolic_shape(value)
+        same = lambda a, b: source is not None and expr_of(source[a]) == expr_of(shape[b])  # noqa: E731
+        if src == static and all(s != DYN or same(d, d) for d, s in enumerate(static)):
             return value
         unit_map = dy.unit_dim_map(src, static) or {}
-        carried = all(s != DYN or (d in unit_map and src[unit_map[d]] == DYN) for d, s in enumerate(static))
+        carried = all(s != DYN or (d in unit_map and src[unit_map[d]] == DYN and same(unit_map[d], d))
+                      for d, s in enumerate(static))
         sizes = [] if carried else self.dims(shape)[1]
         return dy.ReshapeOp(value, sizes, out=self.type_like(value, shape=static)).out
+
+    def symbolic_shape(self, value: ir.Value) -> list | None:
+        """The torch shape (ints, SymInts) of `value` where it is the value of an input of the
+        node being imported; None for a value a rule built (its symbolic sizes are not kept)."""
+        for arg in self.node.all_input_nodes if self.node is not None else []:
+            val = arg.meta.get("val")
+            if isinstance(val, torch.Tensor) and self.values.get(arg) == value:
+                return list(val.shape)
+        return None
 
 
 def node_location(node: fx.Node) -> ir.Location:

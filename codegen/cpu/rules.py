@@ -65,18 +65,29 @@ def _k_blocked(lhs, rhs, zero) -> ir.Value:
                             body=lambda k0, total, tile: _add_chunk(lhs, rhs, total, tile, k0, MATMUL_K_BLOCK))
     if isinstance(rest, int) and rest == 0:
         return total
-    return _add_chunk(lhs, rhs, total, tile, index(whole), rest)[0]
+    # The last chunk's add reads the total as an input, not as its init: linalg's elementwise
+    # fusion would fuse an add that reads its init into a consumer that broadcasts the sum (a
+    # second matmul: C @ B2 reads C[b, i] for every j), keeping the add's result as an output
+    # indexed without j; bufferized in place, that output then took the tile once per j (C @ B2
+    # came out with C doubled, and more, for a dynamic K below MATMUL_K_BLOCK).
+    tile = _chunk_product(lhs, rhs, tile, index(whole), rest)
+    return elementwise([total, tile], ranked(total), arith.addf)
 
 
 def _add_chunk(lhs, rhs, total, tile, start, size) -> list[ir.Value]:
-    """[total + lhs[.., start:start+size] @ rhs[.., start:start+size, :], the tile it used]: the
-    chunk's products are summed in `tile`, zeroed first, and only then added to the total."""
-    k_dim = ranked(lhs).rank - 1
-    a, b = slice_dim(lhs, k_dim, start, size), slice_dim(rhs, k_dim - 1, start, size)
+    """[total + lhs[.., start:start+size] @ rhs[.., start:start+size, :], the tile it used],
+    added in place into the total (in the loop: it carries the total in one buffer)."""
+    tile = _chunk_product(lhs, rhs, tile, start, size)
     t = ranked(total)
-    tile = _ikj(a, b, linalg.fill(const(t.element_type, 0), outs=[tile]))
     total = generic([tile], [total], [identity(t.rank)] * 2, [PARALLEL] * t.rank, lambda p, c: [arith.addf(c, p)])[0]
     return [total, tile]
+
+
+def _chunk_product(lhs, rhs, tile, start, size) -> ir.Value:
+    """lhs[.., start:start+size] @ rhs[.., start:start+size, :], summed in `tile` zeroed first."""
+    k_dim = ranked(lhs).rank - 1
+    a, b = slice_dim(lhs, k_dim, start, size), slice_dim(rhs, k_dim - 1, start, size)
+    return _ikj(a, b, linalg.fill(const(ranked(tile).element_type, 0), outs=[tile]))
 
 
 @register_lowering(dy.Expm1Op, target="cpu")

@@ -43,8 +43,9 @@ def _sign_of(x):
 
 
 def sign(x):
-    # torch.sign(NaN) is NaN: keep x where it is NaN.
-    return arith.select(isnan(x), x, _sign_of(x))
+    # torch.sign(NaN) is 0 on CPU and CUDA alike: (0 < x) - (x < 0), both false for NaN
+    # (c10::signum), which is _sign_of's formula.
+    return _sign_of(x)
 
 
 def expm1(x):

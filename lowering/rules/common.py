@@ -91,6 +91,10 @@ def slice_dim(x: ir.Value, dim: int, start, size) -> ir.Value:
              for d, s in enumerate(shape) if s == dynamic]
     offsets = [(start if isinstance(start, int) else dynamic) if d == dim else 0 for d in range(src.rank)]
     out = ir.RankedTensorType.get(shape, src.element_type)
+    if 0 in shape:
+        # Nothing to read; and tensor.extract_slice's verifier rejects offset 0 into a dim of
+        # static size 0 (a [0, ?] operand split along its `?` dim).
+        return tensor.empty(sized_shape(out, sizes), src.element_type)
     return tensor.extract_slice(out, x, [] if isinstance(start, int) else [start], sizes, [],
                                 offsets, shape, [1] * src.rank)
 

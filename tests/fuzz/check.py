@@ -1,0 +1,249 @@
+"""Runs one program eagerly and through torch.compile(backend="mlir") and compares everything a
+caller can see: the outputs (dtype, shape, values), every input tensor after the call, and (for
+gradient programs) the gradients of a weighted sum of the outputs.
+
+Float values are first compared with eager's at torch.testing's default tolerances for their
+dtype; where that fails, as PyTorch's benchmark suite judges accuracy (`same()` in
+benchmarks/dynamo/common.py): against a float64 run of the same program, the compiled error (RMSE)
+may be at most m times eager's plus a small tolerance (m = 3 for the half types, 2 for float32).
+"""
+
+import inspect
+import traceback
+import warnings
+
+import torch
+
+import dynamo_mlir
+
+# RMSE against float64 allowed on top of m * eager's, relative to the result's magnitude
+FALLBACK_TOL = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3, torch.float64: 1e-12}
+ERROR_MULTIPLIER = {torch.float16: 3.0, torch.bfloat16: 3.0}  # others: 2
+
+
+class Rejected(Exception):
+    """Eager refused the program (an error it raises for these values): nothing to compare."""
+
+
+class Mismatch(AssertionError):
+    """The compiled program differs from eager: the message names what and shows the program."""
+
+
+# One class per kind of finding: hypothesis tells failures apart by exception type, so it never
+# shrinks a wrong output into, say, an empty program that compiles nothing.
+class CompiledRaised(Mismatch): pass
+class WrongOutput(Mismatch): pass
+class InputChanged(Mismatch): pass
+class WrongGradient(Mismatch): pass
+class NothingCompiled(Mismatch): pass
+class RegionFailed(Mismatch): pass
+
+
+# a problem's first word -> its kind
+KIND_OF = {"output": WrongOutput, "outputs": WrongOutput, "input": InputChanged, "gradient": WrongGradient,
+           "gradients": WrongGradient, "nothing": NothingCompiled, "region(s)": RegionFailed}
+
+
+def check(fn, make_inputs, *, dynamic: bool, grad: bool, device: str = "cpu", no_grad: tuple = (),
+          source: str | None = None, allow_failed_partitions: bool = False) -> dict:
+    """Compare `fn` compiled with eager on `make_inputs(device)`; raise Mismatch on any
+    difference, Rejected where eager itself fails. Returns dynamo_mlir.stats() of the compile."""
+    names = list(inspect.signature(fn).parameters)
+    takes_grad = [grad and n not in no_grad for n in names]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # var with too few elements, and the like
+        eager = _run(fn, make_inputs, device, takes_grad, "eager")
+        try:
+            compiled, stats = _compile_and_run(fn, make_inputs, device, takes_grad, dynamic)
+        except Exception as error:  # noqa: BLE001 - any exception is the finding
+            raise CompiledRaised(_report("compiled run raised", _exception_text(error), source)) from None
+        problems = _compare_runs(fn, make_inputs, device, takes_grad, eager, compiled)
+    problems += _stats_problems(stats, allow_failed_partitions)
+    if problems:
+        kind = KIND_OF[problems[0].split()[0].rstrip(":")]
+        raise kind(_report("compiled differs from eager", "\n".join(problems), source, stats))
+    return stats
+
+
+class Run:
+    """One run of the program: outputs, the inputs afterwards, gradients (or None)."""
+
+    def __init__(self, outputs, inputs, grads):
+        self.outputs, self.inputs, self.grads = outputs, inputs, grads
+
+
+def _prepare(make_inputs, device, takes_grad, dtype=None):
+    inputs = make_inputs(device)
+    if dtype is not None:  # the float64 reference: float inputs widened, strides kept
+        inputs = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
+    for x, g in zip(inputs, takes_grad):
+        if g and x.is_floating_point():
+            x.requires_grad_()
+    return inputs
+
+
+def _execute(fn, inputs) -> Run:
+    outputs = fn(*inputs)
+    wanted = [x for x in inputs if x.requires_grad]
+    grads = None
+    if wanted and any(o.requires_grad for o in outputs):
+        grads = torch.autograd.grad(_loss(outputs), wanted, allow_unused=True)
+    return Run(outputs, [x.detach() for x in inputs], grads)
+
+
+def _loss(outputs):
+    """A weighted sum of the outputs: fixed random weights, so a gradient routed to the wrong
+    element (a transposed one) shows, as it would not under a plain sum."""
+    g = torch.Generator().manual_seed(0)
+    terms = [(o * torch.randn(o.shape, generator=g).to(o.device, o.dtype)).sum()
+             for o in outputs if o.requires_grad]
+    return sum(terms)
+
+
+def _run(fn, make_inputs, device, takes_grad, what, dtype=None) -> Run:
+    try:
+        return _execute(fn, _prepare(make_inputs, device, takes_grad, dtype))
+    except Exception as error:  # noqa: BLE001
+        raise Rejected(f"{what} raised: {_exception_text(error)}") from None
+
+
+def _compile_and_run(fn, make_inputs, device, takes_grad, dynamic):
+    torch._dynamo.reset()
+    dynamo_mlir.reset()
+    run = _execute(torch.compile(fn, backend="mlir", dynamic=dynamic), _prepare(make_inputs, device, takes_grad))
+    return run, dynamo_mlir.stats()  # after the backward: its graph compiles when it first runs
+
+
+def _compare_runs(fn, make_inputs, device, takes_grad, eager: Run, compiled: Run) -> list[str]:
+    reference = Lazy(lambda: _run(fn, make_inputs, device, takes_grad, "float64 reference", torch.float64))
+    problems = []
+    if len(compiled.outputs) != len(eager.outputs):
+        return [f"outputs: {len(compiled.outputs)}, eager {len(eager.outputs)}"]
+    for i, (c, e) in enumerate(zip(compiled.outputs, eager.outputs)):
+        problems += compare(f"output {i}", c.detach(), e.detach(), lambda i=i: reference().outputs[i])
+    pristine = make_inputs(device)
+    for i, (c, e, p) in enumerate(zip(compiled.inputs, eager.inputs, pristine)):
+        if _same(e, p):  # eager left it alone: the compiled call must too, to the bit
+            problems += [] if _same(c, p) else [f"input {i} changed by the call (eager leaves it): "
+                                               f"{_difference(c, p)}"]
+        else:
+            problems += compare(f"input {i} after the call", c, e, lambda i=i: reference().inputs[i])
+    problems += _compare_grads(eager, compiled, reference)
+    return problems
+
+
+def _compare_grads(eager: Run, compiled: Run, reference) -> list[str]:
+    if (eager.grads is None) != (compiled.grads is None):
+        return [f"gradients: compiled {compiled.grads is not None}, eager {eager.grads is not None}"]
+    problems = []
+    for i, (c, e) in enumerate(zip(compiled.grads or (), eager.grads or ())):
+        if (c is None) != (e is None):
+            problems.append(f"gradient {i}: compiled {'none' if c is None else 'one'}, eager {'none' if e is None else 'one'}")
+        elif c is not None:
+            problems += compare(f"gradient {i}", c, e, lambda i=i: reference().grads[i])
+    return problems
+
+
+class Lazy:
+    """A value computed on first use (the float64 reference: most programs never need it)."""
+
+    def __init__(self, make):
+        self.make, self.value = make, None
+
+    def __call__(self):
+        if self.value is None:
+            self.value = self.make()
+        return self.value
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit for bit (NaN equal to NaN)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.is_floating_point():
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return torch.equal(a, b)
+
+
+def compare(what: str, got: torch.Tensor, want: torch.Tensor, reference) -> list[str]:
+    """[] if `got` matches eager's `want`, else what differs. `reference()`: the float64 value."""
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return [f"{what}: {got.dtype} {tuple(got.shape)}, eager {want.dtype} {tuple(want.shape)}"]
+    if not got.is_floating_point():
+        return [] if torch.equal(got, want) else [f"{what}: {_difference(got, want)}"]
+    try:
+        torch.testing.assert_close(got, want, equal_nan=True)
+        return []
+    except AssertionError:
+        pass
+    return _compare_with_float64(what, got, want, reference().to(got.device))
+
+
+def _compare_with_float64(what, got, want, ref) -> list[str]:
+    g, w, r = got.double(), want.double(), ref.double()
+    if not (torch.equal(g.isnan(), w.isnan()) and torch.equal(g.isinf(), w.isinf())
+            and torch.equal(g[g.isinf()], w[w.isinf()])):
+        return [f"{what}: NaN/inf in other places than eager: {_difference(got, want)}"]
+    finite = g.isfinite() & r.isfinite()
+    if not finite.any():
+        return []
+    scale = max(1.0, float(r[finite].abs().max()))
+    error, eager_error = _rmse(g[finite], r[finite]), _rmse(w[finite], r[finite])
+    allowed = ERROR_MULTIPLIER.get(got.dtype, 2.0) * eager_error + FALLBACK_TOL[got.dtype] * scale
+    if error <= allowed:
+        return []
+    return [f"{what}: RMSE vs float64 {error:.3g} > allowed {allowed:.3g} (eager's {eager_error:.3g}); "
+            f"{_difference(got, want)}"]
+
+
+def _rmse(a, b) -> float:
+    return float(((a - b) ** 2).mean().sqrt())
+
+
+def _difference(got, want) -> str:
+    if got.shape != want.shape:
+        return f"shape {tuple(got.shape)} vs {tuple(want.shape)}"
+    g, w = got.detach().double(), want.detach().double()
+    differs = ~((g == w) | (g.isnan() & w.isnan()))
+    if not differs.any():
+        return "equal"
+    where = differs.nonzero()[0].tolist()
+    delta = (g - w).abs()[differs]
+    return (f"{int(differs.sum())} of {g.numel()} elements differ, max |diff| {float(delta.max()):.4g}; "
+            f"first at {where}: {g[tuple(where)].item():.6g} vs eager {w[tuple(where)].item():.6g}")
+
+
+def _stats_problems(stats: dict, allow_failed_partitions: bool) -> list[str]:
+    """An op the partitioner declines (dynamic sizes its rule does not take yet) runs eagerly by
+    design; a region that was accepted and then failed to compile is a compiler bug."""
+    problems = []
+    if stats["ops_compiled"] + stats["ops_library"] == 0:
+        if stats["ops_fallback"]:  # declined, every one (dynamic sizes): a program with nothing to test
+            raise Rejected(f"every op ran eagerly: {stats['fallback_reasons']}")
+        problems.append("nothing was compiled (ops_compiled + ops_library == 0): the run tested nothing")
+    if stats["partitions_failed"] and not allow_failed_partitions:
+        problems.append(f"region(s) failed to compile and ran eagerly: {stats['partitions_failed']}")
+    return problems
+
+
+def _exception_text(error: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    return text if len(text) < 3000 else text[:3000] + " ..."
+
+
+def _report(title: str, details: str, source: str | None, stats: dict | None = None) -> str:
+    parts = [f"{title}:\n{details}"]
+    if stats is not None and stats["partitions_failed"]:
+        parts.append(dynamo_mlir.explain())
+    if source:
+        parts.append("The program, as a regression test (tests/fuzz/test_regressions.py):\n\n" + source)
+    return "\n\n".join(parts)
+
+
+def check_program(program, device: str = "cpu", **kwargs) -> dict:
+    """check() for a drawn Program (tests/fuzz/program.py), its source in any failure."""
+    if not program.steps:  # every op drawn was refused (shrinking gets there): nothing to test
+        raise Rejected("an empty program")
+    no_grad = tuple(i.name for i in program.inputs if not i.grad)
+    return check(program.function(), program.input_maker(), dynamic=program.dynamic, grad=program.grad,
+                 device=device, no_grad=no_grad, source=program.source(), **kwargs)

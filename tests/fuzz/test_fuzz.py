@@ -1,0 +1,80 @@
+"""The differential fuzzer under pytest: random programs (generator.py) compiled with
+backend="mlir" and compared with eager (check.py). A failure is shrunk by hypothesis and printed as
+a regression test to paste into tests/fuzz/test_regressions.py.
+
+CI runs a fixed budget (CI_EXAMPLES, derandomized: the same programs every run). Longer runs:
+    DYNAMO_MLIR_FUZZ_EXAMPLES=500 DYNAMO_MLIR_FUZZ_SEED=7 .venv/bin/python -m pytest tests/fuzz
+    DYNAMO_MLIR_FUZZ_DEVICE=cuda ...   (only the cuda target; it skips where there is no GPU)
+"""
+
+import os
+
+import pytest
+import torch
+from hypothesis import HealthCheck, Phase, given, reject, seed, settings
+
+from .check import Mismatch, Rejected, check, check_program
+from .generator import programs
+
+# Measured: 120 examples take about 2 minutes on the project's 2-core machine (CI's budget: 3).
+CI_EXAMPLES = 120
+EXAMPLES = int(os.environ.get("DYNAMO_MLIR_FUZZ_EXAMPLES") or CI_EXAMPLES)
+SEED = os.environ.get("DYNAMO_MLIR_FUZZ_SEED")
+DEVICES = os.environ.get("DYNAMO_MLIR_FUZZ_DEVICE", "cpu,cuda").split(",")
+
+no_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
+DEVICE_PARAMS = [pytest.param("cpu"), pytest.param("cuda", marks=[pytest.mark.cuda, no_gpu])]
+
+
+def fuzz(test):
+    """hypothesis with a fixed seed (derandomize, or DYNAMO_MLIR_FUZZ_SEED) and no deadline:
+    a compile takes a second. Health checks off: programs are large draws and slow by nature."""
+    test = settings(max_examples=EXAMPLES, deadline=None, derandomize=SEED is None, database=None,
+                    phases=[Phase.explicit, Phase.generate, Phase.shrink], print_blob=False,
+                    suppress_health_check=list(HealthCheck))(test)
+    return seed(int(SEED))(test) if SEED is not None else test
+
+
+@pytest.mark.parametrize("device", [p for p in DEVICE_PARAMS if p.values[0] in DEVICES])
+@fuzz
+@given(program=programs())
+def test_compiled_matches_eager(device, program):
+    try:
+        check_program(program, device)
+    except Rejected:  # eager refused it (data-dependent): not a program
+        reject()
+
+
+# --- the checker itself: each kind of difference it must see ----------------------------------
+
+def seeded(*shape):
+    return lambda device="cpu": [torch.randn(*shape, generator=torch.Generator().manual_seed(0)).to(device)]
+
+
+def compiling() -> bool:
+    return torch.compiler.is_compiling()  # True while Dynamo traces: a way to make compiled differ
+
+
+@pytest.mark.parametrize("fn, grad, what", [
+    (lambda x: (x + 2 if compiling() else x + 1,), False, "output 0"),
+    (lambda x: ((x + 1).int() if compiling() else x + 1,), False, "output 0: torch.int32"),
+    (lambda x: (x.add_(1) if compiling() else x + 1,), False, "input 0 changed by the call"),
+    (lambda x: (x * x if compiling() else x * x.detach(),), True, "gradient 0"),
+], ids=["output", "dtype", "input_written", "gradient"])
+def test_checker_sees_a_difference(fn, grad, what):
+    with pytest.raises(Mismatch, match=what):
+        check(fn, seeded(3, 4), dynamic=False, grad=grad)
+
+
+def test_checker_accepts_what_eager_writes():
+    check(lambda x: (x.mul_(2).sum(0),), seeded(3, 4), dynamic=False, grad=False)
+
+
+def test_checker_refuses_a_run_that_compiled_nothing():
+    with pytest.raises(Mismatch, match="nothing was compiled"):
+        check(lambda x: (x,), seeded(3), dynamic=False, grad=False)
+
+
+def test_half_precision_judged_against_float64():
+    # bfloat16 rounding of a long sum differs by summation order; both are near the float64 value
+    check(lambda x: (x.to(torch.bfloat16).sum(1) * 3,), seeded(8, 512), dynamic=False, grad=False)

@@ -1,0 +1,142 @@
+"""Programs the fuzzer found wrong, minimised, each kept as the fuzzer printed it (`check` compares
+outputs, inputs after the call and gradients with eager, as in the fuzzing run)."""
+
+import torch
+import torch.nn.functional as F  # noqa: F401 - the pasted programs use it
+
+from .check import check
+
+
+def test_zero_size_output_with_dynamic_dims_and_a_workspace():
+    """A static zero-size result (0x2) of a function with dynamic dims was widened to memref<1xf32>
+    for the bare-pointer convention, which such a function does not use: the runtime lays out its
+    descriptors by the signature's ranks, so the workspace descriptor after it was read from the
+    wrong slots and the call wrote through a garbage pointer (segfault, heap corruption)."""
+    def fn(x0, x1):
+        v0 = x0.sum()
+        v1 = x0[:0].reshape(0, 2) + x1
+        return (v0, v1)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((3, 4), device=device), torch.randn((2,), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_zero_size_input_before_other_arguments_with_dynamic_dims():
+    """The same widening on an input: every argument after it was read from shifted slots."""
+    def fn(x0, x1, x2):
+        return (x0.sum(0) * 2, x1 + 1, x2 * 3)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        # x1's dims are 0 and 1, which Dynamo specializes: a static zero-size argument
+        return [torch.randn((3, 4), device=device), torch.randn((0, 1), device=device),
+                torch.randn((5,), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_two_results_that_fusion_makes_one_value():
+    """minimum(v, v) folds to v once fused, and v is returned beside it: the function returned
+    one value twice when it reached buffer-results-to-out-params, which segfaulted (in the
+    compiler, at compile time). Results are now made distinct right before bufferizing."""
+    def fn(x0, x1):
+        v0 = torch.minimum(x0, x1)
+        v1 = torch.minimum(v0, v0)
+        return (v0, v1)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((7,), device=device), torch.randn((7,), device=device)]
+
+    check(fn, make_inputs, dynamic=False, grad=False)
+
+
+def test_zero_size_result_beside_an_op_writing_into_its_empty():
+    """Both results are zero-size: one folds to the `tensor.empty` the other is computed into,
+    and one-shot-bufferize wrote that op in place into the empty's buffer, also returned: one
+    buffer returned twice, and buffer-results-to-out-params segfaulted at compile time."""
+    def fn(x0, x1):
+        v0 = x0[:, :0]
+        return (torch.where(x1, torch.exp(v0), 1.5), v0[0:2:2])
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((1, 3), device=device), torch.rand((1, 1), device=device) < 0.5]
+
+    check(fn, make_inputs, dynamic=False, grad=False)
+
+
+def test_dynamic_reshape_to_a_static_leading_dim():
+    """[s24, s6, s0, s0] -> [24, 7, -1, 2]: every `?` of the result was taken for the operand's
+    `?` at the same place (a unit-dim reshape, judged without the sizes), so the region computed
+    a [24, s6, s0, s0] result into a smaller output buffer: heap corruption."""
+    def fn(x0, x1):
+        v0 = x0 + x1
+        v1 = v0.reshape(24, 7, -1, 2)
+        return (v1,)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((7, 6, 6), device=device), torch.randn((4, 7, 6, 6), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_dynamic_reshape_that_swaps_two_sizes():
+    """[s0, s1] -> [s1, s0] looked like no reshape at all (`?` x `?` both ways): the sum over
+    dim 1 then ran over s1 elements of rows of s0 (values off by 1e21). Found with the above."""
+    def fn(x0):
+        return (x0.view(x0.shape[1], x0.shape[0]).sum(1),)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((3, 5), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_sum_over_a_dynamic_dim_of_a_zero_size_tensor():
+    """A [0, s1] sum over s1 is split into blocks and a tail (slice_dim): tensor.extract_slice
+    with offset 0 into the static 0 dim failed the verifier, and the region ran eagerly."""
+    def fn(x0):
+        return (torch.sum(x0, dim=1),)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((0, 5), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_sign_of_nan_is_zero():
+    """torch.sign(NaN) is 0 in eager on CPU and CUDA ((0 < x) - (x < 0)); the lowering kept the
+    NaN. Found as var() of one element (NaN) through sign and atan2: 0.477 eager, NaN compiled."""
+    def fn(x0):
+        v0 = torch.var(x0, correction=1)
+        return (torch.sign(v0), torch.sign(x0))
+
+    def make_inputs(device="cpu"):
+        return [torch.tensor([float("nan"), -0.0, 0.0, 2.0, float("-inf")], device=device)[:1]]
+
+    check(fn, make_inputs, dynamic=False, grad=False)
+
+
+def test_matmul_of_a_k_blocked_matmul_with_dynamic_sizes():
+    """With a dynamic K the cpu matmul is K-blocked (a loop over chunks of 128, then the rest);
+    the rest's `total + tile` read the total as its init, and linalg's elementwise fusion fused
+    it into the next matmul, which reads the sum for every column: bufferized in place, the
+    tile was added once per column (results doubled and more)."""
+    def fn(x0, x1, x2):
+        v0 = F.linear(x0, x1, None)
+        v1 = torch.matmul(v0, x2)
+        return (v1,)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        x0 = torch.randn((2, 2, 2), device=device).transpose(0, 1)
+        return [x0, torch.randn((1, 2), device=device), torch.randn((2, 1, 2), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
