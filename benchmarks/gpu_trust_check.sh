@@ -4,6 +4,8 @@
 #   PART=tests     the CUDA test tier, plain
 #   PART=sanitize  the CUDA test tier under `compute-sanitizer --tool memcheck`
 #   PART=opinfo    OpInfo: float32, float16, bfloat16, float32 gradients (DTYPES to choose)
+#   PART=fuzz      the differential fuzzer on the cuda target: SHARDS processes of EXAMPLES programs
+#   PART=checks    benchmarks/cuda_trust_checks.py (conv_transpose3d and TF32, flash attention's rng_state)
 # Results and logs in $OUT.
 set -o pipefail
 mkdir -p .gpu-bundle/site && tar xJf .gpu-bundle/torch_mlir-cp312.tar.xz -C .gpu-bundle/site \
@@ -37,6 +39,16 @@ case "${PART:-tests}" in
         --jobs ${JOBS:-15} --timeout 60 --out $OUT/coverage_cuda_$d.md 2>&1 | tail -3
       grep -E '^\*\*' $OUT/coverage_cuda_$d.md | head -1
     done ;;
+  fuzz)  # program i of a seed is the same on every machine: shard k runs k*EXAMPLES .. (k+1)*EXAMPLES-1
+    for k in $(seq 0 $((${SHARDS:-10} - 1))); do
+      timeout ${FUZZ_TIMEOUT:-420} python3 -m tests.fuzz.run --device cuda --seed ${SEED:-1} --start $((k * ${EXAMPLES:-200})) \
+        --examples ${EXAMPLES:-200} --current /tmp/fuzz_current_$k.py > $OUT/fuzz_cuda_$k.log 2>&1 &
+    done
+    wait
+    grep -h "programs in" $OUT/fuzz_cuda_*.log
+    grep -h -A3 "=== FAILURE\|=== CRASH" $OUT/fuzz_cuda_*.log | head -60 ;;
+  checks)
+    timeout ${CHECKS_TIMEOUT:-240} python3 benchmarks/cuda_trust_checks.py 2>&1 | grep -v Warning | tee $OUT/cuda_trust_checks.log | tail -40 ;;
   opinfo-all)  # the entries of issue 22 with every sample (OPS: a regex over OpInfo names)
     for d in float32 float32-train float16 bfloat16; do
       dtype=${d%-train}; train=""; [ "$d" != "$dtype" ] && train="--train"
