@@ -27,11 +27,9 @@ def conv_transpose3d() -> None:
         fn = lambda x, *a: F.conv_transpose3d(x, *a, **s.kwargs)
         args = [s.input, *s.args]
         ref = F.conv_transpose3d(*[a.double() if isinstance(a, torch.Tensor) else a for a in args], **s.kwargs)
-        torch.backends.cudnn.allow_tf32 = True
-        eager = fn(*args)
-        torch.backends.cudnn.allow_tf32 = False
-        eager32 = fn(*args)
-        torch.backends.cudnn.allow_tf32 = True
+        eager = fn(*args)  # torch's default: cuDNN may use TF32 for float32 convolutions
+        with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+            eager32 = fn(*args)
         torch._dynamo.reset()
         compiled = torch.compile(fn, backend="mlir")(*args)
         print(f"{i} | {_err(compiled, ref):.2e} | {_err(eager, ref):.2e} | {_err(eager32, ref):.2e} | "

@@ -120,3 +120,25 @@ def test_output_shapes_are_precompiled_python():
     for _ in range(n):
         evaluate(7, 5)
     assert (time.perf_counter() - t0) / n < 20e-6  # microseconds, not sympy's milliseconds
+
+
+def test_a_target_without_dynamic_shapes_leaves_symbolic_nodes_eager_with_the_reason():
+    """The cuda target compiles static shapes only: the partitioner refuses nodes with symbolic
+    sizes up front (its capabilities lack dynamic_shapes), instead of admitting them and failing
+    at the gpu stage (the fuzzer's cuda run: 'region(s) failed to compile')."""
+    import dataclasses
+
+    from dynamo_mlir.codegen.target import get_target, register_target
+
+    cuda = get_target("cuda")
+    zeros = lambda artifact, sig, options: lambda *inputs: [torch.zeros(o.shape, dtype=o.dtype) for o in sig.outputs]
+    register_target(dataclasses.replace(cuda, load=zeros), override=True)
+    try:
+        f = lambda x: torch.softmax(x * 2, dim=-1) + 1
+        torch.compile(f, backend="mlir", dynamic=True, options={"target": "cuda", "cuda_arch": "sm_90"})(torch.randn(3, 5))
+    finally:
+        register_target(cuda, override=True)
+    s = dynamo_mlir.stats()
+    assert s["partitions_failed"] == 0 and s["ops_compiled"] == 0, dynamo_mlir.explain()
+    assert s["fallback_reasons"] and all("cuda target compiles static shapes only" in why
+                                         for _, why in s["fallback_reasons"]), s["fallback_reasons"]
