@@ -153,10 +153,12 @@ class ImportContext:
             attr = ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(t.element_type, int(number)))
         return dy.ConstantOp(attr, out=t).out
 
-    def broadcast(self, value: ir.Value, shape, like: ir.Value | None = None) -> ir.Value:
+    def broadcast(self, value: ir.Value, shape, like: ir.Value | None = None, source=None) -> ir.Value:
         """NumPy-style broadcast (align right, stretch size-1 dims) to `shape`. A dynamic result
         dim the operand does not carry gets its size from `shape`'s SymInt (a torch shape), or
-        else from `like` (a value of that shape)."""
+        else from `like` (a value of that shape). `source`: the operand's torch shape, where
+        known (else read off the node being imported)."""
+        value = self.pin_stretched_dims(value, shape, source if source is not None else self.symbolic_shape(value))
         symbolic_shape = shape
         symbolic = any(isinstance(s, torch.SymInt) for s in shape)
         src, shape = self.shape_of(value), [DYN if isinstance(s, torch.SymInt) else int(s) for s in shape]
@@ -177,6 +179,28 @@ class ImportContext:
             raise Unsupported(f"broadcast to dynamic shape {shape} with no value to read the sizes from")
         return dy.BroadcastLikeOp(value, like, dims=dims, out=out).out
 
+    def pin_stretched_dims(self, value: ir.Value, shape, source) -> ir.Value:
+        """An operand's `?` that broadcasts against another `?` of the result ([1, s0 // 2, s0]
+        against [1, s0, s0]) is 1 at run time: Dynamo guarded it so when torch broadcast the two.
+        Both being `?`, the broadcast would read it as the result's dim, past its end; reshaped
+        to a static 1 first, it is stretched."""
+        target = self.symbolic_target(shape)
+        offset = len(target) - len(source) if source is not None else -1
+        pinned = [i for i, size in enumerate(source or []) if offset >= 0 and _stretched(size, target[offset + i])]
+        if not pinned:
+            return value
+        return self.reshape(value, [1 if i in pinned else size for i, size in enumerate(source)])
+
+    def symbolic_target(self, shape) -> list:
+        """`shape` as a torch shape: itself when it holds SymInts, else the node's result shape
+        where that is `shape` (rules pass the static form, `?` for each SymInt)."""
+        if any(isinstance(s, torch.SymInt) for s in shape):
+            return list(shape)
+        val = self.node.meta.get("val") if self.node is not None else None
+        if isinstance(val, torch.Tensor) and list(static_shape(val)) == list(shape):
+            return list(val.shape)
+        return list(shape)
+
     def like_of(self, args, shape) -> ir.Value | None:
         """A tensor among `args` whose shape is `shape`: where broadcasts read dynamic sizes."""
         for a in args:
@@ -187,13 +211,16 @@ class ImportContext:
     def operand(self, arg, dtype: torch.dtype, shape, like: ir.Value | None = None, fused: bool = False) -> ir.Value:
         """An elementwise operand: a tensor node or Python number, cast to dtype, broadcast to shape.
         fused: a continuous float op, which reads a rounded chain result unrounded (`rounded`)."""
+        source = None
         if isinstance(arg, fx.Node):
             value = self.opmath(self.tensor(arg), dtype) if fused else self.cast(self.tensor(arg), dtype)
+            val = arg.meta.get("val")
+            source = list(val.shape) if isinstance(val, torch.Tensor) else None
         elif isinstance(arg, (bool, int, float)):
             value = self.scalar(arg, dtype)
         else:
             raise Unsupported(f"unsupported elementwise operand {arg!r}")
-        return self.broadcast(value, shape, like)
+        return self.broadcast(value, shape, like, source)
 
     def reshape(self, value: ir.Value, shape) -> ir.Value:
         """Reshape to `shape`: ints (DYN for `?` dims that only unit-dim changes keep) or a torch
@@ -221,6 +248,15 @@ class ImportContext:
             if isinstance(val, torch.Tensor) and self.values.get(arg) == value:
                 return list(val.shape)
         return None
+
+
+def _stretched(size, target) -> bool:
+    """Whether an operand's symbolic size broadcasts against a different symbolic result size:
+    then it is 1 (the example sizes Dynamo traced with tell which way its guard went)."""
+    if not (isinstance(size, torch.SymInt) and isinstance(target, torch.SymInt)):
+        return False
+    hint = lambda s: getattr(s.node, "hint", None)  # noqa: E731
+    return expr_of(size) != expr_of(target) and hint(size) == 1 and hint(target) != 1
 
 
 def node_location(node: fx.Node) -> ir.Location:

@@ -2,10 +2,13 @@
 caller can see: the outputs (dtype, shape, values), every input tensor after the call, and (for
 gradient programs) the gradients of a weighted sum of the outputs.
 
-Float values are first compared with eager's at torch.testing's default tolerances for their
-dtype; where that fails, as PyTorch's benchmark suite judges accuracy (`same()` in
-benchmarks/dynamo/common.py): against a float64 run of the same program, the compiled error (RMSE)
-may be at most m times eager's plus a small tolerance (m = 3 for the half types, 2 for float32).
+Float values are judged as PyTorch's benchmark suite judges a compiler's accuracy (`same()` in
+benchmarks/dynamo/common.py): close to eager's (float32: rtol = atol = 1e-4, its default; the half
+types: torch.testing's tolerances), or else no farther from a float64 run of the same program
+than eager is, by RMSE: at most m times eager's error plus a small tolerance (m = 3 for the half
+types, 2 for float32, 10 for tensors of at most 10 elements, whose errors are few and noisy).
+Ill-conditioned results make the first test too strict: a layer_norm of a near-constant row
+multiplies a one-ulp difference in its mean by 1/sqrt(eps) = 316.
 """
 
 import inspect
@@ -16,9 +19,12 @@ import torch
 
 import dynamo_mlir
 
+# (rtol, atol) of "close to eager's"; other dtypes: torch.testing's defaults
+CLOSE_TOL = {torch.float32: (1e-4, 1e-4)}
 # RMSE against float64 allowed on top of m * eager's, relative to the result's magnitude
 FALLBACK_TOL = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3, torch.float64: 1e-12}
 ERROR_MULTIPLIER = {torch.float16: 3.0, torch.bfloat16: 3.0}  # others: 2
+SMALL_TENSOR, SMALL_TENSOR_MULTIPLIER = 10, 10.0
 
 
 class Rejected(Exception):
@@ -138,7 +144,8 @@ def _compare_grads(eager: Run, compiled: Run, reference) -> list[str]:
     problems = []
     for i, (c, e) in enumerate(zip(compiled.grads or (), eager.grads or ())):
         if (c is None) != (e is None):
-            problems.append(f"gradient {i}: compiled {'none' if c is None else 'one'}, eager {'none' if e is None else 'one'}")
+            which = lambda g: "none" if g is None else "one"  # noqa: E731
+            problems.append(f"gradient {i}: compiled {which(c)}, eager {which(e)}")
         elif c is not None:
             problems += compare(f"gradient {i}", c, e, lambda i=i: reference().grads[i])
     return problems
@@ -171,8 +178,9 @@ def compare(what: str, got: torch.Tensor, want: torch.Tensor, reference) -> list
         return [f"{what}: {got.dtype} {tuple(got.shape)}, eager {want.dtype} {tuple(want.shape)}"]
     if not got.is_floating_point():
         return [] if torch.equal(got, want) else [f"{what}: {_difference(got, want)}"]
+    rtol, atol = CLOSE_TOL.get(got.dtype, (None, None))
     try:
-        torch.testing.assert_close(got, want, equal_nan=True)
+        torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
         return []
     except AssertionError:
         pass
@@ -189,7 +197,8 @@ def _compare_with_float64(what, got, want, ref) -> list[str]:
         return []
     scale = max(1.0, float(r[finite].abs().max()))
     error, eager_error = _rmse(g[finite], r[finite]), _rmse(w[finite], r[finite])
-    allowed = ERROR_MULTIPLIER.get(got.dtype, 2.0) * eager_error + FALLBACK_TOL[got.dtype] * scale
+    multiplier = SMALL_TENSOR_MULTIPLIER if got.numel() <= SMALL_TENSOR else ERROR_MULTIPLIER.get(got.dtype, 2.0)
+    allowed = multiplier * eager_error + FALLBACK_TOL[got.dtype] * scale
     if error <= allowed:
         return []
     return [f"{what}: RMSE vs float64 {error:.3g} > allowed {allowed:.3g} (eager's {eager_error:.3g}); "

@@ -25,6 +25,16 @@ FAMILY_CHOICES = ["unary", "binary", "movement", "reduction", "binary", "movemen
 SCALARS = {"float": ["2.0", "-0.5", "1.5", "0.0", "3"], "int": ["2", "-3", "0", "1"], "bool": ["True", "False"]}
 DEFAULT_KIND = {BOOL: "bool", I64: "int"}  # floats: "randn"
 MIN_STEPS, MAX_STEPS = 3, 12
+# non-contiguous input layouts (program.py's LAYOUTS): kind, the ranks it takes, weight
+LAYOUT_CHOICES = [("transposed", lambda r: r >= 2, 2), ("strided", lambda r: r >= 1, 1),
+                  ("channels_last", lambda r: r == 4, 2), ("expanded", lambda r: r >= 1, 1)]
+# kind -> the dims it acts on: two to swap, one to stride or expand
+LAYOUT_DIMS = {
+    "transposed": lambda b, rank: tuple(sorted(b.permutation(rank)[:2])),
+    "strided": lambda b, rank: (b.d.integer(0, rank - 1),),
+    "expanded": lambda b, rank: (b.d.integer(0, rank - 1),),
+    "channels_last": lambda b, rank: (),
+}
 
 
 class Drawer:
@@ -143,17 +153,13 @@ class Builder:
         return item.name
 
     def layout(self, shape) -> Layout:
+        """Contiguous two times in three; else one of the non-contiguous layouts the rank allows."""
         rank = len(shape)
-        kinds = (["transposed"] * 2 * (rank >= 2) + ["strided"] * (rank >= 1) + ["channels_last"] * 2 * (rank == 4)
-                 + ["expanded"] * (rank >= 1))
+        kinds = [k for k, takes, weight in LAYOUT_CHOICES for _ in range(weight) if takes(rank)]
         if not kinds or self.d.chance(65):
             return Layout()
         kind = self.d.choice(kinds)
-        if kind == "transposed":
-            return Layout(kind, tuple(sorted(self.permutation(rank)[:2])))
-        if kind in ("strided", "expanded"):
-            return Layout(kind, (self.d.integer(0, rank - 1),))
-        return Layout(kind)
+        return Layout(kind, LAYOUT_DIMS[kind](self, rank))
 
     def other(self, x: str, scalar_ok: bool, enlarge: bool = True) -> str:
         """A second operand for `x`: a scalar, a value already there, or a new input, of a shape

@@ -32,36 +32,43 @@ def tuple_text(items) -> str:
 shape_text = tuple_text
 
 
+def _swapped(shape, dims):
+    s = list(shape)
+    s[dims[0]], s[dims[1]] = s[dims[1]], s[dims[0]]
+    return s
+
+
+def _widened(shape, dims):
+    return [2 * n + 1 if d == dims[0] else n for d, n in enumerate(shape)]  # every other one, from 1
+
+
+def _ones_at(shape, dims):
+    return [1 if d in dims else n for d, n in enumerate(shape)]
+
+
+# layout kind -> (the base tensor's shape from the wanted shape and the layout's dims,
+#                 the source that makes the wanted view of the base)
+LAYOUTS = {
+    "contiguous": (lambda shape, dims: shape, lambda shape, dims: ""),
+    "transposed": (_swapped, lambda shape, dims: f".transpose({dims[0]}, {dims[1]})"),
+    "strided": (_widened, lambda shape, dims: "[" + ":, " * dims[0] + "1::2]"),
+    "expanded": (_ones_at, lambda shape, dims: f".expand{tuple_text(shape)}"),
+    "channels_last": (lambda shape, dims: shape, lambda shape, dims: ".to(memory_format=torch.channels_last)"),
+}
+
+
 @dataclass(frozen=True)
 class Layout:
-    """How an input's memory is laid out: the base tensor is made with `base(shape)`, then
-    `suffix` turns it into a view of the wanted shape (transposed, strided, expanded) or
-    re-lays it (channels-last)."""
-    kind: str = "contiguous"   # contiguous | transposed | strided | expanded | channels_last
+    """How an input's memory is laid out: a base tensor, then a view of the wanted shape
+    (transposed, strided, expanded) or the same values re-laid (channels-last)."""
+    kind: str = "contiguous"
     dims: tuple[int, ...] = ()
 
     def base(self, shape: tuple[int, ...]) -> tuple[int, ...]:
-        s = list(shape)
-        if self.kind == "transposed":
-            i, j = self.dims
-            s[i], s[j] = s[j], s[i]
-        elif self.kind == "strided":
-            s[self.dims[0]] = 2 * s[self.dims[0]] + 1  # every other element, from offset 1
-        elif self.kind == "expanded":
-            for d in self.dims:
-                s[d] = 1
-        return tuple(s)
+        return tuple(LAYOUTS[self.kind][0](shape, self.dims))
 
     def suffix(self, shape: tuple[int, ...]) -> str:
-        if self.kind == "transposed":
-            return f".transpose({self.dims[0]}, {self.dims[1]})"
-        if self.kind == "strided":
-            return "[" + ":, " * self.dims[0] + "1::2]"
-        if self.kind == "expanded":
-            return f".expand{shape_text(shape)}"
-        if self.kind == "channels_last":
-            return ".to(memory_format=torch.channels_last)"
-        return ""
+        return LAYOUTS[self.kind][1](shape, self.dims)
 
 
 @dataclass(frozen=True)

@@ -146,25 +146,33 @@ def supervise(args, indices) -> Tally:
     MLIR) is recorded as a crash with its program, and a new child goes on after it."""
     tally, todo = Tally(), list(indices)
     with tempfile.TemporaryDirectory() as tmp:
+        part = os.path.join(tmp, "tally.json")
         while todo:
-            part = os.path.join(tmp, "tally.json")
-            child = [sys.executable, "-m", "tests.fuzz.run", "--in-process", "--tally", part, "--seed", str(args.seed),
-                     "--device", args.device, "--start", str(todo[0]), "--examples", str(len(todo)),
-                     "--current", args.current, *(["--shrink"] if args.shrink else []), *(["-v"] if args.verbose else [])]
-            code = subprocess.run(child).returncode
-            done = Tally(json.load(open(part))) if os.path.exists(part) else Tally()
-            tally.merge(done)
+            code = subprocess.run(child_command(args, todo, part)).returncode
+            if os.path.exists(part):
+                tally.merge(Tally(json.load(open(part))))
+                os.remove(part)
             if code in (0, 1):
                 break
             index = crashed_index(args.current)
-            if code != CONTEXT_LOST:  # the child reported a lost CUDA context itself
-                print(f"\n=== CRASH (exit {code}) seed {args.seed} program {index}:\n{open(args.current).read()}", flush=True)
-                tally.counts["crashed"] += 1
-                tally.failures.append((index, f"the process died (exit {code})"))
-            todo = [i for i in todo if i > index]  # a new process: a new CUDA context
-            if os.path.exists(part):
-                os.remove(part)
+            if code != CONTEXT_LOST:  # a lost CUDA context the child reported itself
+                record_crash(args, tally, index, code)
+            todo = [i for i in todo if i > index]  # a new process: a new CUDA context too
     return tally
+
+
+def child_command(args, todo: list[int], tally_path: str) -> list[str]:
+    """This script again, in process, over the programs left (a contiguous range)."""
+    return [sys.executable, "-m", "tests.fuzz.run", "--in-process", "--tally", tally_path,
+            "--seed", str(args.seed), "--device", args.device, "--start", str(todo[0]),
+            "--examples", str(len(todo)), "--current", args.current,
+            *(["--shrink"] if args.shrink else []), *(["-v"] if args.verbose else [])]
+
+
+def record_crash(args, tally: Tally, index: int, code: int) -> None:
+    print(f"\n=== CRASH (exit {code}) seed {args.seed} program {index}:\n{open(args.current).read()}", flush=True)
+    tally.counts["crashed"] += 1
+    tally.failures.append((index, f"the process died (exit {code})"))
 
 
 def crashed_index(current: str) -> int:

@@ -140,3 +140,19 @@ def test_matmul_of_a_k_blocked_matmul_with_dynamic_sizes():
         return [x0, torch.randn((1, 2), device=device), torch.randn((2, 1, 2), device=device)]
 
     check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_dynamic_operand_that_broadcasts_against_another_dynamic_dim():
+    """x0 + x0[:, 0:-1:2] with x0 of [1, s0, s0]: the slice is [1, s0 // 2, s0], which Dynamo
+    guarded to be 1 (s0 = 2) and broadcasts. Both dims being `?`, the add read the slice as if it
+    were [1, s0, s0]: past its end (values off by 1e18)."""
+    def fn(x0):
+        v0 = x0[:, 0:-1:2]
+        v1 = x0.add_(2.0)
+        return (v1 + v0,)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((1, 2, 2), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
