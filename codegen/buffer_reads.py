@@ -24,7 +24,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization
 
-READ = "dynamo_mlir.read"  # on a to_buffer: which read of its tensor it is (0, 1, ...)
+READ = "dynamo_mlir.read"  # on a to_buffer: its number among its function's library reads (0, 1, ...)
 TO_BUFFER = "bufferization.to_buffer"
 
 
