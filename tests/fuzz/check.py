@@ -8,7 +8,11 @@ types: torch.testing's tolerances), or else no farther from a float64 run of the
 than eager is, by RMSE: at most m times eager's error plus a small tolerance (m = 3 for the half
 types, 2 for float32, 10 for tensors of at most 10 elements, whose errors are few and noisy).
 Ill-conditioned results make the first test too strict: a layer_norm of a near-constant row
-multiplies a one-ulp difference in its mean by 1/sqrt(eps) = 316.
+multiplies a one-ulp difference in its mean by 1/sqrt(eps) = 316. Where a discontinuity turns a
+rounding difference into a different value (a comparison, sign(), 1/0 of a half-precision
+intermediate that eager rounds and a fused chain does not; of a cancellation), eager's value is
+rounding's choice too, and there compiled may differ: integers, booleans and NaN/inf are held to
+eager's only where eager agrees with the float64 run.
 """
 
 import inspect
@@ -25,6 +29,8 @@ CLOSE_TOL = {torch.float32: (1e-4, 1e-4)}
 FALLBACK_TOL = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3, torch.float64: 1e-12}
 ERROR_MULTIPLIER = {torch.float16: 3.0, torch.bfloat16: 3.0}  # others: 2
 SMALL_TENSOR, SMALL_TENSOR_MULTIPLIER = 10, 10.0
+# how close eager's value must be to float64's to count as settled (not decided by rounding)
+SETTLED_RTOL = {torch.float16: 1e-2, torch.bfloat16: 3e-2}  # others: 1e-4
 
 
 class Rejected(Exception):
@@ -177,7 +183,7 @@ def compare(what: str, got: torch.Tensor, want: torch.Tensor, reference) -> list
     if got.dtype != want.dtype or got.shape != want.shape:
         return [f"{what}: {got.dtype} {tuple(got.shape)}, eager {want.dtype} {tuple(want.shape)}"]
     if not got.is_floating_point():
-        return [] if torch.equal(got, want) else [f"{what}: {_difference(got, want)}"]
+        return [] if torch.equal(got, want) else _compare_discrete(what, got, want, reference)
     rtol, atol = CLOSE_TOL.get(got.dtype, (None, None))
     try:
         torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True)
@@ -187,12 +193,36 @@ def compare(what: str, got: torch.Tensor, want: torch.Tensor, reference) -> list
     return _compare_with_float64(what, got, want, reference().to(got.device))
 
 
+def _settled(want, ref) -> torch.Tensor:
+    """Per element: eager's value is the float64 run's (equal, or close for floats), so rounding
+    did not decide it. Where eager and float64 part (a comparison or sign() of a value at a
+    rounding boundary, 1/0 of a cancellation), any of the values is a right answer."""
+    w, r = want.double(), ref.to(want.device).double()
+    if not want.is_floating_point():
+        return w == r
+    rtol = SETTLED_RTOL.get(want.dtype, 1e-4)
+    close = w.isfinite() & r.isfinite() & ((w - r).abs() <= rtol * (r.abs() + 1))
+    return (w == r) | (w.isnan() & r.isnan()) | close
+
+
+def _unsettled_only(got, want, ref, differs) -> bool:
+    """Compiled parts from eager only where eager's own value was rounding's choice."""
+    return not bool((differs & _settled(want, ref)).any())
+
+
+def _compare_discrete(what, got, want, reference) -> list[str]:
+    """Integers and booleans: equal to eager's, except where eager's is not settled."""
+    if _unsettled_only(got, want, reference(), got != want):
+        return []
+    return [f"{what}: {_difference(got, want)}"]
+
+
 def _compare_with_float64(what, got, want, ref) -> list[str]:
     g, w, r = got.double(), want.double(), ref.double()
-    if not (torch.equal(g.isnan(), w.isnan()) and torch.equal(g.isinf(), w.isinf())
-            and torch.equal(g[g.isinf()], w[w.isinf()])):
+    odd = (g.isnan() != w.isnan()) | (g.isinf() != w.isinf()) | (g.isinf() & w.isinf() & (g != w))
+    if odd.any() and not _unsettled_only(got, want, ref, odd):
         return [f"{what}: NaN/inf in other places than eager: {_difference(got, want)}"]
-    finite = g.isfinite() & r.isfinite()
+    finite = g.isfinite() & w.isfinite() & r.isfinite()
     if not finite.any():
         return []
     scale = max(1.0, float(r[finite].abs().max()))

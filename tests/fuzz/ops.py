@@ -242,9 +242,9 @@ def linear(b, x):
 
 # --- norms -----------------------------------------------------------------------------------
 
-def affine(b, shape, dtype) -> tuple[str | None, str | None]:
+def affine(b, shape, dtype, contiguous: bool = False) -> tuple[str | None, str | None]:
     """A norm's optional weight and bias."""
-    return tuple(b.fresh(shape, dtype) if b.d.chance(70) else None for _ in range(2))
+    return tuple(b.fresh(shape, dtype, contiguous=contiguous) if b.d.chance(70) else None for _ in range(2))
 
 
 def layer_norm(b, x):
@@ -263,11 +263,12 @@ def group_norm(b, x):
 
 def batch_norm(b, x):
     channels, dtype = b.shape(x)[1], b.dtype(x)
-    # contiguous: eager's CPU backward reads a strided or expanded running_var as if it were
-    # contiguous (gradients off by 100x, or NaN, changing from run to run; torch 2.13)
+    # All contiguous: eager's CPU backward (torch 2.13) reads a strided or expanded running_var
+    # as if it were contiguous (gradients off by 100x), and with an expanded weight and a 2-d
+    # input returns NaN gradients about one run in three (uninitialized memory).
     mean = b.fresh((channels,), dtype, grad=False, contiguous=True)
     variance = b.fresh((channels,), dtype, kind="positive", grad=False, contiguous=True)
-    w, bias = affine(b, (channels,), dtype)
+    w, bias = affine(b, (channels,), dtype, contiguous=True)
     return f"F.batch_norm({x}, {mean}, {variance}, {w}, {bias}, training=False)"
 
 
