@@ -65,7 +65,10 @@ def reciprocal(x):
 
 
 def relu(x):
-    return arith.maximumf(x, const(x.type, 0.0))
+    """x < 0 ? 0 : x, as eager's kernels: -0.0 and NaN pass through (maximumf(x, 0) would make
+    -0.0 into +0.0, and 1 / relu(-0.0) +inf where eager gives -inf)."""
+    zero = const(x.type, 0.0)
+    return arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, zero), zero, x)
 
 
 def isnan(x):

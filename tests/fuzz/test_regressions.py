@@ -156,3 +156,17 @@ def test_dynamic_operand_that_broadcasts_against_another_dynamic_dim():
         return [torch.randn((1, 2, 2), device=device)]
 
     check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_relu_keeps_negative_zero():
+    """relu(-0.0) is -0.0 in eager (x < 0 ? 0 : x), so 1 / relu(-relu(x)) is -inf where x <= 0;
+    lowered as maximumf(x, 0) it was +0.0 and the reciprocal +inf."""
+    def fn(x0):
+        v0 = -torch.relu(x0)
+        return (torch.reciprocal(torch.relu(v0)),)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((2, 2), dtype=torch.float32, device=device)]
+
+    check(fn, make_inputs, dynamic=False, grad=False)
