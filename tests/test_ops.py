@@ -31,7 +31,7 @@ CASES = [
     ("log", torch.log, lambda: (_pos(64),), '"dynamo.log"', "math.log"),
     ("tanh", torch.tanh, lambda: (r(64),), '"dynamo.tanh"', "math.tanh"),
     ("sigmoid", torch.sigmoid, lambda: (r(64),), '"dynamo.sigmoid"', "math.exp"),
-    ("relu", torch.relu, lambda: (r(64),), '"dynamo.relu"', "arith.maximumf"),
+    ("relu", torch.relu, lambda: (r(64),), '"dynamo.relu"', "arith.cmpf olt"),
     ("gelu", F.gelu, lambda: (r(64),), '"dynamo.gelu"', "math.erf"),
     ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), lambda: (r(64),), '"dynamo.gelu_tanh"', "math.tanh"),
     ("sqrt", torch.sqrt, lambda: (_pos(64),), '"dynamo.sqrt"', "math.sqrt"),
