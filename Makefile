@@ -33,21 +33,25 @@ browser:
 	    else echo "chromium missing and not root: the browser tests will be skipped"; fi; }
 
 # The examples' tests need cross tools: qemu-user and an AArch64 gcc (the edge target runs its
-# shared libraries under qemu), lld and LLVM 19's objdump/readelf (the rocm target links and
-# disassembles gfx90a/gfx942 code objects). Installed as root where missing; else those tests skip.
-TOOLCHAIN_PACKAGES := qemu-user gcc-aarch64-linux-gnu lld llvm-19
+# shared libraries under qemu), LLVM 19's lld, objdump and readelf (the rocm target links and
+# disassembles gfx90a/gfx942 code objects; Debian's unversioned lld is LLVM 14, too old to link
+# them). Exact Debian package names, each checked by the versioned command it provides. Installed
+# as root where missing; else those tests skip.
+TOOLCHAIN_PACKAGES := qemu-user gcc-aarch64-linux-gnu lld-19 llvm-19
 toolchains:
 	@missing=""; \
 	  command -v qemu-aarch64 >/dev/null 2>&1 || missing="$$missing qemu-user"; \
 	  command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || missing="$$missing gcc-aarch64-linux-gnu"; \
-	  command -v ld.lld >/dev/null 2>&1 || missing="$$missing lld"; \
+	  command -v ld.lld-19 >/dev/null 2>&1 || missing="$$missing lld-19"; \
 	  command -v llvm-objdump-19 >/dev/null 2>&1 || missing="$$missing llvm-19"; \
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; \
 	    else echo "missing$$missing and not root: the examples' tests that need them will be skipped"; fi; fi
 
+# One pytest worker per core (pytest-xdist); TEST_JOBS=0 runs in one process.
+TEST_JOBS ?= $(shell nproc)
 test: setup browser toolchains
-	$(PY) -m pytest -q tests examples
+	$(PY) -m pytest -q -n $(TEST_JOBS) tests examples
 
 bench: setup
 	$(PY) benchmarks/bench_models.py

@@ -8,7 +8,9 @@ Used inside the coverage worker processes (benchmarks/op_coverage.py). A sample 
   fallback    matched eager, but some node ran eagerly (a graph break, an unsupported op, a
               region that failed to compile or fell back at run time), or no op at all ran in
               generated code;
-  mismatch    outputs differ from eager beyond the OpInfo's tolerance, and are not accepted by
+  mismatch    an input differs after the call from eager's input after its call (a compiled
+              call wrote its caller's tensor), or
+              outputs differ from eager beyond the OpInfo's tolerance, and are not accepted by
               a wider reference: a half result may match the float32 computation rounded once
               (what a careful kernel returns; eager's own half kernels round partial results,
               and which one runs depends on the device), and any result passes torch._dynamo's
@@ -171,29 +173,29 @@ def _run(fn, tensors, train: bool, seed: int):
     return pytree.tree_map(detach, out), grads
 
 
-def _compare(expected, actual, tol, metadata_only: bool, uninitialized=frozenset()) -> str | None:
-    """None if equal within tolerance, else a one-line reason."""
+def _compare(expected, actual, tol, metadata_only: bool, uninitialized=frozenset(), what: str = "output") -> str | None:
+    """None if equal within tolerance, else a one-line reason naming the `what` (output, input)."""
     e_leaves, e_spec = pytree.tree_flatten(expected)
     a_leaves, a_spec = pytree.tree_flatten(actual)
     if len(e_leaves) != len(a_leaves):
-        return f"output structure differs ({e_spec} vs {a_spec})"
+        return f"{what} structure differs ({e_spec} vs {a_spec})"
     for i, (e, a) in enumerate(zip(e_leaves, a_leaves)):
         if isinstance(e, torch.Tensor) != isinstance(a, torch.Tensor):
-            return f"output {i}: tensor vs {type(a).__name__}"
+            return f"{what} {i}: tensor vs {type(a).__name__}"
         if not isinstance(e, torch.Tensor):
             if e != a and not (e != e and a != a):
-                return f"output {i}: {e!r} != {a!r}"
+                return f"{what} {i}: {e!r} != {a!r}"
             continue
         if metadata_only or i in uninitialized:
             if (e.shape, e.dtype) != (a.shape, a.dtype):
-                return f"output {i}: {e.shape}/{e.dtype} vs {a.shape}/{a.dtype}"
+                return f"{what} {i}: {e.shape}/{e.dtype} vs {a.shape}/{a.dtype}"
             continue
         kw = dict(atol=tol[0], rtol=tol[1]) if tol else {}
         try:
             torch.testing.assert_close(a, e, equal_nan=True, check_stride=False, **kw)
         except AssertionError as err:
             lines = [l.strip() for l in str(err).splitlines() if l.strip()]
-            return f"output {i}: " + "; ".join(lines[:3])
+            return f"{what} {i}: " + "; ".join(lines[:3])
     return None
 
 
@@ -300,10 +302,20 @@ def _without(tree, positions):
     return [x for i, x in enumerate(pytree.tree_leaves(tree)) if i not in positions]
 
 
+def _inputs_after(expected_inputs, actual_inputs, tol, metadata_only: bool) -> str | None:
+    """Whether the compiled call left every input as eager's call left it (a compiler must not
+    write its caller's tensors unless eager does). Not open to the wider references: an input
+    written where eager writes none is wrong whatever its values."""
+    detach = lambda ts: [t.detach() for t in ts]
+    why = _compare(detach(expected_inputs), detach(actual_inputs), tol, metadata_only, what="input")
+    return why and f"{why} (after the call)"
+
+
 def run_sample(op, sample, dtype, device, train: bool) -> SampleResult | None:
     fn, tensors = _as_call(op, sample)
+    expected_inputs, actual_inputs = _clone(tensors), _clone(tensors)
     try:
-        expected = _run(fn, _clone(tensors), train, seed=0)
+        expected = _run(fn, expected_inputs, train, seed=0)
     except Exception:
         return None  # eager rejects this sample: nothing to compare
     torch._dynamo.reset()
@@ -311,13 +323,16 @@ def run_sample(op, sample, dtype, device, train: bool) -> SampleResult | None:
     torch._dynamo.utils.counters.clear()
     compiled = torch.compile(fn, backend="mlir", dynamic=False)
     try:
-        actual = _run(compiled, _clone(tensors), train, seed=0)
+        actual = _run(compiled, actual_inputs, train, seed=0)
     except Exception as e:
         return SampleResult("error", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
     breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
     tol = tolerances(op, dtype, device)
     metadata_only = op.name in NONDETERMINISTIC
     uninitialized = UNINITIALIZED_OUTPUTS.get(op.name, frozenset())
+    written = _inputs_after(expected_inputs, actual_inputs, tol, metadata_only)
+    if written:
+        return SampleResult("mismatch", written[:300])
     why = _mismatch(expected, actual, tol, metadata_only, train, uninitialized)
     accepted = why and _accepted_by_reference(op, sample, dtype, expected, actual, tol, train, uninitialized)
     if why is not None and not accepted:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from ..lowering import lower_dynamo_ops
+from .half_bits import bf16_as_bits
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
 from .passes import CompileError, run_pipeline
@@ -33,9 +34,42 @@ def lower_to_linalg(module: ir.Module, options, target: str, stage: str = "linal
     return distinct_results(module)  # CSE may have made two results one value
 
 
+# One-shot bufferization's function-argument attribute: false makes an op that would write a
+# tensor argument in place (a gemm accumulating into its bias, an index_put into its dest) write
+# a copy instead.
+WRITABLE = "bufferization.writable"
+
+
+def read_only_arguments(module: ir.Module, writable=frozenset()) -> None:
+    """Mark every tensor argument of every function with a body non-writable, but for the
+    (function name, argument index) pairs in `writable`. A region's inputs are its caller's
+    tensors: writing one in place would change the caller's data behind eager's back (regions
+    are functional; an input eager mutates is written back after the region, by
+    frontend/input_mutations.py), and one-shot bufferization treats arguments as writable
+    unless told otherwise."""
+    with module.context:
+        false = ir.BoolAttr.get(False)
+        for op in module.body.operations:
+            if op.operation.name != "func.func" or not len(op.regions[0].blocks):
+                continue
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            types = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs
+            old = list(ir.ArrayAttr(op.attributes["arg_attrs"])) if "arg_attrs" in op.attributes \
+                else [ir.DictAttr.get({})] * len(types)
+            attrs = []
+            for i, (t, d) in enumerate(zip(types, old)):
+                entries = {a.name: a.attr for a in ir.DictAttr(d)}
+                if isinstance(t, ir.RankedTensorType) and (name, i) not in writable:
+                    entries[WRITABLE] = false
+                attrs.append(ir.DictAttr.get(entries))
+            op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
 def bufferize(module: ir.Module, options, stage: str = "buffers", deallocate: bool = True) -> ir.Module:
     """Tensors -> memrefs, results as out-params (the caller allocates outputs; static
-    allocations are hoisted into them); with `deallocate`, temporary buffers freed."""
+    allocations are hoisted into them); with `deallocate`, temporary buffers freed. Arguments
+    are read-only (`read_only_arguments`): what would write one writes a copy."""
+    read_only_arguments(module)
     run_pipeline(module, "canonicalize", stage, options)
     # Again here, not only after lower_to_linalg: a target's fusion and this canonicalize can
     # still merge two results (min(x, x) folds to x, returned beside x), and
@@ -89,7 +123,7 @@ def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = 
         # remaining bf16 <-> f32 conversions with integer bit operations.
         "func.func(math-extend-to-supported-types{extra-types=f32 target-type=f32})",
         "func.func(arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32})",
-        "func.func(arith-expand{include-bf16=true})",
+        "func.func(arith-expand{include-bf16=true})",  # bf16 values left only move bits: bf16_as_bits
         "lower-affine",
         "convert-scf-to-cf",
         *(["convert-vector-to-llvm"] if _has_vector_ops(module) else []),  # cpu lane loops (cpu/lane_vectors.py)
@@ -103,7 +137,9 @@ def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = 
         "convert-arith-to-llvm",
         "reconcile-unrealized-casts",
     ]
-    return run_pipeline(module, ", ".join(passes), stage, options)
+    # LLVM folds the bits back into bfloat selects that an x86 CPU without AVX-512-BF16 can only
+    # legalize with a compiler-rt call the JIT lacks: no bfloat value may reach LLVM.
+    return bf16_as_bits(run_pipeline(module, ", ".join(passes), stage, options), stage)
 
 
 def llvm_ir(module: ir.Module, triple: str | None = None, data_layout: str | None = None) -> str:

@@ -12,6 +12,7 @@ import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch._functorch.partitioners import default_partition
 
 from ..codegen import config, driver
 from ..codegen.target import NoTargetForDevice
@@ -21,8 +22,10 @@ from .half_precision import half_overrides
 from .inference_path import InferencePath
 from .foreach import decompositions as foreach_decompositions
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
-from .aten.resample import full_precision_decompositions
+from .aten.resample import eager_nearest_indices, full_precision_decompositions
 from .aten.elementwise import BINARY, UNARY
+from .aten.elementwise import decompositions as elementwise_decompositions
+from .aten.max_pool_backward import mark_window_indices
 from .stats import REGISTRY, GraphReport, op_name
 
 log = logging.getLogger("dynamo_mlir")
@@ -52,6 +55,7 @@ def decompositions() -> dict:
     table.update(linear_cross_entropy_decompositions())
     table.update(foreach_decompositions())  # torch.optim's multi-tensor updates, per tensor
     table.update(full_precision_decompositions())  # grid_sampler_2d (frontend/aten/resample.py)
+    table.update(elementwise_decompositions())  # threshold_backward with eager's type promotion
     # An ATen op of the ELEMENTWISE table (dialects/elementwise.py) imports as its own dynamo op:
     # drop core ATen's decomposition of it (logaddexp2 has one), or the importer never sees it.
     for packet in (*UNARY, *BINARY):
@@ -205,6 +209,14 @@ def _eager_graph_report(gm: torch.fx.GraphModule, reason: str, options: config.O
     return report
 
 
+def _partition(joint_module: torch.fx.GraphModule, joint_inputs, **kwargs):
+    """AOTAutograd's default partitioner, after marking on the joint graph what only it shows
+    (a max-pool backward's indices are its forward's: max_pool_backward.py); node.meta is
+    copied into the forward and backward graphs."""
+    mark_window_indices(joint_module.graph)
+    return default_partition(joint_module, joint_inputs, **kwargs)
+
+
 def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """torch.compile backend: `torch.compile(model, backend="mlir", mode=..., options={...})`."""
     options = config.resolve(kwargs.get("options"), kwargs.get("mode"))
@@ -217,11 +229,13 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         fw_compiler=_compiler("forward", options),
         bw_compiler=_compiler("backward", options),
         inference_compiler=_compiler("inference", options, path),
+        partition_fn=_partition,
         decompositions=decompositions(),
         keep_inference_input_mutations=True,  # written back by the graph: input_mutations.py
     )
     try:
-        return path.result(compile_with_aot(gm, example_inputs))
+        with eager_nearest_indices():  # while AOTAutograd traces: resample.py says why
+            return path.result(compile_with_aot(gm, example_inputs))
     except (torch._dynamo.exc.TorchDynamoException, config.OptionError):
         raise  # Dynamo's own control flow (restart the analysis, ...), or the user's options
     except Exception as e:  # noqa: BLE001  our own compilers catch their failures: this is tracing

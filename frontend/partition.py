@@ -54,8 +54,11 @@ def _tensor_inputs(node: fx.Node) -> list[fx.Node]:
     return [a for a in node.all_input_nodes if is_tensor_node(a)]
 
 
-def _check_dynamic(node: fx.Node, vals) -> None:
+def _check_dynamic(node: fx.Node, vals, target) -> None:
     if any(isinstance(v, torch.Tensor) and is_symbolic(v) for v in vals):
+        if "dynamic_shapes" not in target.capabilities:  # refused here, not by a stage later
+            raise Unsupported(f"the {target.name} target compiles static shapes only (this node's sizes are "
+                              "symbolic: compile with dynamic=False, or mark no dim dynamic)")
         packet = getattr(node.target, "overloadpacket", None)
         if packet not in DYNAMIC_SHAPE_OPS:
             raise Unsupported("dynamic (symbolic) sizes are not supported by this op's rule yet")
@@ -72,7 +75,7 @@ def _read_outputs(node: fx.Node) -> list:
     return [v for i, v in enumerate(val) if i in read]
 
 
-def _check_types(node: fx.Node, device_type: str | None) -> None:
+def _check_types(node: fx.Node, device_type: str | None, target) -> None:
     vals = _read_outputs(node) + [a.meta.get("val") for a in node.all_input_nodes]
     for v in vals:
         if isinstance(v, torch.SymInt):
@@ -84,7 +87,7 @@ def _check_types(node: fx.Node, device_type: str | None) -> None:
                 raise Unsupported(f"a {v.device.type} tensor in a graph compiled for {device_type}")
         elif v is not None and not isinstance(v, (int, float, bool, tuple, list)):
             raise Unsupported(f"non-tensor value of type {type(v).__name__}")
-    _check_dynamic(node, vals)
+    _check_dynamic(node, vals, target)
     for a in node.all_input_nodes:
         if not is_tensor_node(a) and not is_size_node(a) and not (isinstance(a.meta.get("val"), (tuple, list)) and a.op == "call_function"):
             raise Unsupported(f"input '{a.name}' is not a tensor")
@@ -113,7 +116,7 @@ class SupportOracle(OperatorSupportBase):
             ok = self.is_node_supported(None, producer)
             return Verdict(ok, "" if ok else f"its producer {producer.target} is not supported")
         try:
-            _check_types(node, self.device_type)
+            _check_types(node, self.device_type, self.target)
             produced = self._dry_run(node)
         except Unsupported as e:
             return Verdict(False, str(e))

@@ -66,7 +66,8 @@ def python_source(expr, names: dict) -> str:
         return "(" + f" {op} ".join(args) + ")"
     if call := _table_entry(_PY_CALLS, expr):
         return f"{call}({', '.join(args)})"
-    return f"({args[0]} ** {_pow_exponent(expr)})"
+    exponent = _pow_exponent(expr)  # anything else (a float size like trunc(2.3 * s0)): Unsupported
+    return f"({args[0]} ** {exponent})"
 
 
 def python_evaluator(symbols: list, exprs_per_output: list[list]):

@@ -30,6 +30,9 @@ CAPABILITIES = {
                    "orthogonal polynomials, Bessel functions, nextafter. Inside one linalg.generic "
                    "body they loop (scf.while), branch (scf.if), call libm (erfc, ...), compute in "
                    "f64 and work on float bit patterns.",
+    "dynamic_shapes": "sizes known only at run time (`?` dims in tensor types, sizes as SSA values): "
+                      "the target's stages, calling convention and runtime take them. Without it "
+                      "the partitioner leaves every node with symbolic sizes eager.",
 }
 
 

@@ -58,3 +58,22 @@ def test_compiled_means_generated_code_and_checked_values():
     text = op_coverage.markdown([dict(vars(r), name=n) for n, r in rows.items()], "float32 cpu", "cmd", 60.0, 1)
     assert "each entry ran its first 1 OpInfo sample(s)" in text and "3 samples over 3 entries" in text
     assert "compiled 1 (33.3%), unverified 1, fallback 1" in text
+
+
+def test_the_sweep_compares_inputs_after_the_call(monkeypatch):
+    """addmm/baddbmm's gemm accumulates into `self`: with arguments writable to bufferization
+    (read_only_arguments made a no-op) the compiled call writes the caller's tensor, and the
+    sweep must call that a mismatch even though the outputs agree; as compiled, it matches."""
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    import coverage_sample
+    from dynamo_mlir.codegen import stages
+
+    by_name = {op_coverage._full_name(op): op for op in op_db}
+    run = lambda name: coverage_sample.run_op(by_name[name], torch.float32, "cpu", False, 2)
+    assert run("baddbmm").verdict != "mismatch"
+    monkeypatch.setattr(stages, "read_only_arguments", lambda module, writable=frozenset(): None)
+    broken = run("baddbmm")
+    assert broken.verdict == "mismatch" and broken.reason.startswith("input 0:"), broken
+    assert "(after the call)" in broken.reason

@@ -102,6 +102,34 @@ def test_resnet_basic_block(tmp_path, on):
     _check_layout(layout, on, [(2, 16, 12, 12)] * 2, transposes=2)
 
 
+class Bottleneck(nn.Module):
+    """ResNet-50's block: 1x1 conv-bn-relu down to `mid` channels, 3x3 conv-bn-relu, 1x1 conv-bn
+    up to `cout`, plus the input (or, where the width changes, its 1x1 conv-bn projection), relu."""
+
+    def __init__(self, cin, mid, cout):
+        super().__init__()
+        conv_bn = lambda i, o, k: nn.Sequential(nn.Conv2d(i, o, k, padding=k // 2, bias=False), nn.BatchNorm2d(o))
+        self.body = nn.Sequential(conv_bn(cin, mid, 1), nn.ReLU(), conv_bn(mid, mid, 3), nn.ReLU(), conv_bn(mid, cout, 1))
+        self.skip = nn.Identity() if cin == cout else conv_bn(cin, cout, 1)
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + self.skip(x))
+
+
+@ON_OFF
+def test_two_resnet_bottlenecks(tmp_path, on):
+    """The first stage of ResNet-50, in small (issue 22). The first block's input is read by two
+    convolutions, the main path's first and the projection, with the main path's relu (its
+    result as wide as that input) in between. CSE merges the two convolutions' to_buffer reads
+    of that input; unless they are split again before bufferization (codegen/buffer_reads.py),
+    the projection's read is invisible to it, and it wrote that relu's result over the block's
+    input (1.28 off)."""
+    torch.manual_seed(0)
+    model = randomize_batchnorm(nn.Sequential(nn.ReLU(), Bottleneck(8, 8, 32), Bottleneck(32, 8, 32))).eval()
+    with torch.no_grad():
+        _run(model, torch.randn(2, 8, 6, 6), on=on, tmp_path=tmp_path, library=_convs(7))
+
+
 @ON_OFF
 def test_strided_convolutions(tmp_path, on):
     def f(x, w1, w2):

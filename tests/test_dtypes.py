@@ -87,3 +87,25 @@ def test_autocast_bf16_training_step():
         assert abs(got - want) <= 1e-2 * abs(want)
     s = assert_all_compiled(library={"aten.mm.default": 8})  # 3 forward, 5 backward, in MKL
     assert s["graphs_by_kind"]["backward"] == 1
+
+
+# grad, self, threshold: torch-mlir's ThresholdBackward{1d,2d}MixedModule (an int64 grad with a
+# float self is float32 in eager), a half grad, and an integer threshold eager truncates (-0.5 -> 0).
+THRESHOLD_BACKWARD = [
+    (torch.float32, torch.int64, 1),
+    (torch.int64, torch.float32, 0.5),
+    (torch.bfloat16, torch.float32, 0.1),
+    (torch.int64, torch.int64, -0.5),
+]
+
+
+@pytest.mark.parametrize("grad_dtype,self_dtype,threshold", THRESHOLD_BACKWARD, ids=str)
+def test_threshold_backward_promotes_as_eager(grad_dtype, self_dtype, threshold):
+    torch.manual_seed(0)
+    grad = (torch.randn(4, 5, 6) * 10).to(grad_dtype)
+    self = (torch.randn(4, 5, 6) * 2).round().to(self_dtype)  # many exact ties with the threshold
+    fn = lambda g, s: torch.ops.aten.threshold_backward(g, s, threshold)  # noqa: E731
+    got, want = torch.compile(fn, backend="mlir", dynamic=False)(grad, self), fn(grad, self)
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert_all_compiled()

@@ -93,6 +93,19 @@ def test_cat_with_a_dynamic_dim_compiles_once(dim):
     assert s["graphs"] == 1 and "aten.cat.default" in s["compiled_ops"], dynamo_mlir.explain()
 
 
+def test_float_size_expression_is_unsupported():
+    """F.interpolate(scale_factor=2.3) on a dynamic size: trunc(2.3 * s0) has no integer form
+    here; the region falls back with the expression named, not an IndexError."""
+    import sympy
+    from torch.utils._sympy.functions import TruncToInt
+
+    from dynamo_mlir.frontend.registry import Unsupported
+
+    s0 = sympy.symbols("s0", integer=True, positive=True)
+    with pytest.raises(Unsupported, match="size expression 2.3"):
+        python_evaluator([s0], [[TruncToInt(sympy.Float(2.3) * s0)]])
+
+
 def test_output_shapes_are_precompiled_python():
     """FloorDiv/Mod size expressions become one Python lambda at compile time."""
     import sympy
@@ -107,3 +120,25 @@ def test_output_shapes_are_precompiled_python():
     for _ in range(n):
         evaluate(7, 5)
     assert (time.perf_counter() - t0) / n < 20e-6  # microseconds, not sympy's milliseconds
+
+
+def test_a_target_without_dynamic_shapes_leaves_symbolic_nodes_eager_with_the_reason():
+    """The cuda target compiles static shapes only: the partitioner refuses nodes with symbolic
+    sizes up front (its capabilities lack dynamic_shapes), instead of admitting them and failing
+    at the gpu stage (the fuzzer's cuda run: 'region(s) failed to compile')."""
+    import dataclasses
+
+    from dynamo_mlir.codegen.target import get_target, register_target
+
+    cuda = get_target("cuda")
+    zeros = lambda artifact, sig, options: lambda *inputs: [torch.zeros(o.shape, dtype=o.dtype) for o in sig.outputs]
+    register_target(dataclasses.replace(cuda, load=zeros), override=True)
+    try:
+        f = lambda x: torch.softmax(x * 2, dim=-1) + 1
+        torch.compile(f, backend="mlir", dynamic=True, options={"target": "cuda", "cuda_arch": "sm_90"})(torch.randn(3, 5))
+    finally:
+        register_target(cuda, override=True)
+    s = dynamo_mlir.stats()
+    assert s["partitions_failed"] == 0 and s["ops_compiled"] == 0, dynamo_mlir.explain()
+    assert s["fallback_reasons"] and all("cuda target compiles static shapes only" in why
+                                         for _, why in s["fallback_reasons"]), s["fallback_reasons"]

@@ -5,6 +5,8 @@ attention of transformers.
 
 Inference, then a training step (loss, every gradient, the parameters after AdamW) and a
 100-step AdamW loop, each against an eager copy of the model, with every op compiled by us.
+The deeper models of FLOAT64_CASES (ResNet-50's layout): inference and a training step judged
+as PyTorch's benchmark suite judges float32, against a float64 copy of the model.
 """
 
 import copy
@@ -14,8 +16,8 @@ import torch
 
 import dynamo_mlir
 
-from helpers import assert_fallbacks
-from real_models import CASES
+from helpers import assert_as_accurate_as_eager, assert_fallbacks
+from real_models import CASES, FLOAT64_CASES
 
 # LLVM's optimisation level does not change f32 results (no fast-math), and at the default level
 # the JIT takes ~10x longer on these graphs: the whole file would not fit its CPU time budget.
@@ -23,7 +25,7 @@ from real_models import CASES
 OPTIONS = {"cpu": {"opt_level": 0}, "cuda": {}}
 STEPS = 100
 
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"))]
+DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")])]
 # (model, attn_implementation): None is transformers' default, SDPA.
 VARIANTS = [(name, attn) for name, case in CASES.items() for attn in ((None, "eager") if case.transformer else (None,))]
 IDS = [f"{name}-{attn or 'sdpa'}" if CASES[name].transformer else name for name, attn in VARIANTS]
@@ -53,9 +55,9 @@ def exact_f32_matmuls():
     torch.backends.cuda.matmul.allow_tf32 = saved
 
 
-def _setup(name, attn, device):
+def _setup(name, attn, device, cases=CASES):
     """The model and an eager copy (same weights), and the batch, all on `device`."""
-    case = CASES[name]
+    case = cases[name]
     torch.manual_seed(0)
     model = case.build(attn).to(device)
     inputs, target = case.batch(torch.Generator().manual_seed(0))
@@ -175,3 +177,77 @@ def test_training_matches_eager(name, attn, device, caplog):
                 optimizer.step()
         assert abs(got.item() - want.item()) <= 5e-3 * abs(want.item()), f"loss after {STEPS} steps: {got} vs eager {want}"
     _assert_compiled(caplog, {"forward": 1, "backward": 1}, device)
+
+
+# ----------------------------------------------------------------------------- against float64
+
+
+def _float64(model, inputs):
+    """A float64 copy of `model` and of the float inputs: the reference both runs are judged by."""
+    return copy.deepcopy(model).double(), {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
+
+
+def _assert_convolutions_are_library_calls(model):
+    """Every convolution of the model ran as a library call (torch's kernel), none in our loops
+    or eagerly (what _assert_compiled checks of all ops)."""
+    convs = sum(isinstance(m, torch.nn.Conv2d) for m in model.modules())
+    s = dynamo_mlir.stats()
+    assert s["library_ops"].get("aten.convolution.default") == convs, s["library_ops"]
+
+
+def _assert_inputs_intact(model, ref, inputs, saved):
+    """The compiled call left the caller's tensors as they were: the batch (`saved`: a copy made
+    before) and the parameters (the eager copy's: no optimizer step has run)."""
+    for key, value in inputs.items():
+        assert torch.equal(value, saved[key]), f"input {key} was written"
+    want = dict(ref.named_parameters())
+    for name, p in model.named_parameters():
+        assert torch.equal(p, want[name]), f"parameter {name} was written"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", FLOAT64_CASES)
+def test_inference_as_accurate_as_eager(name, device, caplog):
+    case, model, ref, inputs, _ = _setup(name, None, device, FLOAT64_CASES)
+    exact, exact_inputs = _float64(ref, inputs)
+    saved = {k: v.clone() for k, v in inputs.items()}
+    for m in (model, ref, exact):
+        m.eval()
+    with torch.no_grad():
+        got = _main_output(case, torch.compile(model, backend="mlir", options=OPTIONS[device])(**inputs))
+        _assert_inputs_intact(model, ref, inputs, saved)
+        want, reference = _main_output(case, ref(**inputs)), _main_output(case, exact(**exact_inputs))
+    assert_as_accurate_as_eager(got, want, reference, what=case.output)
+    _assert_compiled(caplog, {"inference": 1}, device)
+    _assert_convolutions_are_library_calls(model)
+
+
+def _training_step(case, model, batch, target, options=None):
+    """One forward and backward of `model` in training mode (compiled with `options` unless None);
+    the loss."""
+    model.train()
+    loss = lambda: case.loss(_main_output(case, model(**batch)), target)
+    loss = (loss if options is None else torch.compile(loss, backend="mlir", options=options))()
+    loss.backward()
+    return loss.detach()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", FLOAT64_CASES)
+def test_training_step_as_accurate_as_eager(name, device, caplog):
+    """One training step: the loss, every gradient and the buffers after it (batch norm's running
+    statistics)."""
+    case, model, ref, inputs, target = _setup(name, None, device, FLOAT64_CASES)
+    exact, exact_inputs = _float64(ref, inputs)
+    saved = {k: v.clone() for k, v in inputs.items()}
+    got = _training_step(case, model, inputs, target, OPTIONS[device])
+    _assert_inputs_intact(model, ref, inputs, saved)
+    want, reference = _training_step(case, ref, inputs, target), _training_step(case, exact, exact_inputs, target)
+    assert_as_accurate_as_eager(got, want, reference, what="loss")
+    for (name_, p), q, r in zip(model.named_parameters(), ref.parameters(), exact.parameters()):
+        assert_as_accurate_as_eager(p.grad, q.grad, r.grad, what=f"gradient of {name_}")
+    for (name_, b), c, d in zip(model.named_buffers(), ref.buffers(), exact.buffers()):
+        if b.is_floating_point():
+            assert_as_accurate_as_eager(b, c, d, what=f"buffer {name_}")
+    _assert_compiled(caplog, {"forward": 1, "backward": 1}, device)
+    _assert_convolutions_are_library_calls(model)

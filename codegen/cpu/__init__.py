@@ -46,7 +46,7 @@ TARGET = Target(
     options_class=CPUOptions,
     find_library_nodes=_library_nodes,
     doc="Host CPU through MLIR's ExecutionEngine (LLVM ORC JIT).",
-    capabilities=frozenset({"serial_loops", "scalar_math"}),  # scf loops run as written, on the calling thread
+    capabilities=frozenset({"serial_loops", "scalar_math", "dynamic_shapes"}),  # scf loops run as written, on the calling thread
 )
 
 from . import row_reduction, rules  # noqa: E402,F401  (cpu-specific lowerings; after TARGET, which declares the name)

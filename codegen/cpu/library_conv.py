@@ -48,7 +48,8 @@ How the call sits in the tensor program. Unlike matmul (library.py), the convolu
 before lowering, not after bufferization: its lowering pads the input (tensor.pad, a copy) and
 regroups channels, while torch takes padding and groups itself. At the linalg stage the operands
 become buffers with
-`bufferization.to_buffer read_only` (any layout: the type is fully strided), the result is a
+`bufferization.to_buffer read_only` (any layout: the type is fully strided; one per operand
+per convolution: codegen/buffer_reads.py says why), the result is a
 fresh `memref.alloc` that the calls write, and `bufferization.to_tensor restrict writable` hands
 it back to the tensor world; one-shot bufferization keeps all of it, and where the convolution
 is the function's result, buffer-results-to-out-params makes that alloc the output itself.
@@ -78,6 +79,7 @@ from torch_mlir.dialects import arith, bufferization, func, llvm, memref
 
 from ...dialects import dynamo as dy
 from ...lowering.loops import if_else
+from ..buffer_reads import read_only_buffer
 from .library import LIBTORCH_CPU, declare, nodes_calling, ops_named, pointer_to
 
 ELEMENT_DTYPE = {"f32": "aoti_torch_dtype_float32", "f64": "aoti_torch_dtype_float64"}
@@ -261,8 +263,7 @@ def call_library_convs(module: ir.Module, options) -> None:
             out = ir.RankedTensorType(view.out.type)
             frame = _Frame(fn.regions[0].blocks[0], out.rank)
             with ir.InsertionPoint(op), op.location:
-                x, w = (bufferization.to_buffer(_strided(ir.RankedTensorType(v.type)), v, read_only=True)
-                        for v in (view.x, view.weight))
+                x, w = (read_only_buffer(_strided(ir.RankedTensorType(v.type)), v, op) for v in (view.x, view.weight))
                 y = memref.alloc(ir.MemRefType.get(out.shape, out.element_type), [], [])
                 _emit(frame, view, x, w, y)
                 result = bufferization.to_tensor(out, y, restrict=True, writable=True)

@@ -18,12 +18,12 @@ import ctypes
 import logging
 
 import torch
-from torch_mlir import ir
 from torch_mlir.execution_engine import ExecutionEngine
 
 from ..passes import CompileError
 from ..signature import Signature, SizeSpec
 from . import heap, library, library_conv, memory_plan, parallel
+from .linking import check_symbols_resolve, external_symbols, packed_function
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -60,7 +60,7 @@ class CpuFunction:
         self.signature = signature
         self._module = module  # keep the IR's context alive as long as the engine
         self._engine = ExecutionEngine(module, opt_level=opt_level)
-        self._fn = _PACKED_FN(self._engine.raw_lookup(signature.name))
+        self._fn = _PACKED_FN(packed_function(self._engine, module, signature.name, opt_level))
         self._n_in = len(signature.inputs)
         self._out_specs = [(spec.shape, spec.dtype) for spec in signature.outputs]
         self.workspace_bytes = workspace_bytes
@@ -97,7 +97,7 @@ class DynamicCpuFunction:
         self.signature = signature
         self._module = module
         self._engine = ExecutionEngine(module, opt_level=opt_level)
-        self._fn = _PACKED_FN(self._engine.raw_lookup(signature.name))
+        self._fn = _PACKED_FN(packed_function(self._engine, module, signature.name, opt_level))
         widths = [1 if isinstance(spec, SizeSpec) else 3 + 2 * len(spec.shape)
                   for spec in (*signature.inputs, *signature.outputs)]
         if workspace_bytes:
@@ -144,24 +144,6 @@ def _describe(slots, k: int, t: torch.Tensor | int) -> None:
     for d, (size, stride) in enumerate(zip(t.shape, t.stride())):
         slots[k + 3 + d] = size
         slots[k + 3 + rank + d] = stride
-
-
-def external_symbols(module) -> list[str]:
-    """Functions the LLVM-dialect module declares but does not define (libm, ...)."""
-    names = []
-    for op in module.body.operations:
-        if op.operation.name == "llvm.func" and len(op.regions[0].blocks) == 0:
-            names.append(ir.StringAttr(op.attributes["sym_name"]).value)
-    return names
-
-
-def check_symbols_resolve(module) -> None:
-    """A symbol the JIT cannot resolve aborts the whole process when the engine is created: refuse
-    such a module here instead, so the region falls back to eager with the symbol named."""
-    process = ctypes.CDLL(None)
-    missing = [name for name in external_symbols(module) if not hasattr(process, name)]
-    if missing:
-        raise CompileError("load", f"the generated code calls {missing}, which this process does not provide")
 
 
 class LibraryStatusChecked:

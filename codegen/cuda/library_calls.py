@@ -46,6 +46,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func, memref
 
+from ..buffer_reads import read_only_buffer
 
 CALL_KIND = "dynamo_mlir.library_call"  # func.call attribute: which library op the call is
 INDEX_PUT, SCATTER, ATTENTION = "torch.index_put", "torch.scatter", "torch.attention"
@@ -89,8 +90,8 @@ def _buffer_type(value: ir.Value) -> ir.MemRefType:
     return ir.MemRefType.get(t.shape, t.element_type)
 
 
-def _read(value: ir.Value) -> ir.Value:
-    return bufferization.to_buffer(_buffer_type(value), value, read_only=True)
+def _read(value: ir.Value, user) -> ir.Value:
+    return read_only_buffer(_buffer_type(value), value, user)  # one per call: ..buffer_reads says why
 
 
 def emit_call(op, kind: str, operands: list[ir.Value], updates_dest: bool = True) -> ir.Value:
@@ -98,8 +99,8 @@ def emit_call(op, kind: str, operands: list[ir.Value], updates_dest: bool = True
     updates in place, or (updates_dest off) a fresh buffer the call fills."""
     out = memref.alloc(_buffer_type(op.out), [], [])
     if updates_dest:
-        memref.copy(_read(op.dest), out)
-    args = [_read(v) for v in operands] + [out]
+        memref.copy(_read(op.dest, op), out)
+    args = [_read(v, op) for v in operands] + [out]
     name = _callee(_module_of(op), kind, [a.type for a in args])
     call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
     call.attributes[CALL_KIND] = ir.StringAttr.get(kind)

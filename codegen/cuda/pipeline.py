@@ -10,6 +10,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from ...lowering import lower_dynamo_ops
+from .. import stages
 from ..passes import CompileError, run_pipeline
 from . import ptx, schedule, to_gpu
 from .loopnest import Unsupported
@@ -45,13 +46,7 @@ def _unique_results(module: ir.Module) -> None:
 def make_buffers(module: ir.Module, options) -> ir.Module:
     with module.context:
         _unique_results(module)
-    passes = [
-        "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
-        # Results become out-params: torch allocates outputs (static allocations hoisted into them).
-        "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
-        "canonicalize", "cse",
-    ]
-    return run_pipeline(module, ", ".join(passes), "buffers", options)
+    return stages.bufferize(module, options, "buffers", deallocate=False)
 
 
 def make_gpu(module: ir.Module, options) -> ir.Module:

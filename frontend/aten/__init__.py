@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     indexing,
     linalg,
     matmul,
+    max_pool_backward,
     movement,
     norm,
     pool,

@@ -196,6 +196,12 @@ def _copy_like(ctx, node):
     return ctx.cast(ctx.tensor(x), val.dtype)
 
 
+@import_rule(torch.ops.prims.convert_element_type.default)
+def _convert_element_type(ctx, node):
+    """The cast prims.var's decomposition ends with (var of a bf16 tensor: f32 -> bf16)."""
+    return ctx.cast(ctx.tensor(bind(node).a), ctx.out_meta(node).dtype)
+
+
 # ----------------------------------------------------------------------------- composed elementwise ops
 
 
@@ -324,3 +330,22 @@ def _fma(ctx, node):
     compute, shape = compute_dtype(val.dtype), list(static_shape(val))
     x, y, z = (ctx.operand(v, compute, shape) for v in (a.a, a.b, a.c))
     return ctx.cast(emit_like(ctx, "add", emit_like(ctx, "mul", x, y), z), val.dtype)
+
+
+# ----------------------------------------------------------------------------- decompositions
+
+
+def _threshold_backward(grad_output, self, threshold):
+    """eager's kernel: grad_output where self > threshold, else 0, in the dtype both promote to,
+    self compared in it with threshold converted to it (an integer dtype truncates, as
+    Scalar.to<int64_t>). torch's own decomposition keeps grad's dtype (int64 grad and float self
+    gave int64) and compares an integer self with the float threshold."""
+    dtype = torch.result_type(grad_output, self)
+    if not dtype.is_floating_point:
+        threshold = int(threshold)
+    return torch.where(self.to(dtype) <= threshold, 0, grad_output.to(dtype))
+
+
+def decompositions() -> dict:
+    """Ours, where core ATen's differ from eager (backend.decompositions applies them last)."""
+    return {aten.threshold_backward.default: _threshold_backward}

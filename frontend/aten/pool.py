@@ -10,9 +10,7 @@ dilation/ceil_mode over 2 or 3 spatial dims, and adaptive average/max pooling.
   (`Windows`). Otherwise every window's elements are gathered with a constant index (the window's
   positions in the -inf-padded volume): [planes, out..., K]. The argmax over K gives the window
   slot, and a constant table maps (window, slot) to torch's index in the unpadded volume.
-- Max-pool backward: each input position sums grad_output over the (at most K) windows that can
-  contain it and whose saved index names it; the candidate windows are a constant table, so the
-  scatter-add of eager becomes a gather and a sum, in eager's order (ascending output position).
+- Max-pool backward: max_pool_backward.py.
 - Adaptive pooling: output i of a dim of size n pooled to o reads [floor(i*n/o), ceil((i+1)*n/o)).
   The windows are separable, so each pooled dim is one masked reduction of x broadcast to
   [..., o, n, ...].
@@ -27,7 +25,7 @@ from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, output_read, per_dim
 from .builders import (HALF, arg_reduce, compare, compute_dtype, const, emit_like, gather_along, i64s, iota,
-                       ordered_sum, outer, pad, permute, reduce, row_major_strides, select, slice_box)
+                       outer, pad, permute, reduce, row_major_strides, select, slice_box)
 
 aten = torch.ops.aten
 
@@ -219,71 +217,6 @@ def _max_pool3d_with_indices(ctx, node):
     return _max_pool(ctx, node, 3)
 
 
-# ----------------------------------------------------------------------------- max-pool backward
-
-
-def _candidates(geom: Geometry):
-    """Per input position (flat) and candidate slot: the flat output position of a window that
-    can hold it (0 where none) and whether there is one, [in..., K] each. Slots run over the
-    kernel backwards, so the candidates of each position ascend as eager's scatter visits them."""
-    outs, valid = [], []
-    for n, o, k, s, p, d in zip(geom.ins, geom.outs, geom.kernel, geom.stride, geom.padding, geom.dilation):
-        start = np.arange(n)[:, None] + p - (np.arange(k)[::-1] * d)[None, :]  # o * s for slot k
-        ok = (start >= 0) & (start % s == 0) & (start // s < o)
-        outs.append(np.where(ok, start // s, 0))
-        valid.append(ok)
-    k = int(np.prod(geom.kernel))
-    flat = outer([t * st for t, st in zip(outs, row_major_strides(geom.outs))], np.add).reshape(geom.ins + [k])
-    ok = outer(valid, np.logical_and).reshape(geom.ins + [k])
-    return np.where(ok, flat, 0), ok
-
-
-def _general_max_pool_backward(ctx, node, spatial: int):
-    a = bind(node)
-    grad, x, indices = ctx.tensor(a.grad_output), ctx.tensor(a.self), ctx.tensor(a.indices)
-    val = ctx.out_meta(node)
-    shape, gshape = ctx.shape_of(x), ctx.shape_of(grad)
-    if 0 in shape or 0 in gshape:
-        raise Unsupported("max-pool backward of an empty tensor")
-    geom = _max_geometry(ctx, a, x, gshape, spatial)
-    planes, k = int(np.prod(shape[:-spatial])), int(np.prod(geom.kernel))
-    n_in, n_out = int(np.prod(geom.ins)), int(np.prod(geom.outs))
-    if n_in * k * planes > MAX_WINDOW_ELEMENTS:
-        raise Unsupported("max-pool backward windows too large to gather")
-    table, ok = _candidates(geom)
-    table = const(ctx, table.reshape(n_in, k), torch.int64)
-    wide = [n_in, k, planes]
-
-    def gathered(v):  # [planes, out...] -> [in, K, planes]: each candidate window's value
-        rows = permute(ctx, ctx.reshape(v, [planes, n_out]), [1, 0])
-        return dy.GatherOp(rows, table, out=ctx.type_like(rows, shape=wide)).out
-
-    compute = compute_dtype(val.dtype)
-    g, idx = gathered(ctx.cast(grad, compute)), gathered(indices)
-    here = ctx.broadcast(ctx.reshape(iota(ctx, [n_in], 0), [n_in, 1, 1]), wide)
-    hit = compare(ctx, idx, here, "eq")
-    valid = ctx.broadcast(ctx.cast(const(ctx, ok.reshape(n_in, k, 1).astype(np.int64), torch.int64), torch.bool), wide)
-    hit = emit_like(ctx, "and", hit, valid)
-    routed = select(ctx, hit, g, ctx.broadcast(ctx.scalar(0, compute), wide))
-    total = permute(ctx, ordered_sum(ctx, routed, 1, val.dtype), [1, 0])  # eager's order and half roundings
-    return ctx.cast(ctx.reshape(total, shape), val.dtype)
-
-
-@import_rule(aten.max_pool2d_with_indices_backward)
-def _max_pool2d_backward(ctx, node):
-    try:  # disjoint, unpadded windows: `Windows` recomputes the argmax, no gathers
-        return _disjoint_max_pool_backward(ctx, bind(node))
-    except Unsupported:
-        return _general_max_pool_backward(ctx, node, 2)
-
-
-@import_rule(aten.max_pool3d_with_indices_backward)
-def _max_pool3d_backward(ctx, node):
-    return _general_max_pool_backward(ctx, node, 3)
-
-
-
-
 # ----------------------------------------------------------------------------- disjoint 2-d windows
 
 
@@ -357,22 +290,6 @@ def _disjoint_max_pool(ctx, a, x, val):
     windows = Windows(a, ctx.shape_of(x))
     values = _pool2d(ctx, x, "max", val, a.kernel_size, a.stride, a.padding or 0, a.dilation or 1)
     return values, windows.flat_indices(ctx, windows.argmax(ctx, x))
-
-
-def _disjoint_max_pool_backward(ctx, a):
-    """Recomputes each window's argmax from the input (the saved indices say the same) and
-    routes the gradient there: no scatter needed because windows are disjoint."""
-    grad, x = ctx.tensor(a.grad_output), ctx.tensor(a.self)
-    windows = Windows(a, ctx.shape_of(x))
-    if any(windows.padding):
-        # an all -inf window's argmax can land on a padding slot, whose gradient has nowhere to go
-        raise Unsupported("max-pool backward with padding (eager routes -inf windows' gradients)")
-    shape = windows.window_shape
-    best = ctx.broadcast(ctx.reshape(windows.argmax(ctx, x), shape[:4] + [1]), shape)
-    hit = compare(ctx, iota(ctx, shape, 4), best, "eq")
-    g = ctx.broadcast(ctx.reshape(grad, shape[:4] + [1]), shape)
-    zero = ctx.broadcast(ctx.scalar(0, ctx.dtype_of(grad)), shape)
-    return windows.scatter(ctx, select(ctx, hit, g, zero))
 
 
 # ----------------------------------------------------------------------------- adaptive pooling

@@ -1,7 +1,9 @@
-"""Resampling: grid sampling (grid_sampler_2d/3d, as decompositions) and antialiased bilinear
-resizing. (Plain interpolation and upsampling reach the importer decomposed into gathers and
-arithmetic by torch's own decompositions.)"""
+"""Resampling: grid sampling (grid_sampler_2d/3d, as decompositions), nearest upsampling (a
+decomposition: eager's source index) and antialiased bilinear resizing. (Other interpolation and
+upsampling reach the importer decomposed into gathers and arithmetic by torch's own
+decompositions.)"""
 
+import contextlib
 import itertools
 
 import numpy as np
@@ -26,6 +28,70 @@ def full_precision_decompositions() -> dict:
     table = {op: in_float32(ref) for op, ref in get_decompositions([aten.grid_sampler_2d]).items()}
     table[aten.grid_sampler_3d.default] = in_float32(lambda *args: _grid_sample(*args))
     return table
+
+
+# ----------------------------------------------------------------------------- nearest upsampling
+
+
+def _nearest_scale(isize, osize, scale, device) -> torch.Tensor:
+    """eager's compute_scales_value<float>: (float)(1 / scale) where a scale is given (> 0),
+    else (float)isize / osize, divided in float32 (sizes below 2^24 are exact in it)."""
+    if scale is not None and scale > 0:
+        return torch.scalar_tensor(float(np.float32(1.0 / scale)), dtype=torch.float32, device=device)
+    f32 = lambda n: torch.scalar_tensor(n, dtype=torch.float32, device=device)  # noqa: E731
+    return f32(isize) / f32(osize)
+
+
+def _nearest_source(isize, osize, scale, exact: bool, device) -> torch.Tensor:
+    """The input index of each output index, as eager's nearest_idx / nearest_exact_idx (ATen's
+    UpSample.h): nearest keeps an index where the size is kept and halves it where the size
+    doubles, else floor(dst * s) in float32; nearest-exact is floor((dst + 0.5) * s), the product
+    in double rounded to float32; both at most isize - 1."""
+    dst = torch.arange(osize, device=device)
+    if not exact and osize == isize:
+        return dst
+    if not exact and osize == 2 * isize:
+        return dst // 2
+    s = _nearest_scale(isize, osize, scale, device)
+    if exact:
+        position = ((dst.to(torch.float64) + 0.5) * s.to(torch.float64)).to(torch.float32)
+    else:
+        position = dst.to(torch.float32) * s
+    return position.to(torch.int64).clamp_max(isize - 1)  # position >= 0: truncation is floor
+
+
+def _nearest_indices(input, output_size, scales, exact=False):
+    """Stands in for torch._decomp's `_compute_upsample_nearest_indices` (same signature) while
+    AOTAutograd traces a graph for us (`eager_nearest_indices`). torch's takes
+    s = isize / (isize * scale) in double and does not clamp: a scale given beside an output size
+    (torch-mlir's UpSampleNearest2dDynamicFactor: 2x2 to 6x10 at 2.3, 4.7) read index 2 of a
+    size-2 dim, and a size kept at a scale other than 1 moved indices eager keeps."""
+    spatial = len(output_size)
+    indices = []
+    for d, (osize, scale) in enumerate(zip(output_size, scales)):
+        src = _nearest_source(input.shape[input.dim() - spatial + d], osize, scale, exact, input.device)
+        indices.append(src.reshape([-1] + [1] * (spatial - 1 - d)))
+    return indices
+
+
+@contextlib.contextmanager
+def eager_nearest_indices():
+    """While AOTAutograd traces: nearest upsampling's source indices computed as eager's kernel
+    does. torch registers the upsample_nearest ops' decompositions as Python kernels of their
+    Autograd keys, which run before any decomposition table is consulted (and F.interpolate
+    reaches them as one call Dynamo does not look into), so the index function they call is
+    swapped instead, for the trace only (under Dynamo's compile lock; inductor keeps torch's)."""
+    from torch._decomp import decompositions
+
+    original = getattr(decompositions, "_compute_upsample_nearest_indices", None)
+    if original is None:  # another torch: its decomposition stays (the sweep compares it with eager)
+        yield
+        return
+    decompositions._compute_upsample_nearest_indices = _nearest_indices
+    try:
+        yield
+    finally:
+        decompositions._compute_upsample_nearest_indices = original
 
 
 def _source_index(coord, size: int, padding_mode: int, align_corners: bool):

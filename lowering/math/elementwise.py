@@ -65,8 +65,8 @@ def reciprocal(x):
 
 
 def relu(x):
-    # x < 0 ? 0 : x, as eager's clamp_min on CPU (std::max(x, 0), MAXPS(0, x)): -0.0 stays -0.0
-    # (1 / relu(-0.0) is -inf there; maximumf gave +0.0), NaN stays NaN.
+    """x < 0 ? 0 : x, as eager's kernels: -0.0 and NaN pass through (maximumf(x, 0) would make
+    -0.0 into +0.0, and 1 / relu(-0.0) +inf where eager gives -inf)."""
     zero = const(x.type, 0.0)
     return arith.select(arith.cmpf(arith.CmpFPredicate.OLT, x, zero), zero, x)
 

@@ -3,9 +3,9 @@
 from typing import Callable, Sequence
 
 from torch_mlir import ir
-from torch_mlir.dialects import bufferization, linalg, tensor
+from torch_mlir.dialects import arith, bufferization, linalg, tensor
 
-from ..scalar import index
+from ..scalar import const, index
 
 PARALLEL = "parallel"
 REDUCTION = "reduction"
@@ -39,6 +39,20 @@ def dim_value(x: ir.Value, d: int) -> ir.Value:
 
 def dim_values(x: ir.Value) -> list[ir.Value]:
     return [dim_value(x, d) for d in range(ranked(x).rank)]
+
+
+def index_in_range(i: ir.Value, size: ir.Value) -> ir.Value:
+    """An integer index read from a tensor as a position in [0, size), as an index value:
+    negative ones count from the end, as in eager, and what is still out of range is clamped,
+    so no load leaves the tensor. (Eager rejects such an index, with an IndexError on CPU or a
+    device assert that ends the CUDA context; a generated kernel must never read outside its
+    buffers instead.) Two selects, no division: gathers run it for every element."""
+    n = arith.index_cast(i.type, size)
+    zero = const(i.type, 0)
+    i = arith.select(arith.cmpi(arith.CmpIPredicate.slt, i, zero), arith.addi(i, n), i)
+    last = arith.subi(n, const(i.type, 1))
+    i = arith.maxsi(arith.minsi(i, last), zero)
+    return arith.index_cast(ir.IndexType.get(), i)
 
 
 def fresh_copy(value: ir.Value) -> ir.Value:

@@ -228,10 +228,9 @@ def bmm(b, x):
 def addmm(b, x):
     (m, k), dtype = b.shape(x), b.dtype(x)
     n = b.size()
-    # not a full [m, n] self (nor one that is [m, n] by its sizes): that overwrites the input on
-    # CPU, a known bug (issue 22)
-    shapes = [s for s in [(n,), (1, n), (m, 1)] if s != (m, n)] or [(n,)]
-    bias = b.fresh(b.d.choice(shapes), dtype)
+    # a full [m, n] self too: the gemm accumulates into it, which must never write the caller's
+    # tensor (codegen/stages.read_only_arguments)
+    bias = b.fresh(b.d.choice([(n,), (1, n), (m, 1), (m, n)]), dtype)
     return f"torch.addmm({bias}, {x}, {b.fresh((k, n), dtype)})"
 
 

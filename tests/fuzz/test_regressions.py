@@ -159,14 +159,14 @@ def test_dynamic_operand_that_broadcasts_against_another_dynamic_dim():
 
 
 def test_relu_keeps_negative_zero():
-    """relu(-0.0) is -0.0 in eager on CPU (clamp_min: std::max(x, 0)); arith.maximumf gave +0.0,
-    which 1/x turns into +inf where eager has -inf."""
+    """relu(-0.0) is -0.0 in eager (x < 0 ? 0 : x), so 1 / relu(-relu(x)) is -inf where x <= 0;
+    lowered as maximumf(x, 0) it was +0.0 and the reciprocal +inf."""
     def fn(x0):
         v0 = -torch.relu(x0)
         return (torch.reciprocal(torch.relu(v0)),)
 
     def make_inputs(device="cpu"):
         torch.manual_seed(0)
-        return [torch.randn((2, 2), device=device)]
+        return [torch.randn((2, 2), dtype=torch.float32, device=device)]
 
     check(fn, make_inputs, dynamic=False, grad=False)

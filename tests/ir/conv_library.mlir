@@ -6,9 +6,10 @@
 // kernel (codegen/cpu/library_conv.py). Its operands become buffers of any layout (read only),
 // its result a fresh buffer that the calls write and hand back as the tensor; each call after
 // the first runs only if those before it succeeded (scf.if on the status), the handles are
-// deleted, and the status is or-ed into the module's global.
-// CHECK: bufferization.to_buffer %arg0 read_only : tensor<1x2x5x5xf32> to memref<1x2x5x5xf32, strided<[?, ?, ?, ?], offset: ?>>
-// CHECK: bufferization.to_buffer %arg1 read_only
+// deleted, and the status is or-ed into the module's global. Each read is numbered apart, so
+// that CSE cannot merge two calls' reads (codegen/buffer_reads.py).
+// CHECK: bufferization.to_buffer %arg0 read_only {dynamo_mlir.read = 0 : i64} : tensor<1x2x5x5xf32> to memref<1x2x5x5xf32, strided<[?, ?, ?, ?], offset: ?>>
+// CHECK: bufferization.to_buffer %arg1 read_only {dynamo_mlir.read = 1 : i64}
 // CHECK: %[[Y:alloc[_0-9]*]] = memref.alloc() : memref<1x3x3x3xf32>
 // CHECK: call @aoti_torch_create_tensor_from_blob(
 // CHECK: scf.if

@@ -54,11 +54,11 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xi1>, %arg2: tensor<32x
 // cuda: scatter and index_put are torch calls in the host schedule (codegen/cuda/library_calls.py).
 // At the linalg stage each is a copy of dest into a fresh buffer, then a call to a private
 // declaration (one per operand types) on the operands' buffers, the attribute naming the op;
-// the buffer is handed back as the result's tensor.
+// the buffer is handed back as the result's tensor. Every read is numbered apart (buffer_reads.py).
 // CUDA: func.func private @dynamo_cuda_index_put_0(memref<4x3xf32>, memref<4x3xi64>, memref<4x3xi64>, memref<4x8xf32>)
 // CUDA: func.func private @dynamo_cuda_scatter_0(memref<4x3xi64>, memref<4x3xf32>, memref<4x8xf32>)
 // CUDA: %[[OUT:alloc[_0-9]*]] = memref.alloc() : memref<4x8xf32>
-// CUDA-NEXT: %[[DEST:[0-9]+]] = bufferization.to_buffer %arg0 read_only : tensor<4x8xf32> to memref<4x8xf32>
+// CUDA-NEXT: %[[DEST:[0-9]+]] = bufferization.to_buffer %arg0 read_only {dynamo_mlir.read = 0 : i64} : tensor<4x8xf32> to memref<4x8xf32>
 // CUDA-NEXT: memref.copy %[[DEST]], %[[OUT]]
 // CUDA: call @dynamo_cuda_scatter_0(%{{[0-9]+}}, %{{[0-9]+}}, %[[OUT]]) {dim = 1 : i64, dynamo_mlir.library_call = "torch.scatter", include_self = 1 : i64, reduce = "sum"}
 // CUDA: call @dynamo_cuda_index_put_0({{.*}}) {accumulate = 1 : i64, dynamo_mlir.library_call = "torch.index_put"}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -67,13 +68,26 @@ def _llvm():
     return llvm
 
 
+# The oldest ld.lld that links what llvmlite's AMDGPU backend emits: lld 14 (Debian's plain `lld`)
+# fails with "unknown abi version" on its code-object ABI; 19 (Debian's `lld-19`) links it.
+MIN_LLD = 19
+
+
 def linker() -> str | None:
-    """The newest ld.lld on PATH (Debian installs versioned ones: ld.lld-19, ...)."""
-    for name in [f"ld.lld-{v}" for v in range(30, 13, -1)] + ["ld.lld"]:
-        path = shutil.which(name)
+    """The newest ld.lld on PATH of version MIN_LLD or later (Debian installs versioned ones,
+    ld.lld-19, ...; an unversioned ld.lld counts by the version it prints)."""
+    for v in range(40, MIN_LLD - 1, -1):
+        path = shutil.which(f"ld.lld-{v}")
         if path:
             return path
-    return None
+    path = shutil.which("ld.lld")
+    return path if path and _lld_version(path) >= MIN_LLD else None
+
+
+def _lld_version(path: str) -> int:
+    run = subprocess.run([path, "--version"], capture_output=True, text=True)
+    found = re.search(r"LLD (\d+)", run.stdout)
+    return int(found.group(1)) if found else 0
 
 
 def check_selectable(mod) -> None:
@@ -117,7 +131,8 @@ def link(obj: bytes) -> bytes:
     """`ld.lld -shared`: the relocatable object as the shared-object code object ROCm loads."""
     lld = linker()
     if lld is None:
-        raise CodeObjectError("ld.lld not found: install the Debian package lld (or lld-19) to link code objects")
+        raise CodeObjectError(f"ld.lld {MIN_LLD} or newer not found: install the Debian package lld-{MIN_LLD} "
+                              "to link code objects")
     with tempfile.TemporaryDirectory(prefix="dynamo_mlir_rocm_") as tmp:
         src, out = os.path.join(tmp, "kernels.o"), os.path.join(tmp, "kernels.hsaco")
         with open(src, "wb") as f:

@@ -3,7 +3,7 @@ a real disassembler, and, on a machine without an AMD GPU, compiling falls back 
 says why.
 
 System tools (Debian): `llvm-19` (llvm-objdump/llvm-readelf that know gfx942; `llvm` 14 knows
-gfx90a only) and `lld` or `lld-19` (ld.lld links the code object).
+gfx90a only) and `lld-19` (ld.lld 19 or newer links the code object; Debian's plain `lld` is 14, too old).
 """
 
 import ctypes
@@ -21,6 +21,7 @@ import torch
 
 import dynamo_mlir
 from dynamo_mlir import plugin
+from dynamo_mlir_rocm import code_object
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, "rocm_models.py")
@@ -50,8 +51,8 @@ def _tools(arch: str):
         pytest.skip("llvm-objdump/llvm-readelf not found: apt-get install llvm-19")
     if v < MIN_LLVM[arch]:
         pytest.skip(f"llvm-objdump {v} does not know {arch}: apt-get install llvm-19")
-    if shutil.which("ld.lld") is None and not any(shutil.which(f"ld.lld-{v}") for v in range(14, 31)):
-        pytest.skip("ld.lld not found: apt-get install lld")
+    if code_object.linker() is None:
+        pytest.skip(f"ld.lld {code_object.MIN_LLD} or newer not found: apt-get install lld-{code_object.MIN_LLD}")
     return objdump, readelf
 
 
@@ -133,8 +134,8 @@ def _load_models():
 def test_compiling_for_rocm_without_an_amd_gpu_runs_eagerly_and_says_why(model):
     if plugin.get_target("rocm").available():
         pytest.skip("an AMD GPU is present: this checks the machine without one")
-    if shutil.which("ld.lld") is None:
-        pytest.skip("ld.lld not found: apt-get install lld")
+    if code_object.linker() is None:
+        pytest.skip(f"ld.lld {code_object.MIN_LLD} or newer not found: apt-get install lld-{code_object.MIN_LLD}")
     fn, inputs = getattr(_load_models(), model)()
     dynamo_mlir.reset()
     torch._dynamo.reset()
