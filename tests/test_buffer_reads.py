@@ -9,6 +9,8 @@ import re
 
 import torch
 import torch.nn.functional as F
+
+import dynamo_mlir
 from torch_mlir import ir
 
 from dynamo_mlir.codegen import resolve, stages
@@ -77,6 +79,9 @@ def test_bilinear_backward_for_cuda_reads_each_index_once(tmp_path):
     options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, "dump_dir": str(tmp_path)}
     with zeros_runtime("cuda"):
         torch.compile(fn, backend="mlir", options=options)(x).sum().backward()
+    s = dynamo_mlir.stats()
+    assert s["partitions_failed"] == 0 and s["ops_compiled"] >= 1, dynamo_mlir.explain()
+    assert s["library_ops"].get("aten.index_put.default") == 4, dynamo_mlir.explain()
     linalg = read_stage(str(tmp_path), "linalg")
     calls = re.findall(r"call @dynamo_cuda_index_put_\d+\(([^)]*)\)", linalg)
     assert len(calls) == 4, linalg
