@@ -1,4 +1,4 @@
-"""Two CUDA differences from issue 22, measured: where do they come from?
+"""CUDA differences from issue 22, measured: where do they come from?
 
     python benchmarks/cuda_trust_checks.py        (needs a CUDA GPU)
 
@@ -6,7 +6,19 @@
    torch's default for convolutions), eager with TF32 off, and a float64 reference.
 2. `aten._flash_attention_forward` (half types, no dropout): what its third output, rng_state,
    holds in eager over repeated calls, and what the compiled call returns.
+3. ResNet-50's layout (tests/real_models.py), one training step: every gradient's RMSE against
+   a float64 copy, compiled and eager, and eager again with other kernels (cuDNN's
+   deterministic algorithms; channels_last; the convolutions' backward as forward convolutions,
+   as frontend/aten/conv.py imports it): how far apart two correct float32 runs are.
+4. `F.batch_norm(training=False)` with no weight: the bias's gradient on cpu and cuda.
+
+    python benchmarks/cuda_trust_checks.py resnet50_training_grads   (one check by name)
 """
+
+import copy
+import os
+import sys
+
 
 import torch
 import torch.nn.functional as F
@@ -50,6 +62,238 @@ def flash_rng_state() -> None:
     print("  explain:", dynamo_mlir.stats()["compiled_ops"], dynamo_mlir.stats()["fallback_ops"])
 
 
+def _step(model, inputs, target, case, compiled: bool, options=None):
+    model.train()
+    loss = lambda: case.loss(model(**inputs) if case.output is None else getattr(model(**inputs), case.output), target)
+    (torch.compile(loss, backend="mlir", options=options) if compiled else loss)().backward()
+    return {n: p.grad for n, p in model.named_parameters()}
+
+
+def _rmse(a, b) -> float:
+    return (a.double() - b.double()).pow(2).mean().sqrt().item()
+
+
+class _ConvWithForwardConvBackward(torch.autograd.Function):
+    """F.conv2d (groups=1) whose backward is what frontend/aten/conv.py imports: the input
+    gradient a forward convolution of the stride-dilated, padded output gradient with the
+    flipped, transposed weight; the weight gradient a forward convolution of the input by the
+    output gradient with batch and channels swapped. Eager with it shows how far that choice of
+    convolutions alone moves the gradients' rounding from eager's convolution_backward."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, stride, padding, dilation):
+        ctx.save_for_backward(x, w)
+        ctx.conf, ctx.no_bias = (stride, padding, dilation), b is None
+        return F.conv2d(x, w, b, stride, padding, dilation)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        (sh, sw), (ph, pw), (dh, dw) = ctx.conf
+        kh, kw = w.shape[2:]
+        up = g.new_zeros(g.shape[0], g.shape[1], (g.shape[2] - 1) * sh + 1, (g.shape[3] - 1) * sw + 1)
+        up[:, :, ::sh, ::sw] = g
+        qh, qw = dh * (kh - 1) - ph, dw * (kw - 1) - pw
+        extra_h = x.shape[2] - ((up.shape[2] + 2 * qh) - dh * (kh - 1))
+        extra_w = x.shape[3] - ((up.shape[3] + 2 * qw) - dw * (kw - 1))
+        up = F.pad(up, (qw, qw + extra_w, qh, qh + extra_h))
+        gx = F.conv2d(up, w.transpose(0, 1).flip(2, 3), dilation=(dh, dw))
+        gw = F.conv2d(x.transpose(0, 1), g.transpose(0, 1), stride=(dh, dw), padding=(ph, pw), dilation=(sh, sw))
+        gw = gw[:, :, :kh, :kw].transpose(0, 1)
+        return gx, gw, None if ctx.no_bias else g.sum((0, 2, 3)), None, None, None
+
+
+def _forward_conv_backward(model):
+    for m in model.modules():
+        if isinstance(m, torch.nn.Conv2d) and m.groups == 1:
+            m.forward = lambda x, m=m: _ConvWithForwardConvBackward.apply(x, m.weight, m.bias, m.stride, m.padding, m.dilation)
+    return model
+
+
+def resnet50_training_grads(threshold: float = 1.5, device: str = os.environ.get("DEVICE", "cuda")) -> None:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from real_models import FLOAT64_CASES
+
+    case = FLOAT64_CASES["resnet50"]
+    torch.manual_seed(0)
+    base = case.build(None).to(device)
+    inputs, target = case.batch(torch.Generator().manual_seed(0))
+    inputs, target = {k: v.to(device) for k, v in inputs.items()}, target.to(device)
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        exact = _step(copy.deepcopy(base).double(), {k: v.double() if v.is_floating_point() else v
+                                                     for k, v in inputs.items()}, target, case, False)
+        eager = _step(copy.deepcopy(base), inputs, target, case, False)
+        torch._dynamo.reset()
+        got = _step(copy.deepcopy(base), inputs, target, case, True)
+        with torch.backends.cudnn.flags(enabled=True, allow_tf32=False, deterministic=True):
+            det = _step(copy.deepcopy(base), inputs, target, case, False)
+        fwd = _step(_forward_conv_backward(copy.deepcopy(base)), inputs, target, case, False)
+        cl = copy.deepcopy(base).to(memory_format=torch.channels_last)
+        nhwc = _step(cl, {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
+                          for k, v in inputs.items()}, target, case, False)
+    print(f"resnet50 training step: gradients whose RMSE vs float64 is over {threshold}x eager's")
+    print("parameter | numel | compiled | eager | eager deterministic | eager channels_last | "
+          "eager, backward as forward convolutions | compiled/eager")
+    worst = {"compiled": 0.0, "deterministic": 0.0, "channels_last": 0.0, "forward_conv_backward": 0.0}
+    for name, r in exact.items():
+        e = _rmse(eager[name], r) or 1e-30
+        ratios = {"compiled": _rmse(got[name], r) / e, "deterministic": _rmse(det[name], r) / e,
+                  "channels_last": _rmse(nhwc[name], r) / e, "forward_conv_backward": _rmse(fwd[name], r) / e}
+        worst = {k: max(worst[k], v) for k, v in ratios.items()}
+        if max(ratios.values()) > threshold:
+            print(f"{name} | {r.numel()} | {_rmse(got[name], r):.3g} | {e:.3g} | {_rmse(det[name], r):.3g} | "
+                  f"{_rmse(nhwc[name], r):.3g} | {_rmse(fwd[name], r):.3g} | {ratios['compiled']:.2f}")
+    print("largest ratio to eager's error over all gradients:", {k: round(v, 2) for k, v in worst.items()})
+
+
+def resnet50_tail(device: str = os.environ.get("DEVICE", "cuda")) -> None:
+    """Where the last block's gradients lose accuracy: the model's tail (its last bottleneck,
+    the pooler, the classifier and the loss) compiled alone on features eager computed, and the
+    head without the block; each gradient's RMSE against float64, compiled and eager."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from real_models import FLOAT64_CASES
+
+    case = FLOAT64_CASES["resnet50"]
+    torch.manual_seed(0)
+    model = case.build(None).to(device).train()
+    inputs, target = case.batch(torch.Generator().manual_seed(0))
+    stages = model.resnet.encoder.stages
+    with torch.no_grad():
+        h = model.resnet.embedder(inputs["pixel_values"].to(device))
+        for layer in [l for st in stages[:3] for l in st.layers] + list(stages[3].layers[:2]):
+            h = layer(h)
+    target = target.to(device)
+    block, head = stages[3].layers[2], torch.nn.Sequential(model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
+    for name, tail, x in [("head", head, block(h).detach()), ("block + head", torch.nn.Sequential(block, head), h)]:
+        grads = {}
+        for kind, dtype, compiled in [("float64", torch.float64, False), ("eager", torch.float32, False),
+                                      ("compiled", torch.float32, True)]:
+            torch._dynamo.reset()
+            mod, xin = copy.deepcopy(tail).to(dtype), x.to(dtype).clone().requires_grad_()
+            loss = lambda: F.cross_entropy(mod(xin), target)
+            (torch.compile(loss, backend="mlir") if compiled else loss)().backward()
+            grads[kind] = {"input": xin.grad, **{n: p.grad for n, p in mod.named_parameters()}}
+        print(f"{name}: gradient | eager RMSE | compiled RMSE | ratio")
+        for k, r in grads["float64"].items():
+            e, c = _rmse(grads["eager"][k], r), _rmse(grads["compiled"][k], r)
+            print(f"  {k} | {e:.3g} | {c:.3g} | {c / (e or 1e-30):.2f}")
+
+
+def resnet50_stage_tails(device: str = os.environ.get("DEVICE", "cuda")) -> None:
+    """Which part of the model the wrong gradients need: the last stage (and the last two) with
+    the head compiled alone on features eager computed, TF32 off: the gradients whose RMSE
+    against float64 is over 5x eager's (rounding stays near 1-2x), and how many elements are
+    10x farther than eager's."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from real_models import FLOAT64_CASES
+
+    case = FLOAT64_CASES["resnet50"]
+    torch.manual_seed(0)
+    model = case.build(None).to(device).train()
+    inputs, target = case.batch(torch.Generator().manual_seed(0))
+    stages, target = model.resnet.encoder.stages, target.to(device)
+    head = torch.nn.Sequential(model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        for first in (3, 2):
+            with torch.no_grad():
+                h = model.resnet.embedder(inputs["pixel_values"].to(device))
+                for st in stages[:first]:
+                    h = st(h)
+            tail = torch.nn.Sequential(*stages[first:], head)
+            grads = {}
+            for kind, dtype, compiled in [("float64", torch.float64, False), ("eager", torch.float32, False),
+                                          ("compiled", torch.float32, True)]:
+                torch._dynamo.reset()
+                mod, xin = copy.deepcopy(tail).to(dtype), h.to(dtype).clone().requires_grad_()
+                loss = lambda: F.cross_entropy(mod(xin), target)
+                (torch.compile(loss, backend="mlir") if compiled else loss)().backward()
+                grads[kind] = {"input": xin.grad, **{n: p.grad for n, p in mod.named_parameters()}}
+            bad = []
+            for k, r in grads["float64"].items():
+                e, c = grads["eager"][k].double(), grads["compiled"][k].double()
+                far = int(((c - r).abs() > 10 * (e - r).abs() + 1e-9).sum())
+                if _rmse(c, r) > 5 * _rmse(e, r):
+                    bad.append(f"{k}: {far} of {r.numel()} (RMSE {_rmse(c, r):.3g}, eager's {_rmse(e, r):.3g})")
+            print(f"stages {first}.. + head, compiled alone: {len(bad)} gradients with RMSE over 5x eager's"
+                  + "".join(f"\n  {b}" for b in bad[:12]))
+
+
+def resnet50_tf32(device: str = "cuda") -> None:
+    """Does the compiled step follow cuDNN's TF32 switch as eager does? The gradients' RMSE
+    against float64 with `torch.backends.cudnn.flags(allow_tf32=...)` off and on."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from real_models import FLOAT64_CASES
+
+    case = FLOAT64_CASES["resnet50"]
+    torch.manual_seed(0)
+    base = case.build(None).to(device)
+    inputs, target = case.batch(torch.Generator().manual_seed(0))
+    inputs, target = {k: v.to(device) for k, v in inputs.items()}, target.to(device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    exact = _step(copy.deepcopy(base).double(), {k: v.double() if v.is_floating_point() else v
+                                                 for k, v in inputs.items()}, target, case, False)
+    runs = {}
+    for tf32 in (False, True):
+        with torch.backends.cudnn.flags(enabled=True, allow_tf32=tf32):
+            runs[f"eager tf32={tf32}"] = _step(copy.deepcopy(base), inputs, target, case, False)
+            torch._dynamo.reset()
+            runs[f"compiled tf32={tf32}"] = _step(copy.deepcopy(base), inputs, target, case, True)
+    names = [n for n in exact if "stages.3.layers.2" in n or "stages.0.layers.0" in n]
+    print("gradient | " + " | ".join(runs))
+    for n in names:
+        print(n, "|", " | ".join(f"{_rmse(g[n], exact[n]):.3g}" for g in runs.values()))
+
+
+def resnet50_bias_grads(device: str = os.environ.get("DEVICE", "cuda"),
+                        name: str = "resnet.encoder.stages.3.layers.2.layer.1.normalization.bias") -> None:
+    """One gradient channel by channel: how many channels the compiled step has far from the
+    float64 value (10x eager's distance), and the worst ones' values."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from real_models import FLOAT64_CASES
+
+    case = FLOAT64_CASES["resnet50"]
+    torch.manual_seed(0)
+    base = case.build(None).to(device)
+    inputs, target = case.batch(torch.Generator().manual_seed(0))
+    inputs, target = {k: v.to(device) for k, v in inputs.items()}, target.to(device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        r = _step(copy.deepcopy(base).double(), {k: v.double() if v.is_floating_point() else v
+                                                 for k, v in inputs.items()}, target, case, False)[name]
+        e = _step(copy.deepcopy(base), inputs, target, case, False)[name].double()
+        for options in ({}, {"cuda_fuse_rows": False}, {"cuda_graphs_in_default_mode": False}):
+            torch._dynamo.reset()
+            c = _step(copy.deepcopy(base), inputs, target, case, True, options)[name].double()
+            far = ((c - r).abs() > 10 * (e - r).abs() + 1e-9).nonzero().flatten()
+            print(f"{name}, options {options}: {far.numel()} of {r.numel()} channels 10x farther from "
+                  f"float64 than eager's; RMSE {_rmse(c, r):.3g}, eager's {_rmse(e, r):.3g}")
+            for k in (c - r).abs().argsort(descending=True)[:3].tolist():
+                print(f"  channel {k}: float64 {r[k].item():.9g} eager {e[k].item():.9g} compiled {c[k].item():.9g}")
+
+
+def batch_norm_eval_bias_grad() -> None:
+    """F.batch_norm(training=False) with weight None: the bias's gradient is the sum of the
+    output's gradient, whatever the device (the fuzzer's programs 721 and 1416)."""
+    print("batch_norm eval, weight None: gradient of the bias, and the sum of the output's gradient")
+    for device in ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",):
+        for cudnn in (True, False):
+            torch.manual_seed(0)
+            x, mean, var = torch.randn(5, 1), torch.randn(1), torch.rand(1) + 0.5
+            bias, g = torch.randn(1), torch.randn(5, 1)
+            x, bias = x.to(device).requires_grad_(), bias.to(device).requires_grad_()
+            with torch.backends.cudnn.flags(enabled=cudnn):
+                y = F.batch_norm(x, mean.to(device), var.to(device), None, bias, training=False)
+                gx, gb = torch.autograd.grad(y, (x, bias), g.to(device))
+            print(f"  {device} cudnn={cudnn}: bias grad {gb.tolist()}, sum of grad {g.sum().item():.6g}, "
+                  f"input grad {gx.flatten().tolist()[:3]}")
+
+
 if __name__ == "__main__":
-    conv_transpose3d()
-    flash_rng_state()
+    checks = {"conv_transpose3d": conv_transpose3d, "flash_rng_state": flash_rng_state,
+              "resnet50_training_grads": resnet50_training_grads, "batch_norm_eval_bias_grad": batch_norm_eval_bias_grad,
+              "resnet50_tail": resnet50_tail, "resnet50_tf32": resnet50_tf32,
+              "resnet50_bias_grads": resnet50_bias_grads, "resnet50_stage_tails": resnet50_stage_tails}
+    for name in sys.argv[1:] or checks:
+        checks[name]()

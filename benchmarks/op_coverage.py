@@ -2,11 +2,14 @@
 
     python benchmarks/op_coverage.py --dtype float32 --jobs 2 --out docs/coverage.md
     python benchmarks/op_coverage.py --ops '^(add|mul)$' --train
+    python benchmarks/op_coverage.py --emulate-cpu Haswell   # a CPU without AVX-512, via qemu-user
 
 Every OpInfo entry (op_db) runs its first --samples samples through torch.compile(backend="mlir")
 and eager in a worker process; see coverage_sample.py for how samples and ops are classified.
 Each worker reports a heartbeat per sample: a sample running past --timeout gets its worker
-killed and the op marked `error`, so one bad op cannot stall the sweep. `main(argv)` is the
+killed and the op marked `error`, so one bad op cannot stall the sweep. With --emulate-cpu the
+workers run under qemu's user-mode emulation of that CPU model: torch and LLVM's JIT both read
+the CPU from CPUID, so eager's kernels and our machine code are both chosen for it. `main(argv)` is the
 entry point. (It needs a source checkout: benchmarks/ is not part of the installed package.)
 """
 
@@ -53,7 +56,7 @@ def _worker(wid: int, tasks, results, cfg: dict) -> None:
     torch.set_num_threads(1)  # the pool runs --jobs ops side by side
     dtype = getattr(torch, cfg["dtype"])
     by_name = {_full_name(op): op for op in op_db}
-    results.put(("ready", wid, None))
+    results.put(("ready", wid, torch.backends.cpu.get_cpu_capability()))
     while True:
         name = tasks.get()
         if name is None:
@@ -97,9 +100,29 @@ class _Slot:
         self.proc.join(5)
 
 
-def run_pool(names: list[str], cfg: dict, jobs: int, timeout: float, progress=None) -> list[dict]:
-    """Run every op in a pool of `jobs` workers; a stuck or crashed worker is replaced."""
+def emulated_python(cpu_model: str) -> str:
+    """An executable that runs this Python under `qemu-x86_64 -cpu <cpu_model>` (for spawn)."""
+    import shutil
+    import tempfile
+
+    qemu = shutil.which("qemu-x86_64")
+    if qemu is None:
+        raise SystemExit("--emulate-cpu needs qemu-x86_64: apt-get install qemu-user (make toolchains)")
+    fd, path = tempfile.mkstemp(prefix="emulated-python-", suffix=".sh")
+    with os.fdopen(fd, "w") as f:
+        f.write(f'#!/bin/sh\nexec {qemu} -cpu {cpu_model} {sys.executable} "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
+def run_pool(names: list[str], cfg: dict, jobs: int, timeout: float, progress=None,
+             executable: str | None = None, capabilities: set | None = None) -> list[dict]:
+    """Run every op in a pool of `jobs` workers; a stuck or crashed worker is replaced.
+    `executable` replaces the workers' Python (--emulate-cpu); each worker's torch CPU
+    capability is added to `capabilities`."""
     ctx = mp.get_context("spawn")
+    if executable:
+        ctx.set_executable(executable)
     results = ctx.Queue()
     slots = {w: _Slot(ctx, w, results, cfg) for w in range(jobs)}
     todo, done, next_id = list(reversed(names)), [], jobs
@@ -114,6 +137,8 @@ def run_pool(names: list[str], cfg: dict, jobs: int, timeout: float, progress=No
         slot = slots.get(wid)
         if slot is not None:
             _on_message(slot, kind, payload, done, progress)
+            if kind == "ready" and capabilities is not None:
+                capabilities.add(payload)
         for w, s in list(slots.items()):
             problem = _stuck(s, timeout)
             if problem:
@@ -268,6 +293,8 @@ def parse_args(argv):
     p.add_argument("--timeout", type=float, default=120.0, help="seconds one sample may run")
     p.add_argument("--out", help="write the markdown table here")
     p.add_argument("--quiet", action="store_true", help="no line per op")
+    p.add_argument("--emulate-cpu", metavar="MODEL",
+                   help="run the workers under qemu-x86_64 -cpu MODEL (e.g. Haswell: AVX2, no AVX-512)")
     return p.parse_args(argv)
 
 
@@ -283,8 +310,12 @@ def main(argv=None) -> int:
         if not args.quiet:
             log.info("%-45s %-10s %5.1fs %s", r["name"], r["verdict"], r.get("seconds", 0), r.get("reason", "")[:100])
 
-    rows = run_pool(names, cfg, args.jobs, args.timeout, progress)
+    executable = emulated_python(args.emulate_cpu) if args.emulate_cpu else None
+    capabilities = set()
+    rows = run_pool(names, cfg, args.jobs, args.timeout, progress, executable, capabilities)
     seconds = time.perf_counter() - t0
+    label += f" (torch CPU capability {'/'.join(sorted(c for c in capabilities if c))}"
+    label += f", emulated {args.emulate_cpu})" if args.emulate_cpu else ")"
     if args.out:
         command = "python benchmarks/op_coverage.py " + " ".join(sys.argv[1:] if argv is None else argv)
         with open(args.out, "w") as f:

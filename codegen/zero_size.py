@@ -11,7 +11,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func, memref
 
 
-def _canonical_strides(shape: list[int]) -> list[int]:
+def row_major_strides(shape: list[int]) -> list[int]:
     strides, running = [], 1
     for s in reversed(shape):
         strides.append(running)
@@ -56,7 +56,7 @@ def _widen(fn) -> None:
         shape = list(old.shape)
         arg.set_type(ir.MemRefType.get([1], old.element_type))
         with ir.InsertionPoint.at_block_begin(block), fn.location:
-            view = memref.reinterpret_cast(old, arg, [], [], [], [0], shape, _canonical_strides(shape))
+            view = memref.reinterpret_cast(old, arg, [], [], [], [0], shape, row_major_strides(shape))
         arg.replace_all_uses_except(view, view.owner.operation)
         changed = True
     if changed:

@@ -13,6 +13,8 @@ from typing import Callable, Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
+from ..zero_size import row_major_strides
+
 PARALLEL, REDUCTION = "parallel", "reduction"
 # Ops that only make or reinterpret buffers: the host schedule turns them into torch views.
 VIEW_OPS = ("memref.subview", "memref.expand_shape", "memref.collapse_shape", "memref.reinterpret_cast",
@@ -117,6 +119,8 @@ def eval_affine(e, index_of: Callable[[int], ir.Value]) -> ir.Value:
 
 
 def layout(t: ir.MemRefType) -> tuple[list[int], int]:
+    if t.has_static_shape and 0 in t.shape:  # no element to address: MLIR gives no static strides
+        return row_major_strides(list(t.shape)), 0
     strides, offset = t.get_strides_and_offset()
     if any(s == ir.ShapedType.get_dynamic_stride_or_offset() for s in [*strides, offset]):
         raise Unsupported(f"dynamic strides or offset in {t}")

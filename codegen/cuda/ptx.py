@@ -130,6 +130,7 @@ NVPTX_INTRINSICS = ("llvm.nvvm.", "llvm.fabs.", "llvm.fma.", "llvm.fmuladd.", "l
                     "llvm.lifetime.", "llvm.assume", "llvm.experimental.noalias.scope.decl",
                     "llvm.sadd.with.overflow.", "llvm.uadd.with.overflow.", "llvm.smul.with.overflow.",
                     "llvm.umul.with.overflow.", "llvm.ssub.with.overflow.", "llvm.usub.with.overflow.",
+                    "llvm.scmp.", "llvm.ucmp.",  # instcombine's form of clamp(x, -1, 1) on ints
                     "__nvvm_reflect")  # libdevice's feature query, folded by the NVVMReflect pass
 
 

@@ -52,7 +52,7 @@ def _output(op) -> ir.Value:
     view = op.opview
     if op.name == "memref.copy":
         return view.target
-    return view.init if op.name == "linalg.map" else view.outputs[0]
+    return view.init if op.name in ("linalg.map", "linalg.transpose") else view.outputs[0]
 
 
 def _folded_fills(ops: list, library: bool) -> dict[int, int]:
@@ -245,6 +245,7 @@ def convert_host(func_op, library: bool = True, fuse_rows: bool = True, keep_row
     if library:
         fold_transposes_into_matmuls(func_op)
     fold_transposes_of_attention(func_op)
+    erase_empty_loop_nests(func_op)
     ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
     if not library:  # our own kernels for matmul/conv/pooling too
         ops = [generalize(op) if op.name in LIBRARY_OPS else op for op in ops]
@@ -279,6 +280,22 @@ def convert_host(func_op, library: bool = True, fuse_rows: bool = True, keep_row
     for i in sorted(folded.keys() | grouped):
         ops[i].erase()
     return chosen
+
+
+def erase_empty_loop_nests(func_op) -> int:
+    """An op of LOOP_NESTS with a zero-size operand has zero trips (every dim of an operand is
+    indexed by a loop): it touches no element, and a view of zero elements may not even have
+    static strides to build a kernel from. A reduction's fill into a non-empty output is an op of
+    its own and stays. Returns how many were erased."""
+    empty = [op.operation for op in func_op.regions[0].blocks[0].operations
+             if op.operation.name in LOOP_NESTS and any(_is_empty(v) for v in op.operation.operands)]
+    for op in empty:
+        op.erase()
+    return len(empty)
+
+
+def _is_empty(value: ir.Value) -> bool:
+    return isinstance(value.type, ir.MemRefType) and 0 in ir.MemRefType(value.type).shape
 
 
 def _row_filter(rows, graph: str):

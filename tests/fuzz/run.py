@@ -134,8 +134,11 @@ def run_programs(args, indices) -> Tally:
             tally.save(args.tally)
         if args.verbose or status == "failed":
             print(f"[{index}] {status} ({time.time() - started:.0f} s)", flush=True)
-        if status == "failed" and any(f in message for f in FATAL):
-            print("the CUDA context is gone: stopping this process", flush=True)
+        if status == "rejected" and message.startswith("eager on the device differs"):  # torch's to report
+            print(f"[{index}] rejected: {first_line(message)}", flush=True)
+        if any(f in message for f in FATAL):  # ours (failed) or eager's own kernel (rejected)
+            print(f"[{index}] {status}: {first_line(message)}\nthe CUDA context is gone: stopping this process",
+                  flush=True)
             tally.context_lost = True
             break
     return tally
