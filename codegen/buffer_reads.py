@@ -24,7 +24,8 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization
 
-READ = "dynamo_mlir.read"  # on a to_buffer: its number among its function's library reads (0, 1, ...)
+from .attributes import READ
+
 TO_BUFFER = "bufferization.to_buffer"
 
 

@@ -42,7 +42,9 @@ class Options(OptionSet):
     strict: bool = option(False, "Raise on a compile failure instead of running the graph region eagerly.")
     fuse_elementwise: bool = option(True, "Fuse producer/consumer elementwise linalg ops before bufferizing.")
     repro_dir: str | None = option(None, "Where failing pipelines leave their input IR; default: a temp folder.")
-    print_after_all: bool = option(False, "Log the IR after every MLIR pass (very verbose).")
+    print_after_all: bool = option(False, "Log the IR after every pass, upstream MLIR and Python (very verbose).")
+    dump_passes: bool = option(False, "With dump_dir: also write the IR after every pass of a stage made of named "
+                                      "passes (<graph>.<stage>.<NN>-<pass>.mlir).")
     mode: str | None = option(None, "torch.compile's mode: default, or reduce-overhead (cuda target: the host "
                                     "schedule replayed as a CUDA graph). max-autotune is rejected: nothing is autotuned.")
     # Not options: explicit target-option keys waiting for the target, then that target's

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from torch_mlir import ir
 
 from . import config
-from .passes import CompileError, save_repro
+from .passes import CompileError, run_passes, save_repro
 from .target import Target
 
 log = logging.getLogger("dynamo_mlir")
@@ -27,6 +27,7 @@ class StageRecord:
     seconds: float
     text: str | bytes | None = None  # kept only when someone asked for the IR (bytes: a binary artifact)
     path: str | None = None
+    passes: list = field(default_factory=list)  # PassRecords of a stage made of named passes
 
 
 @dataclass
@@ -71,14 +72,17 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
         before = as_text(run.artifact)  # the repro if this stage fails
         try:
             with _context_of(run.artifact):
-                run.artifact = stage.run(run.artifact, options)
+                if stage.passes:
+                    run.artifact, pass_records = run_passes(run.artifact, list(stage.passes), options, stage.name)
+                else:
+                    run.artifact, pass_records = stage.run(run.artifact, options), []
         except CompileError:
             raise
         except Exception as e:
             pipeline = f"python stage '{stage.name}' of target '{target.name}': {stage.doc}"
             repro = save_repro(stage.name, before, pipeline, options.repro_dir)
             raise CompileError(stage.name, f"{type(e).__name__}: {e}", repro, getattr(e, "op", None)) from e
-        record = StageRecord(stage.name, stage.ext, time.perf_counter() - t0)
+        record = StageRecord(stage.name, stage.ext, time.perf_counter() - t0, passes=pass_records)
         if keep_text or dump_dir:
             record.text = dump_content(run.artifact)
         if dump_dir:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from ..lowering import lower_dynamo_ops
+from .attributes import WRITABLE
 from .half_bits import bf16_as_bits
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
@@ -34,10 +35,9 @@ def lower_to_linalg(module: ir.Module, options, target: str, stage: str = "linal
     return distinct_results(module)  # CSE may have made two results one value
 
 
-# One-shot bufferization's function-argument attribute: false makes an op that would write a
-# tensor argument in place (a gemm accumulating into its bias, an index_put into its dest) write
-# a copy instead.
-WRITABLE = "bufferization.writable"
+# WRITABLE, one-shot bufferization's function-argument attribute: false makes an op that would
+# write a tensor argument in place (a gemm accumulating into its bias, an index_put into its
+# dest) write a copy instead.
 
 
 def read_only_arguments(module: ir.Module, writable=frozenset()) -> None:

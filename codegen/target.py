@@ -19,12 +19,19 @@ ENTRY_POINT_GROUP = "dynamo_mlir.targets"
 
 @dataclass(frozen=True)
 class Stage:
-    """One step of a pipeline: `run(ir, options) -> next ir`, dumped as `<graph>.<name>.<ext>`."""
+    """One step of a pipeline, dumped as `<graph>.<name>.<ext>`: either `run(ir, options) -> next
+    ir`, or `passes`, named passes (codegen/passes.py) the driver runs in order, timing, checking
+    and dumping each."""
 
     name: str
     ext: str
-    run: Callable[[Any, Any], Any]
+    run: Callable[[Any, Any], Any] | None = None
     doc: str = ""
+    passes: tuple = ()
+
+    def __post_init__(self):
+        if (self.run is None) == (not self.passes):
+            raise ValueError(f"dynamo-mlir: stage '{self.name}' needs run or passes (one of them)")
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def _model(p, resumable=False):
 
 def _compile_flags(p):
     p.lists_options = True
-    p.add_argument("--target", default="cpu", help="target name (default: cpu; see `dynamo-mlir targets`)")
+    p.add_argument("--target", help="target name (default: -O target=NAME, else cpu; see `dynamo-mlir targets`)")
     p.add_argument("--train", action="store_true", help="also run backward, so the backward graph is compiled")
     p.add_argument("--dynamic", action="store_true", help="compile with symbolic dims (torch.compile dynamic=True)")
     p.add_argument("-O", "--option", action="append", default=[], metavar="KEY=VALUE",
@@ -62,7 +62,9 @@ def _add_dump(p):
     _compile_flags(p)
     p.add_argument("--out", "-o", metavar="DIR", help="folder for the dumps (default: ./dump, or none with --stage)")
     p.add_argument("--stage", metavar="NAME", help="print this stage's IR to stdout (fx, aten, dynamo, linalg, ...)")
-    p.add_argument("--print-after-all", action="store_true", help="print the IR after every MLIR pass (stderr)")
+    p.add_argument("--print-after-all", action="store_true", help="print the IR after every pass, MLIR and Python (stderr)")
+    p.add_argument("--after-each-pass", action="store_true",
+                   help="also write the IR after every named pass of a stage (<graph>.<stage>.<NN>-<pass>.mlir)")
     p.add_argument("--from", dest="from_stage", metavar="STAGE",
                    help="the stage an .mlir MODEL holds (default: from its header or file name)")
 
@@ -89,6 +91,20 @@ def _add_targets(p):
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def _add_passes(p):
+    p.add_argument("--target", help="only the passes of this target's stages")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _add_pass(p):
+    p.lists_options = True
+    p.add_argument("name", metavar="NAME", help="a named pass (see `dynamo-mlir passes`)")
+    p.add_argument("file", metavar="FILE", help="an .mlir file holding the IR the pass takes")
+    p.add_argument("--target", default="cpu", help="the target whose options the pass reads (default: cpu)")
+    p.add_argument("-O", "--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="an option, core or the target's (repeatable)")
+
+
 def _add_options(p):
     p.add_argument("--target", help="only the core's and this target's options (default: every target's)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -103,6 +119,10 @@ COMMANDS = {
                MODEL_HELP, _add_report, "report_cmd:run"),
     "ops": ("the ATen ops imported and the dynamo ops each target accepts", None, _add_ops, "listing:run_ops"),
     "targets": ("the registered targets and their stage tables", None, _add_targets, "listing:run_targets"),
+    "passes": ("every named pass: the stages that run it, the options it reads, the attributes it sets and "
+               "needs, the passes it requires before it", None, _add_passes, "passes_cmd:run_list"),
+    "pass": ("run one named pass alone on an .mlir file and print the result (IR tests)", None, _add_pass,
+             "passes_cmd:run_one"),
     "options": ("every option: the core's and each target's, with its environment variable and default",
                 None, _add_options, "listing:run_options"),
 }

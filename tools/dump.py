@@ -10,7 +10,7 @@ from . import index as dump_index
 from .errors import UsageError
 from .model_loader import check_inputs, load_model
 from .resume import resume
-from .session import CompileRequest, compile_model, option_flags, resolve_target
+from .session import CompileRequest, chosen_target, compile_model, option_flags, resolve_target
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -40,8 +40,11 @@ def check_stage(stage: str | None, target_name: str) -> None:
 
 
 def run(args) -> int:
-    check_stage(args.stage, args.target)
     options = option_flags(args.option)
+    args.target = chosen_target(args.target, options)
+    check_stage(args.stage, args.target)
+    if args.after_each_pass:
+        options["dump_passes"] = True
     if args.from_stage and not args.model.endswith(".mlir"):
         raise UsageError("--from applies to an .mlir file (a MODEL is compiled from the start)")
     out = args.out or (None if args.stage else DEFAULT_OUT)

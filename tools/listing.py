@@ -4,7 +4,7 @@ import json
 
 from ..codegen import all_targets, config
 from .model_loader import check_inputs, load_model
-from .session import CompileRequest, compile_model, option_flags, resolve_target
+from .session import CompileRequest, chosen_target, compile_model, option_flags, resolve_target
 
 
 def _registries():
@@ -111,8 +111,9 @@ def run_explain(args) -> int:
 
     model = load_model(args.model)
     check_inputs(model)
-    result = compile_model(model, CompileRequest(args.target, None, args.train, args.dynamic,
-                                                 options=option_flags(args.option)))
+    options = option_flags(args.option)
+    args.target = chosen_target(args.target, options)
+    result = compile_model(model, CompileRequest(args.target, None, args.train, args.dynamic, options=options))
     if args.json:
         print(json.dumps({**stats(), "graph_breaks": result.graph_breaks}, indent=1, default=str))
         return 0

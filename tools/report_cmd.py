@@ -8,7 +8,7 @@ from . import index as dump_index
 from .dump import dump
 from .errors import UsageError
 from .report import render
-from .session import CompileRequest, option_flags
+from .session import CompileRequest, chosen_target, option_flags
 
 
 def write_report(folder: str, index: dump_index.DumpIndex, output: str) -> str:
@@ -29,7 +29,8 @@ def run(args) -> int:
     else:
         with contextlib.ExitStack() as stack:
             folder = args.out or stack.enter_context(tempfile.TemporaryDirectory(prefix="dynamo-mlir-report-"))
-            request = CompileRequest(args.target, folder, args.train, args.dynamic, options=option_flags(args.option))
+            options = option_flags(args.option)
+            request = CompileRequest(chosen_target(args.target, options), folder, args.train, args.dynamic, options=options)
             index = dump(args.model, request)
             write_report(folder, index, args.output)
     print(f"dynamo-mlir: wrote {args.output} ({len(index.units)} graphs/partitions, "

@@ -49,6 +49,14 @@ def resolve_target(name: str):
                          "(see `dynamo-mlir targets`)") from None
 
 
+def chosen_target(flag: str | None, options: dict) -> str:
+    """--target, or -O target=NAME, or cpu; the two naming different targets is an error."""
+    named = options.get("target")
+    if flag and named and flag != named:
+        raise UsageError(f"--target {flag} and -O target={named} name different targets: give one")
+    return flag or named or "cpu"
+
+
 def option_flags(pairs: list[str]) -> dict:
     """-O KEY=VALUE flags as typed options (each parsed by the type of the option it names)."""
     texts = {}

@@ -37,9 +37,9 @@ TARGET = Target(
     name="cpu",
     device_type="cpu",
     stages=(
-        Stage("linalg", "mlir", pipeline.make_linalg, "dynamo ops -> linalg/tensor/arith/math"),
-        Stage("loops", "mlir", pipeline.make_loops, "fused, bufferized, out-params, scf loops"),
-        Stage("llvm", "mlir", pipeline.make_llvm, "LLVM dialect, bare-pointer calling convention"),
+        Stage("linalg", "mlir", doc="dynamo ops -> linalg/tensor/arith/math", passes=pipeline.LINALG),
+        Stage("loops", "mlir", doc="fused, bufferized, out-params, scf loops", passes=pipeline.LOOPS),
+        Stage("llvm", "mlir", doc="LLVM dialect, bare-pointer calling convention", passes=pipeline.LLVM),
     ),
     load=runtime.load,
     extra_dumps={"ll": ("ll", _llvm_ir), "s": ("s", _assembly)},

@@ -23,6 +23,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, vector
 
 from ...lowering.scalar import constant_int
+from ..attributes import NOALIAS
 from . import memory_plan
 
 LANES = 16  # lanes of a row reduction's partial (row_reduction.py): two AVX2 registers of float32, one AVX-512
@@ -215,7 +216,7 @@ def _own(root: ir.Value) -> bool:
     if fn.operation.name != "func.func" or "arg_attrs" not in fn.attributes:
         return False
     attrs = ir.ArrayAttr(fn.attributes["arg_attrs"])[ir.BlockArgument(root).arg_number]
-    return "llvm.noalias" in ir.DictAttr(attrs)
+    return NOALIAS in ir.DictAttr(attrs)
 
 
 # ----------------------------------------------------------------------------- rewrite

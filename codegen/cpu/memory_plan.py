@@ -31,10 +31,11 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
 from ...lowering.scalar import constant_int
+from ..attributes import WORKSPACE_BYTES
 from . import library_conv
 
 ALIGNMENT = 64  # bytes: a cache line, and what torch's CPU allocator gives the workspace itself
-ATTRIBUTE = "dynamo_mlir.workspace_bytes"  # on the module: the workspace size runtime.py passes
+ATTRIBUTE = WORKSPACE_BYTES  # on the module: the workspace size runtime.py passes
 
 
 @dataclass

@@ -27,6 +27,7 @@ import logging
 from torch_mlir import ir
 from torch_mlir.dialects import arith, builtin, func, llvm, scf
 
+from ..attributes import NOALIAS
 from . import memory_plan
 
 log = logging.getLogger("dynamo_mlir")
@@ -329,7 +330,7 @@ def _arg_attrs(value: ir.Value, passed: list[ir.Value]) -> ir.Attribute:
     mine = buffer_of(value)
     if mine is None or any(b is None for b in buffers) or sum(memory_plan.may_alias(b, mine) for b in buffers) > 1:
         return ir.DictAttr.get({})
-    return ir.DictAttr.get({"llvm.noalias": ir.UnitAttr.get()})
+    return ir.DictAttr.get({NOALIAS: ir.UnitAttr.get()})
 
 
 class Names:

@@ -1,54 +1,96 @@
-"""The CPU target's stages: dynamo -> linalg -> bufferized loops -> LLVM dialect."""
-
-from torch_mlir import ir
+"""The CPU target's stages, dynamo -> linalg -> bufferized loops -> LLVM dialect, as lists of
+named passes (codegen/passes.py): each declares the options it reads, the attributes it sets or
+relies on and the passes it needs before it; the driver runs, times and (with dump_passes)
+dumps them one by one."""
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
-from ..passes import run_pipeline
+from ..attributes import NOALIAS, READ, WORKSPACE_BYTES, WRITABLE
 from ..memref_copies import copies_to_linalg
+from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..zero_size import distinct_results, widen_zero_size_arguments
 from . import (channels_last, fastmath, lane_vectors, library, library_conv, library_epilogue, memory_plan,
                parallel, shared_broadcasts)
 
-
-def make_linalg(module: ir.Module, options) -> ir.Module:
-    if options.target_options.library_matmul:  # BLAS calls later: keep those matmuls named
-        library.keep_library_matmuls(module)
-    channels_last.keep_channels_last(module, options)  # chained convolutions NHWC, no transposes between them
-    library_conv.call_library_convs(module, options)  # convolutions -> torch's kernel (library_matmul)
-    lower_dynamo_ops(module, target="cpu")
-    if options.target_options.library_matmul:
-        library.fold_transposes(module)
-        library_epilogue.fold_bias(module)  # a linear's bias preset in C: the gemm adds it (beta = 1)
-    run_pipeline(module, "canonicalize, cse", "linalg", options)
-    return distinct_results(module)  # CSE may have made two results one value
+_library = lambda o: o.target_options.library_matmul  # noqa: E731
+_fusing = lambda o: o.fuse_elementwise  # noqa: E731
 
 
-def make_loops(module: ir.Module, options) -> ir.Module:
-    if options.fuse_elementwise:
-        shared_broadcasts.clone_shared_broadcasts(module)  # a scalar shared by CSE: fused into each loop
-        run_pipeline(module, "linalg-fuse-elementwise-ops", "loops", options)
-    if options.target_options.library_matmul:
-        library_epilogue.unshare_zero_fills(module)  # no copy of a shared zero C before each gemm
-    stages.bufferize(module, options, "loops", deallocate=False)
-    if options.target_options.plan_memory:  # static intermediates -> views of one kept workspace
-        memory_plan.plan_memory(module)
-    run_pipeline(module, "buffer-deallocation-pipeline", "loops", options)  # what was not planned
-    if options.target_options.library_matmul:
-        library.call_blas(module)  # named matmuls BLAS can take -> sgemm_/dgemm_ calls
-    if options.target_options.parallel:  # large nests outlined into torch_parallel_for calls
-        copies_to_linalg(module)
-        widen_zero_size_arguments(module)  # the bare-pointer convention refuses memref<0x..>
-        module = parallel.make_parallel_loops(module, options)
-    else:
-        module = stages.to_loops(module, options, "loops")
-    module = fastmath.expand_math(module, options)  # f32 exp, tanh, ... as arith, so their loops vectorize
-    if lane_vectors.vectorize_lane_loops(module):  # a row reduction's lanes as vector<16> ops (after fast_math)
-        module = run_pipeline(module, "canonicalize, cse", "loops", options)
+def _pass(name, run, doc, **contract) -> Pass:
+    return register_pass(Pass(f"cpu-{name}", run, doc, **contract))
+
+
+def _vectorize_lanes(module, options):
+    if lane_vectors.vectorize_lane_loops(module):  # rewrote loops: fold what it left
+        return run_pipeline(module, "canonicalize, cse", "cpu-lane-vectors", options)
     return module
 
 
-def make_llvm(module: ir.Module, options) -> ir.Module:
-    # libm for exp/log/...: correctly rounded or nearly so (math-expand-ops is left out on
-    # purpose: its exp-based tanh/sinh/... and exp2 were several ulp off in f32).
-    return stages.loops_to_llvm(module, options, "llvm")
+def _parallel_loops(module, options):
+    copies_to_linalg(module)
+    widen_zero_size_arguments(module)  # the bare-pointer convention refuses memref<0x..>
+    return parallel.make_parallel_loops(module, options)
+
+
+LINALG = (
+    _pass("keep-library-matmuls", lambda m, o: library.keep_library_matmuls(m),
+          "Matmuls BLAS will take stay named linalg.matmul/batch_matmul (no generic rule).",
+          options=("library_matmul",), enabled=_library),
+    _pass("channels-last", channels_last.keep_channels_last,
+          "Chained 2-d convolutions in NHWC, with no transposes between them.",
+          options=("library_matmul", "channels_last")),
+    _pass("library-convs", library_conv.call_library_convs,
+          "Convolutions -> calls of torch's kernel, their inputs read apart.",
+          options=("library_matmul",), produces=(READ,)),
+    _pass("lower-dynamo-ops", lambda m, o: lower_dynamo_ops(m, target="cpu"),
+          "Every dynamo op -> linalg/tensor/arith/math by the cpu rules, then the generic ones."),
+    _pass("fold-transposes", lambda m, o: library.fold_transposes(m),
+          "A transpose feeding only matmuls becomes the matmul's transposed operand.",
+          options=("library_matmul",), enabled=_library, requires=("cpu-keep-library-matmuls",)),
+    _pass("fold-bias", lambda m, o: library_epilogue.fold_bias(m),
+          "A linear's bias preset in the gemm's C (beta = 1) instead of an add after it.",
+          options=("library_matmul",), enabled=_library, requires=("cpu-keep-library-matmuls",)),
+    upstream("cpu-linalg-cleanup", "canonicalize, cse", "Canonicalize and CSE the linalg module."),
+    _pass("distinct-results", lambda m, o: distinct_results(m),
+          "Every returned tensor its own value (CSE may have made two results one)."),
+)
+
+LOOPS = (
+    _pass("clone-shared-broadcasts", lambda m, o: shared_broadcasts.clone_shared_broadcasts(m),
+          "A broadcast scalar shared by CSE cloned per user, so each loop fuses its own.",
+          options=("fuse_elementwise",), enabled=_fusing),
+    upstream("cpu-fuse-elementwise", "linalg-fuse-elementwise-ops", "Producer/consumer elementwise fusion.",
+             options=("fuse_elementwise",), enabled=_fusing),
+    _pass("unshare-zero-fills", lambda m, o: library_epilogue.unshare_zero_fills(m),
+          "Each gemm's zero C its own fill right before it (what call-blas folds into beta = 0).",
+          options=("library_matmul",), enabled=_library),
+    _pass("bufferize", lambda m, o: stages.bufferize(m, o, "loops", deallocate=False),
+          "Tensors -> memrefs, results as out-params, arguments read-only.", produces=(WRITABLE,)),
+    _pass("plan-memory", lambda m, o: memory_plan.plan_memory(m),
+          "Static intermediate buffers -> views of one workspace at planned offsets.",
+          options=("plan_memory",), enabled=lambda o: o.target_options.plan_memory, produces=(WORKSPACE_BYTES,),
+          requires=("cpu-bufferize",)),
+    upstream("cpu-deallocate", "buffer-deallocation-pipeline", "Free the buffers memory planning left.",
+             requires=("cpu-bufferize",)),
+    _pass("call-blas", lambda m, o: library.call_blas(m),
+          "Named matmuls BLAS can take -> sgemm_/dgemm_ calls.",
+          options=("library_matmul",), enabled=_library, requires=("cpu-unshare-zero-fills", "cpu-bufferize")),
+    _pass("parallel-loops", _parallel_loops,
+          "Large loop nests outlined into torch_parallel_for calls, the rest as scf loops.",
+          options=("parallel",), enabled=lambda o: o.target_options.parallel, produces=(NOALIAS,)),
+    _pass("to-loops", lambda m, o: stages.to_loops(m, o, "loops"),
+          "Linalg ops and memref copies as scf loops.",
+          options=("parallel",), enabled=lambda o: not o.target_options.parallel),
+    _pass("fast-math", fastmath.expand_math,
+          "f32 exp, tanh, ... as branch-free arithmetic, so their loops vectorize.", options=("fast_math",)),
+    _pass("lane-vectors", _vectorize_lanes,
+          "A row reduction's 16 lanes as vector<16> ops (after fast-math).", consumes=(NOALIAS,),
+          requires=("cpu-fast-math",)),
+)
+
+# libm for exp/log/...: correctly rounded or nearly so (math-expand-ops is left out on purpose:
+# its exp-based tanh/sinh/... and exp2 were several ulp off in f32).
+LLVM = (
+    _pass("to-llvm", lambda m, o: stages.loops_to_llvm(m, o, "llvm"),
+          "scf loops -> the LLVM dialect (bare pointers for static shapes), bf16 as i16 bits."),
+)

@@ -46,9 +46,10 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func, memref
 
+from ..attributes import LIBRARY_CALL
 from ..buffer_reads import read_only_buffer
 
-CALL_KIND = "dynamo_mlir.library_call"  # func.call attribute: which library op the call is
+CALL_KIND = LIBRARY_CALL  # func.call attribute: which library op the call is
 INDEX_PUT, SCATTER, ATTENTION = "torch.index_put", "torch.scatter", "torch.attention"
 # kind -> the dynamo op's attributes the call keeps (the runner's arguments besides buffers)
 CALL_ATTRS = {INDEX_PUT: ("accumulate",), SCATTER: ("dim", "reduce", "include_self"),

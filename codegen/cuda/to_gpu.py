@@ -17,6 +17,7 @@ from torch_mlir.dialects import func, memref
 from . import kernels, rowfuse
 from .library_calls import ATTENTION, is_call, is_declaration, retype
 from .rowkernel import row_kernel
+from ..attributes import OVERWRITE  # set on a library op whose accumulator was a zero fill
 from .loopnest import LOOP_NESTS, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
 
 log = logging.getLogger("dynamo_mlir")
@@ -24,7 +25,6 @@ log = logging.getLogger("dynamo_mlir")
 # Ops the host schedule runs through torch when `library_matmul` is on.
 LIBRARY_OPS = ("linalg.matmul", "linalg.batch_matmul", "linalg.conv_2d_nchw_fchw",
                "linalg.conv_2d_ngchw_gfchw", "linalg.pooling_nchw_max", "linalg.pooling_nchw_sum")
-OVERWRITE = "dynamo_mlir.overwrite"  # set on a library op whose accumulator was a zero fill
 
 
 def flat_view(value: ir.Value, cache: dict) -> ir.Value:

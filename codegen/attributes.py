@@ -1,0 +1,20 @@
+"""The IR attributes that carry information from one pass to a later one, declared in one place.
+
+A pass names the attributes it sets in `Pass.produces` and those it relies on in
+`Pass.consumes` (codegen/passes.py); `dynamo-mlir passes` lists who writes and who reads each.
+The modules that set or read an attribute import its name from here.
+"""
+
+# On a function argument: one-shot bufferization may not write it in place (the caller's tensor).
+WRITABLE = "bufferization.writable"
+# On a bufferization.to_buffer a library call reads: its number among its function's library
+# reads, so that CSE cannot merge two reads of one tensor (codegen/buffer_reads.py).
+READ = "dynamo_mlir.read"
+# On a cuda library op whose accumulator was a zero fill folded away: it overwrites its output.
+OVERWRITE = "dynamo_mlir.overwrite"
+# On the module: the bytes of the workspace memory planning made (the cpu runtime allocates it).
+WORKSPACE_BYTES = "dynamo_mlir.workspace_bytes"
+# On a func.call of the cuda target: which library op the call is (torch.index_put, ...).
+LIBRARY_CALL = "dynamo_mlir.library_call"
+# On an outlined loop nest's pointer arguments: no two alias (LLVM may vectorize across them).
+NOALIAS = "llvm.noalias"

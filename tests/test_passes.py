@@ -1,0 +1,115 @@
+"""Named passes (codegen/passes.py): the registry, the contract checks, the per-pass dumps and
+IR printing, and what the CLI makes of them (`dynamo-mlir passes`, `pass`, `dump
+--after-each-pass`)."""
+
+import glob
+import json
+import logging
+import os
+
+import pytest
+import torch
+from torch_mlir import ir
+
+import dynamo_mlir
+from dynamo_mlir.codegen import CompileError, config, get_target
+from dynamo_mlir.codegen.passes import Pass, get_pass, register_pass, run_passes
+from dynamo_mlir.dialects import new_context
+from dynamo_mlir.tools import cli
+
+MODELS = os.path.join(os.path.dirname(__file__), "models_for_cli.py")
+MODULE = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> { return %a : tensor<4xf32> }"
+
+
+def _options(**kw):
+    return config.bind(config.resolve({"target": "cpu", **kw}), get_target("cpu"))
+
+
+def _marker(name):
+    """A pass that records its run by setting a unit attribute `name` on the module."""
+    def run(module, options):
+        module.operation.attributes[name] = ir.UnitAttr.get()
+    return run
+
+
+def test_registry_refuses_a_second_pass_of_one_name():
+    p = register_pass(Pass("test-unique", _marker("a"), "a test pass"))
+    register_pass(p)  # the same object again: fine
+    with pytest.raises(ValueError, match="'test-unique' is registered already"):
+        register_pass(Pass("test-unique", _marker("b"), "another"))
+    assert get_pass("test-unique") is p
+
+
+def test_requires_is_checked_in_order():
+    first = Pass("test-first", _marker("first"), "runs first")
+    second = Pass("test-second", _marker("second"), "needs first", requires=("test-first",))
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(MODULE)
+        with pytest.raises(CompileError, match="pass 'test-second' requires \\['test-first'\\]"):
+            run_passes(module, [second, first], _options(), "s")
+        module, records = run_passes(module, [first, second], _options(), "s")
+        assert [r.name for r in records] == ["test-first", "test-second"]
+        assert "first" in module.operation.attributes and "second" in module.operation.attributes
+
+
+def test_disabled_pass_does_not_run():
+    off = Pass("test-off", _marker("off"), "never", enabled=lambda o: False)
+    with new_context(), ir.Location.unknown():
+        module, records = run_passes(ir.Module.parse(MODULE), [off], _options(), "s")
+        assert records == [] and "off" not in module.operation.attributes
+
+
+def test_a_python_pass_that_raises_names_itself(tmp_path):
+    def broken(module, options):
+        raise RuntimeError("boom")
+    with new_context(), ir.Location.unknown():
+        with pytest.raises(CompileError, match="stage 's' failed: pass 'test-broken': RuntimeError: boom") as e:
+            run_passes(ir.Module.parse(MODULE), [Pass("test-broken", broken, "raises")],
+                       _options(repro_dir=str(tmp_path)), "s")
+    assert "func.func @main" in open(e.value.repro).read()  # the module it started from
+
+
+def test_every_cpu_stage_is_named_passes_and_dumps_one_file_each(tmp_path):
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: torch.tanh(x) @ x.t(), backend="mlir",
+                      options={"dump_dir": str(tmp_path), "dump_passes": True})
+    x = torch.randn(8, 8)
+    torch.testing.assert_close(f(x), torch.tanh(x) @ x.t())
+    assert dynamo_mlir.stats()["ops_compiled"] >= 1
+    target = get_target("cpu")
+    for stage in target.stages:
+        assert stage.passes, stage.name
+        files = sorted(glob.glob(str(tmp_path / f"*.{stage.name}.[0-9][0-9]-*.mlir")))
+        ran = [os.path.basename(p).split("-", 1)[1].removesuffix(".mlir") for p in files]
+        enabled = [p.name for p in stage.passes if p.enabled(_options())]
+        assert ran == enabled, (stage.name, ran)
+        with new_context():  # each is IR that parses
+            ir.Module.parse(open(files[-1]).read())
+
+
+def test_print_after_all_prints_python_passes(caplog):
+    torch._dynamo.reset()
+    with caplog.at_level(logging.WARNING, logger="dynamo_mlir"):
+        torch.compile(torch.sin, backend="mlir", options={"print_after_all": True})(torch.randn(4))
+    printed = [r.getMessage() for r in caplog.records if "IR Dump After" in r.getMessage()]
+    assert any("IR Dump After cpu-lower-dynamo-ops (dynamo-mlir pass" in m for m in printed)
+
+
+def test_cli_lists_passes_with_their_contracts(capsys):
+    assert cli.main(["passes", "--target", "cpu", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["cpu-call-blas"]["requires"] == ["cpu-unshare-zero-fills", "cpu-bufferize"]
+    assert rows["cpu-call-blas"]["stages"] == ["cpu.loops"] and rows["cpu-plan-memory"]["options"] == ["plan_memory"]
+
+
+def test_cli_dump_after_each_pass(tmp_path):
+    assert cli.main(["dump", f"{MODELS}:mlp", "--after-each-pass", "--out", str(tmp_path)]) == 0
+    assert glob.glob(str(tmp_path / "*.loops.*-cpu-bufferize.mlir"))
+
+
+def test_cli_dump_follows_the_target_option(tmp_path, capsys):
+    """-O target=cuda used to dump for cpu and say nothing."""
+    assert cli.main(["dump", f"{MODELS}:mlp", "-O", "target=cuda", "--out", str(tmp_path)]) == 0
+    assert glob.glob(str(tmp_path / "*.ptx.ptx"))
+    assert cli.main(["dump", f"{MODELS}:mlp", "--target", "cpu", "-O", "target=cuda"]) == 2
+    assert "name different targets" in capsys.readouterr().err
