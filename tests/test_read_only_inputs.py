@@ -67,8 +67,9 @@ func.func @main(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
 
 def _cuda_buffers(module, options):
     from dynamo_mlir.codegen.cuda import pipeline
+    from dynamo_mlir.codegen.passes import run_passes
 
-    return pipeline.make_buffers(module, options)
+    return run_passes(module, list(pipeline.BUFFERS), options, "buffers")[0]
 
 
 # What bufferizes on each target: the cpu loops stage (and plugins) call stages.bufferize; the

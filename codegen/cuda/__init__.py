@@ -17,9 +17,9 @@ TARGET = Target(
     name="cuda",
     device_type="cuda",
     stages=(
-        Stage("linalg", "mlir", pipeline.make_linalg, "dynamo ops -> linalg on tensors, elementwise ops fused"),
-        Stage("buffers", "mlir", pipeline.make_buffers, "bufferized, results as out-params"),
-        Stage("gpu", "mlir", pipeline.make_gpu, "gpu.launch per kernel (blocks/threads), outlined gpu.modules"),
+        Stage("linalg", "mlir", doc="dynamo ops -> linalg on tensors, elementwise ops fused", passes=pipeline.LINALG),
+        Stage("buffers", "mlir", doc="bufferized, results as out-params", passes=pipeline.BUFFERS),
+        Stage("gpu", "mlir", doc="gpu.launch per kernel (blocks/threads), outlined gpu.modules", passes=pipeline.GPU),
         Stage("nvvm", "mlir", pipeline.make_nvvm, "kernels in NVVM/LLVM dialect; host schedule extracted"),
         Stage("ll", "ll", pipeline.make_ll, "kernels as LLVM IR"),
         Stage("ptx", "ptx", pipeline.make_ptx, "PTX for the device's compute capability"),

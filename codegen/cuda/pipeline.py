@@ -1,5 +1,9 @@
 """The cuda target's stages: dynamo -> linalg -> buffers -> gpu -> nvvm -> ll -> ptx.
 
+linalg, buffers and gpu are lists of named passes (codegen/passes.py). (A value returned twice,
+which AOTAutograd's forward makes when it saves an output as an activation too, gets its own
+buffer in `stages.bufferize`, as on every target.)
+
 Up to `gpu` the artifact is the MLIR module (host functions with gpu.launch_func ops plus
 outlined gpu.modules). From `nvvm` on it is a `CudaProgram`: the host schedule, extracted once
 from the host function, and the device code, which changes form (NVVM module, LLVM IR, PTX).
@@ -11,45 +15,13 @@ from torch_mlir import ir
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
-from ..passes import CompileError, run_pipeline
+from ..attributes import LIBRARY_CALL, OVERWRITE, READ, WRITABLE
+from ..passes import CompileError, Pass, register_pass, run_pipeline, upstream
 from . import ptx, schedule, to_gpu
 from .loopnest import Unsupported
 
 
-def make_linalg(module: ir.Module, options) -> ir.Module:
-    lower_dynamo_ops(module, target="cuda")
-    passes = ["canonicalize", "cse"]
-    if options.fuse_elementwise:
-        passes += ["linalg-fuse-elementwise-ops", "canonicalize", "cse"]
-    return run_pipeline(module, ", ".join(passes), "linalg", options)
-
-
-def _unique_results(module: ir.Module) -> None:
-    """Give a value returned twice (AOTAutograd's forward can save an output as an activation too)
-    its own copy: buffer-results-to-out-params crashes on a duplicated result."""
-    from torch_mlir.dialects import linalg, tensor
-
-    for func_op in module.body.operations:
-        if func_op.operation.name != "func.func" or to_gpu.is_declaration(func_op):
-            continue
-        ret = list(func_op.regions[0].blocks[0].operations)[-1].operation
-        seen = set()
-        for i, value in enumerate(list(ret.operands)):
-            if value in seen:
-                with ir.InsertionPoint(ret), ret.location:
-                    t = ir.RankedTensorType(value.type)
-                    copy = linalg.copy(value, outs=[tensor.empty(list(t.shape), t.element_type)])
-                ret.operands[i] = copy
-            seen.add(value)
-
-
-def make_buffers(module: ir.Module, options) -> ir.Module:
-    with module.context:
-        _unique_results(module)
-    return stages.bufferize(module, options, "buffers", deallocate=False)
-
-
-def make_gpu(module: ir.Module, options) -> ir.Module:
+def _kernels(module: ir.Module, options) -> None:
     try:
         with module.context, ir.Location.unknown():
             cuda = options.target_options
@@ -57,8 +29,38 @@ def make_gpu(module: ir.Module, options) -> ir.Module:
                                   rows=cuda.row_selection(), graph=options.graph_name)
     except Unsupported as e:
         raise CompileError("gpu", str(e)) from None
+
+
+def _pass(name, run, doc, **contract) -> Pass:
+    return register_pass(Pass(f"cuda-{name}", run, doc, **contract))
+
+
+_fusing = lambda o: o.fuse_elementwise  # noqa: E731
+
+LINALG = (
+    _pass("lower-dynamo-ops", lambda m, o: lower_dynamo_ops(m, target="cuda"),
+          "Every dynamo op -> linalg on tensors by the cuda rules (library calls: index_put, scatter, "
+          "attention), then the generic ones.", produces=(LIBRARY_CALL, READ)),
+    upstream("cuda-linalg-cleanup", "canonicalize, cse", "Canonicalize and CSE the linalg module."),
+    upstream("cuda-fuse-elementwise", "linalg-fuse-elementwise-ops, canonicalize, cse",
+             "Producer/consumer elementwise fusion.", options=("fuse_elementwise",), enabled=_fusing),
+)
+
+BUFFERS = (
+    _pass("bufferize", lambda m, o: stages.bufferize(m, o, "buffers", deallocate=False),
+          "Tensors -> memrefs, results as out-params (each its own buffer), arguments read-only.",
+          produces=(WRITABLE,)),
+)
+
+GPU = (
+    _pass("kernels", _kernels,
+          "Each linalg op (or fused row group) -> a gpu.launch; matmul/conv/pooling left as library ops.",
+          options=("library_matmul", "cuda_fuse_rows", "cuda_rowfuse_only"), produces=(OVERWRITE,),
+          consumes=(LIBRARY_CALL,)),
     # Outlining sinks constants into the kernels; what stays captured becomes kernel arguments.
-    return run_pipeline(module, "gpu-kernel-outlining, canonicalize, cse", "gpu", options)
+    upstream("cuda-outline-kernels", "gpu-kernel-outlining, canonicalize, cse",
+             "gpu.launch bodies outlined into gpu.modules.", requires=("cuda-kernels",)),
+)
 
 
 def make_nvvm(module: ir.Module, options) -> ptx.CudaProgram:
