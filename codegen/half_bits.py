@@ -22,6 +22,7 @@ import struct
 from torch_mlir import ir
 from torch_mlir.dialects import llvm
 
+from .functions import is_declaration
 from .passes import CompileError
 
 # Ops whose result does not depend on the element being a float: they only move bits.
@@ -130,7 +131,7 @@ def _drop_identity_bitcast(op: ir.Operation) -> None:
 def _moves_bits(op: ir.Operation) -> bool:
     """Whether `op` only moves bf16 bits. A declared function's bf16 parameters would change its
     calling convention as i16: refused, like arithmetic."""
-    declared = op.name == "llvm.func" and len(op.regions[0].blocks) == 0
+    declared = op.name == "llvm.func" and is_declaration(op)
     return (op.name in BIT_MOVING and not declared) or op.name == EXTENSION
 
 

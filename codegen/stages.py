@@ -16,6 +16,7 @@ from torch_mlir import ir
 
 from ..lowering import lower_dynamo_ops
 from .attributes import WRITABLE
+from .functions import defined_functions
 from .half_bits import bf16_as_bits
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
@@ -49,9 +50,7 @@ def read_only_arguments(module: ir.Module, writable=frozenset()) -> None:
     unless told otherwise."""
     with module.context:
         false = ir.BoolAttr.get(False)
-        for op in module.body.operations:
-            if op.operation.name != "func.func" or not len(op.regions[0].blocks):
-                continue
+        for op in defined_functions(module):
             name = ir.StringAttr(op.attributes["sym_name"]).value
             types = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs
             old = list(ir.ArrayAttr(op.attributes["arg_attrs"])) if "arg_attrs" in op.attributes \

@@ -10,6 +10,8 @@ ever touches it (every loop over it has zero trips). Run on the bufferized modul
 from torch_mlir import ir
 from torch_mlir.dialects import func, memref
 
+from .functions import defined_functions
+
 
 def row_major_strides(shape: list[int]) -> list[int]:
     strides, running = [], 1
@@ -40,9 +42,8 @@ def widen_zero_size_arguments(module: ir.Module) -> ir.Module:
     (DynamicCpuFunction), so a widened memref<1x..> there would shift every later argument."""
     if not uses_bare_pointers(module):
         return module
-    for op in module.body.operations:
-        if op.operation.name == "func.func" and len(op.regions[0].blocks):
-            _widen(op.opview if hasattr(op, "opview") else op)
+    for op in defined_functions(module):
+        _widen(op.opview if hasattr(op, "opview") else op)
     return module
 
 

@@ -24,6 +24,7 @@ from torch_mlir.dialects import arith, vector
 
 from ...lowering.scalar import constant_int
 from ..attributes import NOALIAS
+from .. import views
 from . import memory_plan
 
 LANES = 16  # lanes of a row reduction's partial (row_reduction.py): two AVX2 registers of float32, one AVX-512
@@ -193,17 +194,9 @@ def _check_loads_of_stored(ops, stored: dict) -> None:
             raise _Unsupported("memref.load of a view of a stored buffer")
 
 
-# Ops whose result views their first operand's buffer.
-_VIEWS = ("memref.subview", "memref.reshape", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
-          "memref.reinterpret_cast", "memref.transpose", "memref.view")
-
-
 def _root(value: ir.Value) -> ir.Value:
-    """The value whose buffer `value` views (through view ops)."""
-    while (not isinstance(value.owner, ir.Block) and value.owner.operation.name in _VIEWS
-           and not memory_plan.planned_span(value)):
-        value = value.owner.operation.operands[0]
-    return value
+    """The value whose buffer `value` views (through view ops; a planned view is a buffer)."""
+    return views.view_root(value, stop=lambda v: bool(memory_plan.planned_span(v)))
 
 
 def _own(root: ir.Value) -> bool:

@@ -20,16 +20,13 @@ import tempfile
 from torch_mlir import ir
 from torch_mlir.execution_engine import ExecutionEngine
 
+from ..functions import declared_names
 from ..passes import CompileError
 
 
 def external_symbols(module) -> list[str]:
     """Functions the LLVM-dialect module declares but does not define (libm, ...)."""
-    names = []
-    for op in module.body.operations:
-        if op.operation.name == "llvm.func" and len(op.regions[0].blocks) == 0:
-            names.append(ir.StringAttr(op.attributes["sym_name"]).value)
-    return names
+    return declared_names(module, "llvm.func")
 
 
 def _in_process(name: str) -> bool:

@@ -28,6 +28,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, builtin, func, llvm, scf
 
 from ..attributes import NOALIAS
+from .. import views
 from . import memory_plan
 
 log = logging.getLogger("dynamo_mlir")
@@ -299,24 +300,11 @@ def _private(fn):
     return fn
 
 
-# Ops whose result is a view of their first operand's buffer.
-_VIEWS = ("memref.subview", "memref.reshape", "memref.expand_shape", "memref.collapse_shape", "memref.cast",
-          "memref.reinterpret_cast", "memref.transpose", "memref.view")
-
-
 def buffer_of(value: ir.Value) -> ir.Value | None:
-    """The buffer a memref value is a view of: a function argument, an allocation or a global,
-    or None (a loop's block argument, ...: unknown)."""
-    while True:
-        owner = value.owner
-        if isinstance(owner, ir.Block):
-            return value if owner.owner.operation.name == "func.func" else None
-        name = owner.operation.name
-        if name in ("memref.alloc", "memref.alloca", "memref.get_global") or memory_plan.planned_span(value):
-            return value
-        if name not in _VIEWS:
-            return None
-        value = owner.operation.operands[0]
+    """The buffer a memref value is a view of: a function argument, an allocation, a global or a
+    planned view of the workspace (memory_plan.py), or None (a loop's block argument, ...:
+    unknown)."""
+    return views.buffer_of(value, stop=lambda v: bool(memory_plan.planned_span(v)))
 
 
 def _arg_attrs(value: ir.Value, passed: list[ir.Value]) -> ir.Attribute:

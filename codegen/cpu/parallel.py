@@ -64,6 +64,7 @@ from torch_mlir.dialects import arith, linalg
 
 from ...lowering.scalar import constant_int
 from ..passes import run_pipeline
+from .. import views
 from . import memory_plan, outline
 from .outline import dims, inside
 
@@ -234,26 +235,20 @@ def _contiguous(t: ir.Type) -> bool:
 
 def _row_root(value: ir.Value) -> ir.Value | None:
     """The buffer `value` shows rows of, row for row (a function argument, an allocation, a
-    global, through row-preserving views), or None: unknown, possibly aliasing anything."""
-    while True:
-        owner = value.owner
-        if isinstance(owner, ir.Block):
-            return value if owner.owner.operation.name == "func.func" else None
-        name = owner.operation.name
-        if name in ("memref.alloc", "memref.alloca", "memref.get_global"):
-            return value
-        if memory_plan.planned_span(value):  # a planned buffer; _disjoint_views checks its bytes
-            return value
-        if name == "memref.subview" and _keeps_rows(owner.operation):
-            value = owner.operation.operands[0]
-            continue
-        if name not in _ROW_VIEWS:
-            return None
-        source = owner.operation.operands[0]
-        if not (_contiguous(source.type) and _contiguous(value.type)
-                and ir.MemRefType(source.type).shape[0] == ir.MemRefType(value.type).shape[0]):
-            return None
-        value = source
+    global, a planned view of the workspace, whose bytes _disjoint_views checks; through
+    row-preserving views), or None: unknown, possibly aliasing anything."""
+    return views.buffer_of(value, stop=lambda v: bool(memory_plan.planned_span(v)), through=_keeps_row_order)
+
+
+def _keeps_row_order(op: ir.Operation, result: ir.Value) -> bool:
+    """Row i of `result` is row i of the view's source."""
+    if op.name == "memref.subview":
+        return _keeps_rows(op)
+    if op.name not in _ROW_VIEWS:
+        return False
+    source = op.operands[0]
+    return (_contiguous(source.type) and _contiguous(result.type)
+            and ir.MemRefType(source.type).shape[0] == ir.MemRefType(result.type).shape[0])
 
 
 def _keeps_rows(subview) -> bool:

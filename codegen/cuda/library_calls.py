@@ -48,6 +48,7 @@ from torch_mlir.dialects import bufferization, func, memref
 
 from ..attributes import LIBRARY_CALL
 from ..buffer_reads import read_only_buffer
+from ..functions import is_declaration  # noqa: F401  (the callees; schedule.py and to_gpu.py import it here)
 
 CALL_KIND = LIBRARY_CALL  # func.call attribute: which library op the call is
 INDEX_PUT, SCATTER, ATTENTION = "torch.index_put", "torch.scatter", "torch.attention"
@@ -150,6 +151,3 @@ def _plain(attr: ir.Attribute):
     return next(read(attr) for kind, read in _PLAIN if isinstance(attr, kind))
 
 
-def is_declaration(func_op) -> bool:
-    """A func.func without a body (the library calls' callees): not a host function."""
-    return len(func_op.regions[0].blocks) == 0

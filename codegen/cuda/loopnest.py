@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
+from ..views import view_root
 from ..zero_size import row_major_strides
 
 PARALLEL, REDUCTION = "parallel", "reduction"
@@ -30,9 +31,7 @@ def op_name(x) -> str | None:
 
 def root_of(value: ir.Value) -> ir.Value:
     """The buffer a view chain starts from (an argument, an allocation or a global)."""
-    while op_name(value) in VIEW_OPS:
-        value = value.owner.operands[0]
-    return value
+    return view_root(value, through=VIEW_OPS)
 
 
 class Unsupported(NotImplementedError):
