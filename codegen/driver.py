@@ -69,19 +69,23 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
     run = StageRun(module, options=options)
     for stage in stages:
         t0 = time.perf_counter()
-        before = as_text(run.artifact)  # the repro if this stage fails
+        before = _snapshot(run.artifact)  # the repro if this stage fails
         try:
             with _context_of(run.artifact):
                 if stage.passes:
                     run.artifact, pass_records = run_passes(run.artifact, list(stage.passes), options, stage.name)
                 else:
                     run.artifact, pass_records = stage.run(run.artifact, options), []
-        except CompileError:
-            raise
+        except CompileError as e:
+            if e.repro is None:  # a Python pass failed: its stage's input is the repro
+                e = CompileError(e.stage, e.detail, _save(before, stage, target, options), e.op)
+            raise e from None
         except Exception as e:
-            pipeline = f"python stage '{stage.name}' of target '{target.name}': {stage.doc}"
-            repro = save_repro(stage.name, before, pipeline, options.repro_dir)
-            raise CompileError(stage.name, f"{type(e).__name__}: {e}", repro, getattr(e, "op", None)) from e
+            raise CompileError(stage.name, f"{type(e).__name__}: {e}", _save(before, stage, target, options),
+                               getattr(e, "op", None)) from e
+        finally:
+            if hasattr(before, "erase"):
+                before.erase()
         record = StageRecord(stage.name, stage.ext, time.perf_counter() - t0, passes=pass_records)
         if keep_text or dump_dir:
             record.text = dump_content(run.artifact)
@@ -95,6 +99,18 @@ def run_stages(module: Any, target: Target, options, graph_name: str = "graph",
         for name, (ext, fn) in target.extra_dumps.items():
             write_dump(dump_dir, graph_name, name, ext, _dump_view(fn, run.artifact, name))
     return run
+
+
+def _snapshot(artifact):
+    """What a failing stage's repro is made from: a copy of an MLIR module (printed only on
+    failure; a copy costs a tenth of printing it), else the artifact's text."""
+    return artifact.operation.clone() if hasattr(artifact, "operation") else as_text(artifact)
+
+
+def _save(before, stage, target, options) -> str:
+    text = before.get_asm(enable_debug_info=True) if hasattr(before, "get_asm") else before
+    return save_repro(stage.name, text, f"python stage '{stage.name}' of target '{target.name}': {stage.doc}",
+                      options.repro_dir)
 
 
 def _dump_view(fn, artifact, name: str) -> str:

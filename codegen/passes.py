@@ -52,7 +52,7 @@ def failing_op(message: str) -> str | None:
 def run_pipeline(module: ir.Module, pipeline: str, stage: str, options=None) -> ir.Module:
     """Run `pipeline` (a comma-separated pass list, nested in builtin.module) in place."""
     text = f"builtin.module({pipeline})"
-    before = module.operation.get_asm(enable_debug_info=True)
+    before = module.operation.clone()  # printed only if the pipeline fails: a copy costs a tenth
     try:
         pm = passmanager.PassManager.parse(text, context=module.context)
         if options is not None and options.print_after_all:
@@ -60,9 +60,11 @@ def run_pipeline(module: ir.Module, pipeline: str, stage: str, options=None) -> 
             pm.enable_ir_printing()
         pm.run(module.operation)
     except Exception as e:
-        repro = save_repro(stage, before, text, getattr(options, "repro_dir", None))
+        repro = save_repro(stage, before.get_asm(enable_debug_info=True), text, getattr(options, "repro_dir", None))
         message = str(e)
         raise CompileError(stage, message, repro, failing_op(message)) from None
+    finally:
+        before.erase()
     return module
 
 
@@ -171,10 +173,8 @@ def _run_one(p: Pass, module: ir.Module, options, stage: str) -> ir.Module:
     except CompileError as e:  # an upstream pass failed: the stage's error, the pass named
         raise CompileError(stage, e.detail if e.detail.startswith("pass ") else f"pass '{p.name}': {e.detail}",
                            e.repro, e.op) from None
-    except Exception as e:  # noqa: BLE001 - a Python pass's bug: name it, keep its input
-        repro = save_repro(stage, module.operation.get_asm(enable_debug_info=True), f"python pass '{p.name}'",
-                           getattr(options, "repro_dir", None))
-        raise CompileError(stage, f"pass '{p.name}': {type(e).__name__}: {e}", repro, getattr(e, "op", None)) from e
+    except Exception as e:  # noqa: BLE001 - a Python pass's bug: name it (the driver saves the stage's input)
+        raise CompileError(stage, f"pass '{p.name}': {type(e).__name__}: {e}", None, getattr(e, "op", None)) from e
     return result if isinstance(result, ir.Module) else module  # else: it rewrote `module` in place
 
 

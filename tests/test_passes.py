@@ -59,14 +59,20 @@ def test_disabled_pass_does_not_run():
         assert records == [] and "off" not in module.operation.attributes
 
 
-def test_a_python_pass_that_raises_names_itself(tmp_path):
+def test_a_python_pass_that_raises_names_itself_and_leaves_its_stages_input(tmp_path):
+    import dataclasses
+
+    from dynamo_mlir.codegen.driver import run_stages
+    from dynamo_mlir.codegen.target import Stage
+
     def broken(module, options):
+        module.body.operations[0].erase()  # half done, then a bug
         raise RuntimeError("boom")
+    target = dataclasses.replace(get_target("cpu"), stages=(Stage("s", "mlir", passes=(Pass("test-broken", broken, "raises"),)),))
     with new_context(), ir.Location.unknown():
         with pytest.raises(CompileError, match="stage 's' failed: pass 'test-broken': RuntimeError: boom") as e:
-            run_passes(ir.Module.parse(MODULE), [Pass("test-broken", broken, "raises")],
-                       _options(repro_dir=str(tmp_path)), "s")
-    assert "func.func @main" in open(e.value.repro).read()  # the module it started from
+            run_stages(ir.Module.parse(MODULE), target, config.resolve({"target": "cpu", "repro_dir": str(tmp_path)}))
+    assert "func.func @main" in open(e.value.repro).read()  # the stage's input, from before the pass ran
 
 
 def test_every_cpu_stage_is_named_passes_and_dumps_one_file_each(tmp_path):

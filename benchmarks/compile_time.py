@@ -1,0 +1,51 @@
+"""Cold compile time of the demo's models on the cpu target: the first call of a fresh
+torch.compile, and the time in each of our stages, medians over --repeat compiles.
+
+    python benchmarks/compile_time.py [--repeat 5]
+
+(Dynamo and AOTAutograd's own time is the rest of the first call; `load` is the JIT.)
+"""
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import dynamo_mlir
+from dynamo_mlir.tools.models import cnn, transformer_block
+
+MODELS = {"transformer_block": (transformer_block, lambda: torch.randn(8, 16, 64)),
+          "cnn": (cnn, lambda: torch.randn(2, 3, 32, 32))}
+
+
+def measure(build, make_input, repeat: int) -> tuple[float, dict]:
+    model, x = build().eval(), make_input()
+    firsts, stages = [], {}
+    for _ in range(repeat):
+        torch._dynamo.reset()
+        dynamo_mlir.reset()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            torch.compile(model, backend="mlir")(x)
+        firsts.append(time.perf_counter() - t0)
+        for stage, seconds in dynamo_mlir.stats()["stage_seconds"].items():
+            stages.setdefault(stage, []).append(seconds)
+    return statistics.median(firsts), {k: statistics.median(v) for k, v in stages.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    print("| model | first call s | " + " | ".join(f"{s} ms" for s in ("dynamo", "linalg", "loops", "llvm", "load")) + " |")
+    print("|---|---|---|---|---|---|---|")
+    for name, (build, make_input) in MODELS.items():
+        first, stages = measure(build, make_input, args.repeat)
+        cells = " | ".join(f"{stages.get(s, 0) * 1e3:.1f}" for s in ("dynamo", "linalg", "loops", "llvm", "load"))
+        print(f"| {name} | {first:.3f} | {cells} |")
+
+
+if __name__ == "__main__":
+    main()
