@@ -119,15 +119,21 @@ def _transpose_source(value: ir.Value, rank: int) -> ir.Value | None:
     return owner.operands[0] if perm == _SWAPPED[rank] else None
 
 
+def _has_own_maps(op, rank: int) -> bool:
+    if "indexing_maps" not in op.attributes:
+        return False
+    return [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]] != _maps(rank, (False, False))
+
+
 def fold_transposes(module: ir.Module) -> None:
     """matmul(transpose(x), y) -> matmul with x's indexing map transposed: BLAS reads x as is.
     The transpose, if nothing else uses it, is left dead for canonicalize."""
     for op in ops_named(module, NAMED):
-        if "indexing_maps" in op.attributes:
-            continue
         view = op.opview
         a, b = view.inputs
         rank = ir.ShapedType(a.type).rank
+        if _has_own_maps(op, rank):  # folded already (a parsed module spells out the default maps)
+            continue
         sources = [_transpose_source(a, rank), _transpose_source(b, rank)]
         if all(s is None for s in sources):
             continue
