@@ -28,7 +28,7 @@ def lower_to_linalg(module: ir.Module, options, target: str, stage: str = "linal
     """Every op of our dialects -> linalg/tensor/arith/math with `target`'s rules (its own rules
     first, then the generic ones its capabilities allow), then canonicalized; with the core
     option `fuse_elementwise`, producer/consumer elementwise ops fused."""
-    lower_dynamo_ops(module, target=target)
+    lower_dynamo_ops(module, target=target, options=options)
     passes = ["canonicalize", "cse"]
     if options.fuse_elementwise:
         passes += ["linalg-fuse-elementwise-ops", "canonicalize", "cse"]

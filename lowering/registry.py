@@ -1,7 +1,10 @@
 """The lowering-rule registry: one rule per dynamo op and requirement set, optionally per target.
 
-A rule is `rule(op) -> ir.Value | list[ir.Value]`, called with the insertion point and location
-set just before `op`; it builds linalg/tensor/arith/math IR computing op's results.
+A rule is `rule(ctx, op) -> ir.Value | list[ir.Value]`, called with the insertion point and
+location set just before `op`; it builds linalg/tensor/arith/math IR computing op's results.
+`ctx` (a `LoweringContext`, JAX's LoweringRuleContext) says for which target and with which
+options: a target decides its library and precision policy where it lowers (the cpu matmul rule
+keeps a matmul MKL will take a named linalg.matmul when `library_matmul` is on).
 
 Rules say what they need, not whom they are for: `register_lowering(dy.SortOp, rule,
 requires={"serial_loops"})`. A target declares the capabilities it has (`Target.capabilities`),
@@ -15,9 +18,26 @@ runs), and capability and target names are checked, so a typo raises instead of 
 rule nothing ever looks up.
 """
 
-from typing import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 Rule = Callable[..., object]
+
+
+@dataclass(frozen=True)
+class LoweringContext:
+    """What a rule may ask about where it lowers: the target's name (None: generic lowering),
+    its capabilities, and the compile's options (core `Options` bound to the target, whose own
+    options are `options.target_options`; None outside a compile, e.g. a unit test)."""
+
+    target: str | None = None
+    capabilities: frozenset = frozenset()
+    options: Any = None
+
+    def target_option(self, name: str, default=None):
+        """The target's option `name`, or `default` without options (or without that option)."""
+        own = getattr(self.options, "target_options", None)
+        return getattr(own, name, default)
 
 # What a rule may require of a target: capability name -> what the rule's IR contains that a
 # target must be able to compile and run. Keep this small; a target declares the ones it has.
@@ -123,6 +143,11 @@ def remove_lowering(op, *, requires: Iterable[str] = (), target: str | None = No
     """Unregister and return the rule under that exact key (tests, plugins replacing a rule)."""
     _FOUND.clear()
     return _RULES[_op_name(op)].pop((target, _checked_capabilities(requires)))
+
+
+def context_for(target: str | None, options=None) -> LoweringContext:
+    """The context rules get when lowering for `target` (declared) with `options`."""
+    return LoweringContext(target, _capabilities(target), options)
 
 
 def _capabilities(target: str | None) -> frozenset[str]:

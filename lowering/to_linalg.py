@@ -43,14 +43,16 @@ def _as_value(produced) -> ir.Value:
     return (produced.operation if hasattr(produced, "operation") else produced).result
 
 
-def lower_dynamo_ops(module: ir.Module, target: str | None = None) -> ir.Module:
+def lower_dynamo_ops(module: ir.Module, target: str | None = None, options=None) -> ir.Module:
     """Rewrite, in place and in program order, each op of our dialects with its lowering rule,
-    until none is left (a rule may expand an op into other ops of ours)."""
+    until none is left (a rule may expand an op into other ops of ours). Rules get a
+    LoweringContext of `target` and `options` (the compile's, bound to the target)."""
+    ctx = registry.context_for(target, options)
     for _ in range(MAX_ROUNDS):
         ops = _dynamo_ops(module)
         if not ops:
             return module
-        _lower_round(ops, target)
+        _lower_round(ops, ctx)
     left = sorted({op.name for op in _dynamo_ops(module)})
     if left:
         raise LoweringError(f"lowering rules kept producing {left} after {MAX_ROUNDS} rounds (target {target}): "
@@ -58,13 +60,14 @@ def lower_dynamo_ops(module: ir.Module, target: str | None = None) -> ir.Module:
     return module
 
 
-def _lower_round(ops: list, target: str | None) -> None:
+def _lower_round(ops: list, ctx: registry.LoweringContext) -> None:
+    target = ctx.target
     for op in ops:
         op = op.opview
         rule = registry.lookup(op.name, target)
         try:
             with ir.InsertionPoint(op), op.location:
-                produced = rule(op)
+                produced = rule(ctx, op)
         except Exception as e:  # a rule bug: say which op it was, keep the cause
             raise LoweringError(f"lowering '{op.name}' at {op.location} (target {target}): {e}", op.name) from e
         values = [_as_value(v) for v in (produced if isinstance(produced, (list, tuple)) else [produced])]

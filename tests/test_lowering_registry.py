@@ -15,7 +15,7 @@ from helpers import assert_fallbacks
 OP = "dynamo.test_registry_op"
 
 
-def _rule(op):
+def _rule(ctx, op):
     raise AssertionError("never called")
 
 
@@ -31,9 +31,9 @@ def scratch_op():
 def test_a_second_rule_for_one_key_raises_unless_it_overrides(scratch_op):
     registry.register_lowering(OP, _rule)
     with pytest.raises(registry.DuplicateLoweringRule, match=OP):
-        registry.register_lowering(OP, lambda op: None)
+        registry.register_lowering(OP, lambda ctx, op: None)
     assert registry.lookup(OP, None) is _rule
-    replacement = lambda op: None
+    replacement = lambda ctx, op: None
     registry.register_lowering(OP, replacement, override=True)
     assert registry.lookup(OP, None) is replacement
     assert registry.remove_lowering(OP) is replacement
@@ -42,7 +42,7 @@ def test_a_second_rule_for_one_key_raises_unless_it_overrides(scratch_op):
 
 
 def test_lookup_takes_the_most_specific_rule_the_target_can_run(scratch_op):
-    generic, looping, for_cuda = (lambda op: None), (lambda op: None), (lambda op: None)
+    generic, looping, for_cuda = (lambda ctx, op: None), (lambda ctx, op: None), (lambda ctx, op: None)
     registry.register_lowering(OP, generic)
     registry.register_lowering(OP, looping, requires={"serial_loops"})
     registry.register_lowering(OP, for_cuda, target="cuda")
@@ -90,3 +90,30 @@ def test_an_op_the_target_lists_as_unsupported_runs_eagerly_and_says_why():
         del target_module._TARGETS[name], registry._TARGETS[name]
         registry._FOUND.clear()
         dynamo_mlir.reset()
+
+
+def test_a_rule_gets_the_target_its_capabilities_and_the_compiles_options():
+    """rule(ctx, op): where it lowers and with which options (JAX's LoweringRuleContext)."""
+    import torch
+
+    import dynamo_mlir  # noqa: F401  (registers the targets)
+    from dynamo_mlir.lowering import registry as reg
+
+    seen = []
+    generic = reg.lookup("dynamo.exp", None)
+
+    def spy(ctx, op):
+        seen.append(ctx)
+        return generic(ctx, op)
+
+    reg.register_lowering("dynamo.exp", spy, target="cpu")
+    try:
+        for library in (True, False):
+            torch._dynamo.reset()
+            torch.compile(torch.exp, backend="mlir", options={"library_matmul": library})(torch.randn(4))
+    finally:
+        reg.remove_lowering("dynamo.exp", target="cpu")
+    assert [c.target for c in seen] == ["cpu", "cpu"]
+    assert {"serial_loops", "dynamic_shapes"} <= seen[0].capabilities
+    assert [c.target_option("library_matmul") for c in seen] == [True, False]
+    assert reg.LoweringContext().target_option("library_matmul", "unset") == "unset"

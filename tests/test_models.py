@@ -87,7 +87,7 @@ def test_op_the_dialect_lacks_falls_back_correctly():
 @pytest.fixture
 def broken_exp_lowering():
     """A cpu-specific rule for dynamo.exp that fails, as a buggy rule would."""
-    def broken(op):
+    def broken(ctx, op):
         raise ValueError("simulated lowering bug")
 
     lowering_registry.register_lowering("dynamo.exp", broken, target="cpu")

@@ -58,7 +58,7 @@ def _import_scaled_tanh(ctx, node):
 
 
 @plugin.register_lowering(ScaledTanhOp)
-def _expand_scaled_tanh(op):
+def _expand_scaled_tanh(ctx, op):
     """Generic: expanded into core dynamo ops, which the lowering then lowers in its next round."""
     t = ir.RankedTensorType(op.x.type)
     scale = ir.DenseElementsAttr.get_splat(t, ir.FloatAttr.get(t.element_type, ir.FloatAttr(op.scale).value))
@@ -115,7 +115,7 @@ def test_registries_refuse_silent_duplicates():
     with pytest.raises(plugin.DuplicateRule):
         plugin.import_rule(torch.ops.plugintest.scaled_tanh.default)(lambda ctx, node: None)
     with pytest.raises(plugin.DuplicateLoweringRule):
-        plugin.register_lowering(ScaledTanhOp, lambda op: None)
+        plugin.register_lowering(ScaledTanhOp, lambda ctx, op: None)
     with pytest.raises(ValueError, match="already declared"):
         plugin.declare_capability("serial_loops", "something else")
 

@@ -31,7 +31,6 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, linalg, llvm, memref, scf
 
-from ...lowering import registry
 from ..provenance import nodes_of
 
 # element type name -> the BLAS routine
@@ -60,25 +59,11 @@ def load_libtorch() -> None:
 # ----------------------------------------------------------------------------- linalg stage
 
 
-def _eligible(op) -> bool:
+def blas_can_take(op) -> bool:
     """A dynamo.matmul BLAS can take: float32/float64, every shape static and non-empty."""
     types = [ir.RankedTensorType(v.type) for v in (op.lhs, op.rhs, op.out)]
     return (str(types[0].element_type) in GEMM
             and all(t.has_static_shape and 0 not in t.shape for t in types))
-
-
-def keep_library_matmuls(module: ir.Module) -> None:
-    """Before lowering: lower each eligible dynamo.matmul with the generic rule (a named linalg
-    op) instead of the cpu rule's loops, so that a later stage can recognise it."""
-    generic = registry.lookup("dynamo.matmul", None)
-    for op in ops_named(module, ("dynamo.matmul",)):
-        op = op.opview
-        if not _eligible(op):
-            continue
-        with ir.InsertionPoint(op), op.location:
-            produced = generic(op)
-        op.results[0].replace_all_uses_with(produced.result if hasattr(produced, "result") else produced)
-        op.erase()
 
 
 def _dims(n: int, *positions: int) -> ir.AffineMap:

@@ -37,7 +37,7 @@ DYN = dy.DYN
 
 
 @register_lowering(dy.ReduceOp, target="cpu")
-def lower_reduce_in_lanes(op):
+def lower_reduce_in_lanes(ctx, op):
     kind, dims = ir.StringAttr(op.kind).value, dy.int_list(op.dims)
     src = ranked(op.x)
     if not _lanes_apply(src, kind, dims):

@@ -1,6 +1,8 @@
 """CPU-specific lowering rules (they win over the generic ones for target "cpu").
 
-matmul: the generic rule emits linalg.matmul, whose loops run i, j, k: the innermost loop walks
+matmul: with library_matmul, a matmul MKL can take (library.blas_can_take) is the generic rule's
+named linalg.matmul / batch_matmul, which the loops stage turns into an sgemm_/dgemm_ call
+(library.call_blas). Otherwise: the generic rule emits linalg.matmul, whose loops run i, j, k: the innermost loop walks
 B down a column (stride N) and reduces into one scalar, which LLVM does not vectorize. Here the
 loop order is i, k, j: the innermost loop streams a row of B into a row of C, contiguous and
 independent across j, so LLVM's loop vectorizer turns it into SIMD FMAs.
@@ -20,17 +22,20 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, math, tensor
 
 from ...dialects import dynamo as dy
-from ...lowering import register_lowering
+from ...lowering import register_lowering, registry
 from ...lowering.loops import for_range
 from ...lowering.rules.common import (PARALLEL, REDUCTION, affine_map, elementwise, empty, generic, identity,
                                       matmul_init, ranked, slice_dim)
 from ...lowering.scalar import const, index, is_float
+from . import library
 
 MATMUL_K_BLOCK = 128  # the most products one running sum of C adds up before the chunk's tile is added
 
 
 @register_lowering(dy.MatmulOp, target="cpu")
-def lower_matmul_ikj(op):
+def lower_matmul_ikj(ctx, op):
+    if ctx.target_option("library_matmul") and library.blas_can_take(op):  # the loops stage calls MKL
+        return registry.lookup("dynamo.matmul", None)(ctx, op)  # the generic rule: a named linalg.matmul
     elem, k = ranked(op.out).element_type, ranked(op.lhs).shape[-1]
     zero = matmul_init(op, const(elem, 0))
     if not is_float(elem) or (k != ir.ShapedType.get_dynamic_size() and k <= MATMUL_K_BLOCK):
@@ -91,5 +96,5 @@ def _chunk_product(lhs, rhs, tile, start, size) -> ir.Value:
 
 
 @register_lowering(dy.Expm1Op, target="cpu")
-def lower_expm1(op):
+def lower_expm1(ctx, op):
     return elementwise([op.x], ranked(op.out), math.expm1)

@@ -111,15 +111,15 @@ def emit_call(op, kind: str, operands: list[ir.Value], updates_dest: bool = True
     return bufferization.to_tensor(op.out.type, out, restrict=True, writable=True)
 
 
-def index_put(op) -> ir.Value:
+def index_put(ctx, op) -> ir.Value:
     return emit_call(op, INDEX_PUT, [op.values, *op.indices])
 
 
-def scatter(op) -> ir.Value:
+def scatter(ctx, op) -> ir.Value:
     return emit_call(op, SCATTER, [op.index, op.src])
 
 
-def attention(op) -> ir.Value:
+def attention(ctx, op) -> ir.Value:
     return emit_call(op, ATTENTION, [op.query, op.key, op.value, *op.bias], updates_dest=False)
 
 

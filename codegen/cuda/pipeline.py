@@ -38,7 +38,7 @@ def _pass(name, run, doc, **contract) -> Pass:
 _fusing = lambda o: o.fuse_elementwise  # noqa: E731
 
 LINALG = (
-    _pass("lower-dynamo-ops", lambda m, o: lower_dynamo_ops(m, target="cuda"),
+    _pass("lower-dynamo-ops", lambda m, o: lower_dynamo_ops(m, target="cuda", options=o),
           "Every dynamo op -> linalg on tensors by the cuda rules (library calls: index_put, scatter, "
           "attention), then the generic ones.", produces=(LIBRARY_CALL, READ)),
     upstream("cuda-linalg-cleanup", "canonicalize, cse", "Canonicalize and CSE the linalg module."),

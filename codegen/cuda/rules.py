@@ -20,7 +20,7 @@ from .kernels import ROW_THREADS
 
 
 @register_lowering(dy.ReduceOp, target="cuda")
-def _lower_reduce(op):
+def _lower_reduce(ctx, op):
     return lower_reduce(op, ROW_THREADS * SUM_BLOCK)
 
 

@@ -50,8 +50,9 @@ from dynamo_mlir.frontend import aten as _core_rules  # noqa: F401  (core rules 
 from dynamo_mlir.frontend.aten.args import bind
 from dynamo_mlir.frontend.importer import ImportContext
 from dynamo_mlir.frontend.registry import DuplicateRule, Unsupported, import_rule
-from dynamo_mlir.lowering.registry import (CAPABILITIES, DuplicateLoweringRule, NoLoweringRule, declare_capability,
-                                           register_lowering, remove_lowering)
+from dynamo_mlir.lowering.registry import (CAPABILITIES, DuplicateLoweringRule, LoweringContext, NoLoweringRule,
+                                           declare_capability, register_lowering, remove_lowering)
+from dynamo_mlir.codegen.passes import Pass, register_pass, upstream
 
 
 
@@ -65,12 +66,13 @@ __all__ = [
     # targets
     "Target", "Stage", "TargetOptions", "option", "OptionError", "Options", "Signature", "register_target",
     "get_target", "all_targets", "target_for_device", "DuplicateTarget", "NoTargetForDevice", "stages",
-    "run_pipeline", "CompileError", "declare_capability", "CAPABILITIES", "nodes_of",
+    "run_pipeline", "CompileError", "declare_capability", "CAPABILITIES", "nodes_of", "Pass", "register_pass",
+    "upstream",
     # dialect
     "register_dialect", "DuplicateDialect", "Dynamo", "core_ops", "verifier", "VerifyError", "tensor_type",
     "shape_of", "elem_of",
     # import rules
     "import_rule", "Unsupported", "DuplicateRule", "ImportContext", "bind",
     # lowering rules
-    "register_lowering", "remove_lowering", "NoLoweringRule", "DuplicateLoweringRule",
+    "register_lowering", "remove_lowering", "NoLoweringRule", "DuplicateLoweringRule", "LoweringContext",
 ]

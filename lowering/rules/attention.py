@@ -103,7 +103,7 @@ class _Emitter:
 
 
 @register_lowering(dy.AttentionOp)
-def _lower_attention(op):
+def _lower_attention(ctx, op):
     out_elem = ir.RankedTensorType(op.out.type).element_type
     em = _Emitter(ir.F32Type.get() if isinstance(out_elem, _HALF) else out_elem)
     q, k, v = (em.cast(x) for x in (op.query, op.key, op.value))

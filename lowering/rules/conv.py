@@ -16,7 +16,7 @@ def _zero_filled(t, like=None, dim_map=None):
 
 
 @register_lowering(dy.Conv2dOp)
-def _lower_conv(op):
+def _lower_conv(ctx, op):
     if dy.layout_of(op) == "nhwc":
         # A correct fallback, not a fast one: the cpu target hands channels-last convolutions to
         # torch's kernel (codegen/cpu/library_conv.py) and sets the layout only then.

@@ -10,12 +10,12 @@ from .common import PARALLEL, empty, generic, identity, ranked, loop_index
 
 
 @register_lowering(dy.ConstantOp)
-def _lower_constant(op):
+def _lower_constant(ctx, op):
     return arith.constant(op.out.type, op.value)
 
 
 @register_lowering(dy.IotaOp)
-def _lower_iota(op):
+def _lower_iota(ctx, op):
     out, dim = ranked(op.out), ir.IntegerAttr(op.dim).value
     elem = out.element_type
     start, step = tensor.extract(op.start, []), tensor.extract(op.step, [])

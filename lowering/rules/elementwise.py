@@ -39,11 +39,11 @@ def _body(op, elem: ir.Type):
     return fn
 
 
-def _lower_unary(op):
+def _lower_unary(ctx, op):
     return elementwise([op.x], ranked(op.out), _body(op, ranked(op.x).element_type))
 
 
-def _lower_binary(op):
+def _lower_binary(ctx, op):
     return elementwise([op.lhs, op.rhs], ranked(op.out), _body(op, ranked(op.lhs).element_type))
 
 
@@ -52,7 +52,7 @@ register_lowering(list(dy.BINARY_CLASSES.values()), _lower_binary)
 
 
 @register_lowering(dy.CompareOp)
-def _lower_compare(op):
+def _lower_compare(ctx, op):
     pred, elem = ir.StringAttr(op.predicate).value, ranked(op.lhs).element_type
     if is_float(elem):
         p = getattr(arith.CmpFPredicate, FLOAT_COMPARE[pred])
@@ -65,11 +65,11 @@ def _lower_compare(op):
 
 
 @register_lowering(dy.SelectOp)
-def _lower_select(op):
+def _lower_select(ctx, op):
     return elementwise([op.cond, op.lhs, op.rhs], ranked(op.out), arith.select)
 
 
 @register_lowering(dy.CastOp)
-def _lower_cast(op):
+def _lower_cast(ctx, op):
     dst = ranked(op.out).element_type
     return elementwise([op.x], ranked(op.out), lambda x: convert(x, dst))

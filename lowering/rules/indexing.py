@@ -10,7 +10,7 @@ from .common import PARALLEL, affine_map, dim_value, empty, generic, identity, i
 
 
 @register_lowering(dy.GatherOp)
-def _lower_gather(op):
+def _lower_gather(ctx, op):
     out, idx = ranked(op.out), ranked(op.indices)
     n_idx = idx.rank
     rows = dim_value(op.x, 0)
@@ -25,7 +25,7 @@ def _lower_gather(op):
 
 
 @register_lowering(dy.GatherAlongOp)
-def _lower_gather_along(op):
+def _lower_gather_along(ctx, op):
     out, dim = ranked(op.out), ir.IntegerAttr(op.dim).value
     size = dim_value(op.x, dim)
 

@@ -42,7 +42,7 @@ def _first_failure(info, j, failed):
 
 
 @register_lowering(dy.LuFactorOp, requires={"serial_loops"})
-def _lower_lu_factor(op):
+def _lower_lu_factor(ctx, op):
     _static(op.x)
     batch, m, n = ranked(op.x).shape
     elem, k = ranked(op.x).element_type, min(m, n)
@@ -92,7 +92,7 @@ def _lower_lu_factor(op):
 
 
 @register_lowering(dy.CholeskyOp, requires={"serial_loops"})
-def _lower_cholesky(op):
+def _lower_cholesky(ctx, op):
     _static(op.x)
     batch, n, _ = ranked(op.x).shape
     elem = ranked(op.x).element_type
@@ -124,7 +124,7 @@ def _lower_cholesky(op):
 
 
 @register_lowering(dy.TriangularSolveOp, requires={"serial_loops"})
-def _lower_triangular_solve(op):
+def _lower_triangular_solve(ctx, op):
     _static(op.a, op.b)
     batch, n, k = ranked(op.b).shape
     upper = bool(ir.IntegerAttr(op.upper).value)
@@ -149,7 +149,7 @@ def _lower_triangular_solve(op):
 
 
 @register_lowering(dy.LuPermutationOp, requires={"serial_loops"})
-def _lower_lu_permutation(op):
+def _lower_lu_permutation(ctx, op):
     _static(op.pivots)
     batch, k = ranked(op.pivots).shape
     size = ir.IntegerAttr(op.size).value

@@ -10,7 +10,7 @@ from .common import matmul_init, ranked
 
 
 @register_lowering(dy.MatmulOp)
-def _lower_matmul(op):
+def _lower_matmul(ctx, op):
     out = ranked(op.out)
     rank = out.rank
     acc = matmul_init(op, const(out.element_type, 0))

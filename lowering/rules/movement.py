@@ -11,7 +11,7 @@ from .common import PARALLEL, affine_map, dynamic_sizes, empty, generic, identit
 
 
 @register_lowering(dy.BroadcastOp)
-def _lower_broadcast(op):
+def _lower_broadcast(ctx, op):
     src, out = ranked(op.x), ranked(op.out)
     dims = dy.int_list(op.dims)
     # Operand dim i reads result dim dims[i], or index 0 where it is a size-1 dim being stretched.
@@ -39,7 +39,7 @@ def _shape_tensor(op_out: ir.RankedTensorType, source: ir.Value, sizes):
 
 
 @register_lowering(dy.ReshapeOp)
-def _lower_reshape(op):
+def _lower_reshape(ctx, op):
     out = ranked(op.out)
     if out.rank == 0 or ranked(op.x).rank == 0:
         # tensor.reshape needs a non-empty shape; collapse/expand with no reassociation handles 0-d.
@@ -50,7 +50,7 @@ def _lower_reshape(op):
 
 
 @register_lowering(dy.PermuteOp)
-def _lower_permute(op):
+def _lower_permute(ctx, op):
     perm = dy.int_list(op.perm)
     if perm == sorted(perm):  # identity (0-d included: linalg.transpose of rank 0 exhausts memory)
         return op.x
@@ -59,7 +59,7 @@ def _lower_permute(op):
 
 
 @register_lowering(dy.SliceOp)
-def _lower_slice(op):
+def _lower_slice(ctx, op):
     out = ranked(op.out)
     start, step = dy.int_list(op.start), dy.int_list(op.step)
     # A dynamic result dim is the operand's whole dim (the verifier checks start 0, step 1).
@@ -90,7 +90,7 @@ def _insert_slice(source: ir.Value, dest: ir.Value, offsets: list, sizes: list) 
 
 
 @register_lowering(dy.ConcatOp)
-def _lower_concat(op):
+def _lower_concat(ctx, op):
     out, dim = ranked(op.out), ir.IntegerAttr(op.dim).value
     # Off `dim` the operands agree (the verifier checks it); a `?` dim there is read off lhs.
     lhs_sizes, rhs_sizes = ([_size(v, d) for d in range(out.rank)] for v in (op.lhs, op.rhs))
@@ -104,7 +104,7 @@ def _lower_concat(op):
 
 
 @register_lowering(dy.PadOp)
-def _lower_pad(op):
+def _lower_pad(ctx, op):
     out = ranked(op.out)
     value = tensor.extract(op.value, [])
     pad = tensor.PadOp(out, op.x, [], [], dy.int_list(op.low), dy.int_list(op.high))
@@ -115,7 +115,7 @@ def _lower_pad(op):
 
 
 @register_lowering(dy.BroadcastLikeOp)
-def _lower_broadcast_like(op):
+def _lower_broadcast_like(ctx, op):
     src, out = ranked(op.x), ranked(op.out)
     dims = dy.int_list(op.dims)
     # A size-1 operand dim facing a result dim that is not statically 1 is stretched (index 0).

@@ -49,7 +49,7 @@ def _pool_channels_last(x, kind, out, acc, kernel, stride, dilation):
 
 
 @register_lowering(dy.Pool2dOp)
-def _lower_pool(op):
+def _lower_pool(ctx, op):
     out = ranked(op.out)
     elem = out.element_type
     kind = ir.StringAttr(op.kind).value

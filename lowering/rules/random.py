@@ -36,7 +36,7 @@ def _mix(z: ir.Value) -> ir.Value:
 
 
 @register_lowering(dy.RandomBitsOp)
-def _lower_random_bits(op):
+def _lower_random_bits(ctx, op):
     out = ranked(op.out)
     i64 = out.element_type
     stream = ir.IntegerAttr(op.stream).value

@@ -52,7 +52,7 @@ def _iteration(src_rank: int, dims: list[int]):
 
 
 @register_lowering(dy.ReduceOp)
-def _lower_reduce(op):
+def _lower_reduce(ctx, op):
     return lower_reduce(op, SUM_BLOCK)
 
 
@@ -183,7 +183,7 @@ def _sizes(x, dim: int, replaced: list) -> tuple[list[int], list[ir.Value]]:
 
 
 @register_lowering(dy.ArgReduceOp)
-def _lower_arg_reduce(op):
+def _lower_arg_reduce(ctx, op):
     src, out = ranked(op.x), ranked(op.out)
     kind, dim = ir.StringAttr(op.kind).value, ir.IntegerAttr(op.dim).value
     elem, i64 = src.element_type, ir.IntegerType.get_signless(64)

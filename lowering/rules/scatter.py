@@ -80,7 +80,7 @@ COMBINES = {
 
 
 @register_lowering(dy.IndexPutOp, requires={"serial_loops"})
-def _lower_index_put(op):
+def _lower_index_put(ctx, op):
     indices = list(op.indices)
     k, nb = len(indices), ranked(indices[0]).rank
     accumulate = ir.IntegerAttr(op.accumulate).value != 0
@@ -102,7 +102,7 @@ def _lower_index_put(op):
 
 
 @register_lowering(dy.ScatterOp, requires={"serial_loops"})
-def _lower_scatter(op):
+def _lower_scatter(ctx, op):
     dim = ir.IntegerAttr(op.dim).value
     reduce = ir.StringAttr(op.reduce).value
     include_self = ir.IntegerAttr(op.include_self).value != 0
@@ -161,7 +161,7 @@ def _scatter_mean(op, acc, bounds, target, include_self):
 
 
 @register_lowering(dy.MaskedScatterOp, requires={"serial_loops"})
-def _lower_masked_scatter(op):
+def _lower_masked_scatter(ctx, op):
     """A running count of the true positions seen so far picks each one's source element; it is
     capped at the last source element (eager raises when the source is too short)."""
     last = arith.subi(dim_value(op.source, 0), index(1))

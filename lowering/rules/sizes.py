@@ -10,7 +10,7 @@ from .common import ranked
 
 
 @register_lowering(dy.NumelOp)
-def _lower_numel(op):
+def _lower_numel(ctx, op):
     n = index(1)
     for d in dy.int_list(op.dims):
         n = arith.muli(n, tensor.dim(op.x, index(d)))
@@ -20,5 +20,5 @@ def _lower_numel(op):
 
 
 @register_lowering(dy.DimOp)
-def _lower_dim(op):
+def _lower_dim(ctx, op):
     return tensor.dim(op.x, index(ir.IntegerAttr(op.dim).value))

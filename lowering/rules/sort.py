@@ -58,7 +58,7 @@ def _at(coords: list, position: ir.Value) -> list:
 
 
 @register_lowering(dy.SortOp, requires={"serial_loops"})
-def _lower_sort(op):
+def _lower_sort(ctx, op):
     t = ranked(op.x)
     shape, dim = list(t.shape), ir.IntegerAttr(op.dim).value
     if any(s == ir.ShapedType.get_dynamic_size() for s in shape):

@@ -31,25 +31,25 @@ def _in_f64(fn):
     return body
 
 
-def _lower_unary(op):
+def _lower_unary(ctx, op):
     return elementwise([op.x], ranked(op.out), _in_f64(special.UNARY[op_kind(op)]))
 
 
-def _lower_binary(op):
+def _lower_binary(ctx, op):
     return elementwise([op.lhs, op.rhs], ranked(op.out), _in_f64(special.BINARY[op_kind(op)]))
 
 
 @register_lowering(dy.NextafterOp, requires={"scalar_math"})
-def _lower_nextafter(op):
+def _lower_nextafter(ctx, op):
     return elementwise([op.lhs, op.rhs], ranked(op.out), special.nextafter)
 
 
-def _lower_polynomial(op):
+def _lower_polynomial(ctx, op):
     spec = POLYNOMIALS[op_kind(op)]
     return elementwise([op.lhs, op.rhs], ranked(op.out), lambda x, n: polynomial(spec, x, n))
 
 
-def _lower_bessel(op):
+def _lower_bessel(ctx, op):
     fn = BESSEL[op_kind(op)]
     out = ranked(op.out)
 

@@ -47,7 +47,7 @@ def inverse_rms(x32, eps: float):
 
 
 @plugin.register_lowering(RMSNormOp)
-def expand_rms_norm(op):
+def expand_rms_norm(ctx, op):
     f32 = ir.F32Type.get()
     elem, rank = _ranked(op.x).element_type, _ranked(op.x).rank
     x32 = _cast(op.x, f32)

@@ -122,7 +122,7 @@ def _scale(x, inv, weight, f32):
 
 
 def _lowering(row_sums):
-    def lower(op):
+    def lower(ctx, op):
         f32 = ir.F32Type.get()
         n = _ranked(op.x).shape[-1]
         inv = _inverse_rms(row_sums(op.x, f32), n, eps_of(op), f32)

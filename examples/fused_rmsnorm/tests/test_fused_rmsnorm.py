@@ -51,9 +51,9 @@ class _Spy:
         plugin.register_lowering(rmsnorm.RMSNormOp, self._counted, target=self.target)
         return self
 
-    def _counted(self, op):
+    def _counted(self, ctx, op):
         self.calls += 1
-        return self.rule(op)
+        return self.rule(ctx, op)
 
     def __exit__(self, *exc):
         plugin.register_lowering(rmsnorm.RMSNormOp, self.rule, target=self.target, override=True)
