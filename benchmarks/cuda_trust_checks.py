@@ -220,6 +220,45 @@ def resnet50_stage_tails(device: str = os.environ.get("DEVICE", "cuda")) -> None
                   + "".join(f"\n  {b}" for b in bad[:12]))
 
 
+def resnet50_split(device: str = os.environ.get("DEVICE", "cuda"),
+                   name: str = "resnet.encoder.stages.3.layers.2.layer.1.normalization.bias") -> None:
+    """The model cut in two after stage 1, each half compiled on its own or run eagerly: which
+    half the wrong last-block gradient needs. Per split, the channels of `name`'s gradient 10x
+    farther from float64 than eager's, and the gradient's RMSE against eager's."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from real_models import FLOAT64_CASES
+
+    case = FLOAT64_CASES["resnet50"]
+    torch.manual_seed(0)
+    base = case.build(None).to(device).train()
+    inputs, target = case.batch(torch.Generator().manual_seed(0))
+    x, target = inputs["pixel_values"].to(device), target.to(device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    def run(model, dtype, front_compiled, back_compiled):
+        model = copy.deepcopy(model).to(dtype)
+        stages = model.resnet.encoder.stages
+        front = torch.nn.Sequential(model.resnet.embedder, stages[0], stages[1])
+        back = torch.nn.Sequential(stages[2], stages[3], model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
+        torch._dynamo.reset()
+        if front_compiled == "whole":  # one graph, as the test compiles it
+            torch.compile(lambda: F.cross_entropy(back(front(x.to(dtype))), target), backend="mlir")().backward()
+        else:
+            f = torch.compile(front, backend="mlir") if front_compiled else front
+            b = torch.compile(back, backend="mlir") if back_compiled else back
+            F.cross_entropy(b(f(x.to(dtype))), target).backward()
+        return dict(model.named_parameters())[name].grad.double()
+
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        r, e = run(base, torch.float64, False, False), run(base, torch.float32, False, False)
+        for front_c, back_c in (("whole", "whole"), (True, True), (True, False), (False, True)):
+            c = run(base, torch.float32, front_c, back_c)
+            far = int(((c - r).abs() > 10 * (e - r).abs() + 1e-9).sum())
+            label = lambda v: "in one graph" if v == "whole" else "compiled" if v else "eager"  # noqa: E731
+            print(f"front {label(front_c)}, back {label(back_c)}: "
+                  f"{far} of {r.numel()} channels far; RMSE vs float64 {_rmse(c, r):.3g} (eager's {_rmse(e, r):.3g})")
+
+
 def resnet50_tf32(device: str = "cuda") -> None:
     """Does the compiled step follow cuDNN's TF32 switch as eager does? The gradients' RMSE
     against float64 with `torch.backends.cudnn.flags(allow_tf32=...)` off and on."""
@@ -294,6 +333,7 @@ if __name__ == "__main__":
     checks = {"conv_transpose3d": conv_transpose3d, "flash_rng_state": flash_rng_state,
               "resnet50_training_grads": resnet50_training_grads, "batch_norm_eval_bias_grad": batch_norm_eval_bias_grad,
               "resnet50_tail": resnet50_tail, "resnet50_tf32": resnet50_tf32,
-              "resnet50_bias_grads": resnet50_bias_grads, "resnet50_stage_tails": resnet50_stage_tails}
+              "resnet50_bias_grads": resnet50_bias_grads, "resnet50_stage_tails": resnet50_stage_tails,
+              "resnet50_split": resnet50_split}
     for name in sys.argv[1:] or checks:
         checks[name]()

@@ -1,5 +1,7 @@
 // RUN: dynamo-mlir pass cpu-unshare-zero-fills %s | check --prefix UNSHARE
 // RUN: dynamo-mlir pass cpu-call-blas %s | check --prefix BLAS
+// RUN: dynamo-mlir pass cpu-distinct-results %s | check --prefix DISTINCT
+// RUN: dynamo-mlir pass cpu-clone-shared-broadcasts %s | check --prefix CLONE
 
 // Named passes of the cpu target run alone (`dynamo-mlir passes` lists them). Two gemms share
 // one zero fill after CSE: cpu-unshare-zero-fills gives each its own fill right before it, what
@@ -33,4 +35,47 @@ func.func @main(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %out: memref<4x3xf32>)
   linalg.fill ins(%z : f32) outs(%out : memref<4x3xf32>)
   linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x3xf32>) outs(%out : memref<4x3xf32>)
   return
+}
+
+// -----
+
+// cpu-distinct-results: a value returned twice gets a copy of its own (buffer-results-to-out-params
+// would crash the process on the repeat).
+// DISTINCT: %[[E:[0-9]+]] = math.exp %arg0
+// DISTINCT-NEXT: %[[C:[0-9]+]] = bufferization.alloc_tensor() copy(%[[E]])
+// DISTINCT-NEXT: return %[[E]], %[[C]]
+func.func @main(%a: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = math.exp %a : tensor<4xf32>
+  return %0, %0 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// cpu-clone-shared-broadcasts: a scalar broadcast CSE made one value for two elementwise users
+// is cloned per user, so elementwise fusion folds each copy into its loop (a constant) instead
+// of writing a 4x8 buffer of 0.5 that both read.
+// CLONE: %[[B1:[0-9]+]] = linalg.generic {{.*}} ins(%[[CST:cst[_0-9]*]] : tensor<f32>)
+// CLONE: %[[B2:[0-9]+]] = linalg.generic {{.*}} ins(%[[CST]] : tensor<f32>)
+// CLONE: ins(%arg0, %[[B2]] : tensor<4x8xf32>, tensor<4x8xf32>)
+// CLONE: ins(%arg1, %[[B1]] : tensor<4x8xf32>, tensor<4x8xf32>)
+#bcast = affine_map<(d0, d1) -> ()>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %cst = arith.constant dense<5.000000e-01> : tensor<f32>
+  %0 = tensor.empty() : tensor<4x8xf32>
+  %1 = linalg.generic {indexing_maps = [#bcast, #id], iterator_types = ["parallel", "parallel"]} ins(%cst : tensor<f32>) outs(%0 : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<4x8xf32>
+  %2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%arg0, %1 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%0 : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %4 = arith.mulf %in, %in_0 : f32
+    linalg.yield %4 : f32
+  } -> tensor<4x8xf32>
+  %3 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%arg1, %1 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%0 : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %4 = arith.addf %in, %in_0 : f32
+    linalg.yield %4 : f32
+  } -> tensor<4x8xf32>
+  return %2, %3 : tensor<4x8xf32>, tensor<4x8xf32>
 }
