@@ -73,6 +73,23 @@ def _rmse(a, b) -> float:
     return (a.double() - b.double()).pow(2).mean().sqrt().item()
 
 
+def _resnet50(device: str):
+    """tests/real_models.py's ResNet-50 layout on `device`: (case, model, inputs, target), the
+    model and batch seeded as the test seeds them."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from real_models import FLOAT64_CASES
+
+    case = FLOAT64_CASES["resnet50"]
+    torch.manual_seed(0)
+    model = case.build(None).to(device)
+    inputs, target = case.batch(torch.Generator().manual_seed(0))
+    return case, model, {k: v.to(device) for k, v in inputs.items()}, target.to(device)
+
+
+def _widened(inputs: dict) -> dict:
+    return {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
+
+
 class _ConvWithForwardConvBackward(torch.autograd.Function):
     """F.conv2d (groups=1) whose backward is what frontend/aten/conv.py imports: the input
     gradient a forward convolution of the stride-dilated, padded output gradient with the
@@ -111,18 +128,10 @@ def _forward_conv_backward(model):
 
 
 def resnet50_training_grads(threshold: float = 1.5, device: str = os.environ.get("DEVICE", "cuda")) -> None:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-    from real_models import FLOAT64_CASES
-
-    case = FLOAT64_CASES["resnet50"]
-    torch.manual_seed(0)
-    base = case.build(None).to(device)
-    inputs, target = case.batch(torch.Generator().manual_seed(0))
-    inputs, target = {k: v.to(device) for k, v in inputs.items()}, target.to(device)
+    case, base, inputs, target = _resnet50(device)
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         torch.backends.cuda.matmul.allow_tf32 = False
-        exact = _step(copy.deepcopy(base).double(), {k: v.double() if v.is_floating_point() else v
-                                                     for k, v in inputs.items()}, target, case, False)
+        exact = _step(copy.deepcopy(base).double(), _widened(inputs), target, case, False)
         eager = _step(copy.deepcopy(base), inputs, target, case, False)
         torch._dynamo.reset()
         got = _step(copy.deepcopy(base), inputs, target, case, True)
@@ -151,19 +160,13 @@ def resnet50_tail(device: str = os.environ.get("DEVICE", "cuda")) -> None:
     """Where the last block's gradients lose accuracy: the model's tail (its last bottleneck,
     the pooler, the classifier and the loss) compiled alone on features eager computed, and the
     head without the block; each gradient's RMSE against float64, compiled and eager."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-    from real_models import FLOAT64_CASES
-
-    case = FLOAT64_CASES["resnet50"]
-    torch.manual_seed(0)
-    model = case.build(None).to(device).train()
-    inputs, target = case.batch(torch.Generator().manual_seed(0))
+    _, model, inputs, target = _resnet50(device)
+    model.train()
     stages = model.resnet.encoder.stages
     with torch.no_grad():
-        h = model.resnet.embedder(inputs["pixel_values"].to(device))
+        h = model.resnet.embedder(inputs["pixel_values"])
         for layer in [l for st in stages[:3] for l in st.layers] + list(stages[3].layers[:2]):
             h = layer(h)
-    target = target.to(device)
     block, head = stages[3].layers[2], torch.nn.Sequential(model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
     for name, tail, x in [("head", head, block(h).detach()), ("block + head", torch.nn.Sequential(block, head), h)]:
         grads = {}
@@ -185,20 +188,15 @@ def resnet50_stage_tails(device: str = os.environ.get("DEVICE", "cuda")) -> None
     the head compiled alone on features eager computed, TF32 off: the gradients whose RMSE
     against float64 is over 5x eager's (rounding stays near 1-2x), and how many elements are
     10x farther than eager's."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-    from real_models import FLOAT64_CASES
-
-    case = FLOAT64_CASES["resnet50"]
-    torch.manual_seed(0)
-    model = case.build(None).to(device).train()
-    inputs, target = case.batch(torch.Generator().manual_seed(0))
-    stages, target = model.resnet.encoder.stages, target.to(device)
+    _, model, inputs, target = _resnet50(device)
+    model.train()
+    stages = model.resnet.encoder.stages
     head = torch.nn.Sequential(model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
     torch.backends.cuda.matmul.allow_tf32 = False
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         for first in (3, 2):
             with torch.no_grad():
-                h = model.resnet.embedder(inputs["pixel_values"].to(device))
+                h = model.resnet.embedder(inputs["pixel_values"])
                 for st in stages[:first]:
                     h = st(h)
             tail = torch.nn.Sequential(*stages[first:], head)
@@ -225,14 +223,9 @@ def resnet50_split(device: str = os.environ.get("DEVICE", "cuda"),
     """The model cut in two after stage 1, each half compiled on its own or run eagerly: which
     half the wrong last-block gradient needs. Per split, the channels of `name`'s gradient 10x
     farther from float64 than eager's, and the gradient's RMSE against eager's."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-    from real_models import FLOAT64_CASES
-
-    case = FLOAT64_CASES["resnet50"]
-    torch.manual_seed(0)
-    base = case.build(None).to(device).train()
-    inputs, target = case.batch(torch.Generator().manual_seed(0))
-    x, target = inputs["pixel_values"].to(device), target.to(device)
+    _, base, inputs, target = _resnet50(device)
+    base.train()
+    x = inputs["pixel_values"]
     torch.backends.cuda.matmul.allow_tf32 = False
 
     def run(model, dtype, front_compiled, back_compiled):
@@ -262,17 +255,9 @@ def resnet50_split(device: str = os.environ.get("DEVICE", "cuda"),
 def resnet50_tf32(device: str = "cuda") -> None:
     """Does the compiled step follow cuDNN's TF32 switch as eager does? The gradients' RMSE
     against float64 with `torch.backends.cudnn.flags(allow_tf32=...)` off and on."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-    from real_models import FLOAT64_CASES
-
-    case = FLOAT64_CASES["resnet50"]
-    torch.manual_seed(0)
-    base = case.build(None).to(device)
-    inputs, target = case.batch(torch.Generator().manual_seed(0))
-    inputs, target = {k: v.to(device) for k, v in inputs.items()}, target.to(device)
+    case, base, inputs, target = _resnet50(device)
     torch.backends.cuda.matmul.allow_tf32 = False
-    exact = _step(copy.deepcopy(base).double(), {k: v.double() if v.is_floating_point() else v
-                                                 for k, v in inputs.items()}, target, case, False)
+    exact = _step(copy.deepcopy(base).double(), _widened(inputs), target, case, False)
     runs = {}
     for tf32 in (False, True):
         with torch.backends.cudnn.flags(enabled=True, allow_tf32=tf32):
@@ -289,18 +274,10 @@ def resnet50_bias_grads(device: str = os.environ.get("DEVICE", "cuda"),
                         name: str = "resnet.encoder.stages.3.layers.2.layer.1.normalization.bias") -> None:
     """One gradient channel by channel: how many channels the compiled step has far from the
     float64 value (10x eager's distance), and the worst ones' values."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-    from real_models import FLOAT64_CASES
-
-    case = FLOAT64_CASES["resnet50"]
-    torch.manual_seed(0)
-    base = case.build(None).to(device)
-    inputs, target = case.batch(torch.Generator().manual_seed(0))
-    inputs, target = {k: v.to(device) for k, v in inputs.items()}, target.to(device)
+    case, base, inputs, target = _resnet50(device)
     torch.backends.cuda.matmul.allow_tf32 = False
     with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
-        r = _step(copy.deepcopy(base).double(), {k: v.double() if v.is_floating_point() else v
-                                                 for k, v in inputs.items()}, target, case, False)[name]
+        r = _step(copy.deepcopy(base).double(), _widened(inputs), target, case, False)[name]
         e = _step(copy.deepcopy(base), inputs, target, case, False)[name].double()
         for options in ({}, {"cuda_fuse_rows": False}, {"cuda_graphs_in_default_mode": False}):
             torch._dynamo.reset()
