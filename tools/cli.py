@@ -119,8 +119,9 @@ COMMANDS = {
                MODEL_HELP, _add_report, "report_cmd:run"),
     "ops": ("the ATen ops imported and the dynamo ops each target accepts", None, _add_ops, "listing:run_ops"),
     "targets": ("the registered targets and their stage tables", None, _add_targets, "listing:run_targets"),
-    "passes": ("every named pass: the stages that run it, the options it reads, the attributes it sets and "
-               "needs, the passes it requires before it", None, _add_passes, "passes_cmd:run_list"),
+    "passes": ("every named pass in the order the stages run them: the stages, the options it reads, the "
+               "attributes it sets and needs, the passes it requires before it", None, _add_passes,
+               "passes_cmd:run_list"),
     "pass": ("run one named pass alone on an .mlir file and print the result (IR tests)", None, _add_pass,
              "passes_cmd:run_one"),
     "options": ("every option: the core's and each target's, with its environment variable and default",

@@ -23,11 +23,21 @@ def _stages_of() -> dict[str, list[str]]:
     return where
 
 
+def _in_stage_order() -> list:
+    """Every registered pass: those of the targets' stages in the order they run, then the rest."""
+    ordered = {}
+    for _, target in sorted(all_targets().items()):
+        for stage in target.stages:
+            ordered.update({p.name: p for p in stage.passes})
+    rest = sorted((p for name, p in all_passes().items() if name not in ordered), key=lambda p: p.name)
+    return list(ordered.values()) + rest
+
+
 def run_list(args) -> int:
     where = _stages_of()
     rows = [dict(name=p.name, stages=where.get(p.name, []), options=list(p.options), produces=list(p.produces),
                  consumes=list(p.consumes), requires=list(p.requires), doc=p.doc)
-            for p in sorted(all_passes().values(), key=lambda p: p.name)
+            for p in _in_stage_order()
             if not args.target or any(s.startswith(args.target + ".") for s in where.get(p.name, []))]
     if args.json:
         print(json.dumps(rows, indent=1))

@@ -26,9 +26,18 @@ def _kernels(module: ir.Module, options) -> None:
         with module.context, ir.Location.unknown():
             cuda = options.target_options
             to_gpu.convert_module(module, library=cuda.library_matmul, fuse_rows=cuda.cuda_fuse_rows,
-                                  rows=cuda.row_selection(), graph=options.graph_name)
+                                  rows=cuda.row_selection(), graph=options.graph_name, prepare=False)
     except Unsupported as e:
         raise CompileError("gpu", str(e)) from None
+
+
+def _per_host(rewrite):
+    """A pass running `rewrite(func_op)` on each host function."""
+    def run(module, options):
+        with module.context, ir.Location.unknown():
+            for func_op in to_gpu.host_functions(module):
+                rewrite(func_op)
+    return run
 
 
 def _pass(name, run, doc, **contract) -> Pass:
@@ -53,10 +62,17 @@ BUFFERS = (
 )
 
 GPU = (
+    _pass("fold-transposes-into-matmuls", _per_host(to_gpu.fold_transposes_into_matmuls),
+          "A transpose feeding only library matmuls / attention becomes their transposed view (no copy kernel).",
+          options=("library_matmul",), enabled=lambda o: o.target_options.library_matmul),
+    _pass("fold-transposes-of-attention", _per_host(to_gpu.fold_transposes_of_attention),
+          "Transposes around a library attention call read as strided views."),
+    _pass("erase-empty-loop-nests", _per_host(to_gpu.erase_empty_loop_nests),
+          "Loop nests over a zero-size operand (no trips) erased."),
     _pass("kernels", _kernels,
           "Each linalg op (or fused row group) -> a gpu.launch; matmul/conv/pooling left as library ops.",
           options=("library_matmul", "cuda_fuse_rows", "cuda_rowfuse_only"), produces=(OVERWRITE,),
-          consumes=(LIBRARY_CALL,)),
+          consumes=(LIBRARY_CALL,), requires=("cuda-fold-transposes-of-attention", "cuda-erase-empty-loop-nests")),
     # Outlining sinks constants into the kernels; what stays captured becomes kernel arguments.
     upstream("cuda-outline-kernels", "gpu-kernel-outlining, canonicalize, cse",
              "gpu.launch bodies outlined into gpu.modules.", requires=("cuda-kernels",)),

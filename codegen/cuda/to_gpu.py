@@ -239,13 +239,20 @@ def _rewire(op: ir.Operation, values) -> ir.Operation:
     return op
 
 
-def convert_host(func_op, library: bool = True, fuse_rows: bool = True, keep_rows=None) -> list[str]:
-    """Rewrite one host function in place; returns the schedule chosen per kernel, in order.
-    keep_rows(found groups) -> the groups to fuse (default: all)."""
+def prepare_host(func_op, library: bool = True) -> None:
+    """What convert_host needs done first (the cuda target runs these as passes of their own)."""
     if library:
         fold_transposes_into_matmuls(func_op)
     fold_transposes_of_attention(func_op)
     erase_empty_loop_nests(func_op)
+
+
+def convert_host(func_op, library: bool = True, fuse_rows: bool = True, keep_rows=None, prepare: bool = True) -> list[str]:
+    """Rewrite one host function in place; returns the schedule chosen per kernel, in order.
+    keep_rows(found groups) -> the groups to fuse (default: all). `prepare`: run prepare_host
+    first (False: already done)."""
+    if prepare:
+        prepare_host(func_op, library)
     ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
     if not library:  # our own kernels for matmul/conv/pooling too
         ops = [generalize(op) if op.name in LIBRARY_OPS else op for op in ops]
@@ -331,14 +338,17 @@ def _build(schedule: str, nest: LoopNest, init) -> None:
         kernels.BUILDERS[schedule](nest)
 
 
+def host_functions(module: ir.Module) -> list:
+    return [op for op in module.body.operations if op_name(op) == "func.func" and not is_declaration(op)]
+
+
 def convert_module(module: ir.Module, library: bool = True, fuse_rows: bool = True, rows=None,
-                   graph: str = "") -> list[str]:
+                   graph: str = "", prepare: bool = True) -> list[str]:
     """Every host function of `module` (the graph `graph`); `rows`: a RowSelection or None."""
     module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
     keep_rows = _row_filter(rows, graph)
     chosen = []
-    for op in module.body.operations:
-        if op_name(op) == "func.func" and not is_declaration(op):
-            chosen += convert_host(op, library, fuse_rows, keep_rows)
+    for op in host_functions(module):
+        chosen += convert_host(op, library, fuse_rows, keep_rows, prepare)
     log.debug("dynamo-mlir: cuda kernels: %s", ", ".join(chosen))
     return chosen
