@@ -14,6 +14,9 @@ READ = "dynamo_mlir.read"
 OVERWRITE = "dynamo_mlir.overwrite"
 # On the module: the bytes of the workspace memory planning made (the cpu runtime allocates it).
 WORKSPACE_BYTES = "dynamo_mlir.workspace_bytes"
+# On a memref.view of the workspace memory planning placed a buffer at: the analyses of
+# parallel.py, outline.py and lane_vectors.py treat it as a buffer of its own (memory_plan.planned_span).
+PLANNED = "dynamo_mlir.planned"
 # On a func.call of the cuda target: which library op the call is (torch.index_put, ...).
 LIBRARY_CALL = "dynamo_mlir.library_call"
 # On an outlined loop nest's pointer arguments: no two alias (LLVM may vectorize across them).

@@ -15,7 +15,8 @@ from dynamo_mlir.tools.models import cnn, randomize_batchnorm
 from helpers import assert_all_compiled, read_stage
 
 WORKSPACE = re.compile(r"dynamo_mlir\.workspace_bytes = (\d+)")
-BUFFERS = re.compile(r"memref\.view %arg\d+\[%c\d+\]\[\] : memref<\d+xi8> to memref<([0-9x]+)x(f32|f64|i64|i32|i8|i1)>")
+BUFFERS = re.compile(r"memref\.view %arg\d+\[%c\d+\]\[\] \{dynamo_mlir\.planned\} : memref<\d+xi8> to "
+                     r"memref<([0-9x]+)x(f32|f64|i64|i32|i8|i1)>")
 ELEMENT_BYTES = {"f32": 4, "f64": 8, "i64": 8, "i32": 4, "i8": 1, "i1": 1}
 
 
@@ -186,3 +187,25 @@ def test_a_buffer_behind_a_torch_handle_lives_until_the_handle_is_deleted():
         assert memory_plan.plan_memory(module) == 512
         offsets = re.findall(r"memref\.view %arg1\[%c(\d+)(?:_\d+)?\]", str(module))
         assert sorted(offsets) == ["0", "256"], str(module)
+
+
+def test_a_planned_buffer_is_marked_not_guessed_from_its_shape():
+    """planned_span answers for the views plan_memory made (attribute dynamo_mlir.planned), not
+    for any view of an argument at a constant offset (the convention it replaced)."""
+    from torch_mlir import ir
+
+    from dynamo_mlir.codegen.cpu import memory_plan
+    from dynamo_mlir.dialects import new_context
+
+    text = """
+    func.func @main(%ws: memref<192xi8>) {
+      %c64 = arith.constant 64 : index
+      %a = memref.view %ws[%c64][] {dynamo_mlir.planned} : memref<192xi8> to memref<4x4xf32>
+      %b = memref.view %ws[%c64][] : memref<192xi8> to memref<4x4xf32>
+      return
+    }"""
+    with new_context():
+        ops = list(ir.Module.parse(text).body.operations[0].regions[0].blocks[0].operations)
+        ws = ops[1].operands[0]
+        assert memory_plan.planned_span(ops[1].result) == (ws, 64, 128)
+        assert memory_plan.planned_span(ops[2].result) is None

@@ -31,7 +31,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
 from ...lowering.scalar import constant_int
-from ..attributes import WORKSPACE_BYTES
+from ..attributes import PLANNED, WORKSPACE_BYTES
 from . import library_conv
 
 ALIGNMENT = 64  # bytes: a cache line, and what torch's CPU allocator gives the workspace itself
@@ -187,6 +187,7 @@ def _rewrite(fn, buffers: list[Buffer], total: int) -> None:
         with ir.InsertionPoint(buf.alloc), buf.alloc.location:
             offset = arith.constant(ir.IndexType.get(), buf.offset)
             view = memref.view(buf.alloc.result.type, workspace, offset, [])
+            view.owner.attributes[PLANNED] = ir.UnitAttr.get()
         buf.alloc.result.replace_all_uses_with(view)
         buf.alloc.erase()
 
@@ -214,7 +215,7 @@ def planned_span(value: ir.Value) -> tuple[ir.Value, int, int] | None:
     as a buffer of its own, aliasing only the planned buffers whose bytes it overlaps: two of them
     share bytes only when no op of the function uses both."""
     owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "memref.view":
+    if isinstance(owner, ir.Block) or owner.operation.name != "memref.view" or PLANNED not in owner.operation.attributes:
         return None
     source, offset = owner.operation.operands[0], owner.operation.operands[1]
     if not (isinstance(source.owner, ir.Block) and source.owner.owner.operation.name == "func.func"):

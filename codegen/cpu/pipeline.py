@@ -5,7 +5,7 @@ dumps them one by one."""
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
-from ..attributes import NOALIAS, READ, WORKSPACE_BYTES, WRITABLE
+from ..attributes import NOALIAS, PLANNED, READ, WORKSPACE_BYTES, WRITABLE
 from ..memref_copies import copies_to_linalg
 from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..zero_size import distinct_results, widen_zero_size_arguments
@@ -67,7 +67,7 @@ LOOPS = (
           "Tensors -> memrefs, results as out-params, arguments read-only.", produces=(WRITABLE,)),
     _pass("plan-memory", lambda m, o: memory_plan.plan_memory(m),
           "Static intermediate buffers -> views of one workspace at planned offsets.",
-          options=("plan_memory",), enabled=lambda o: o.target_options.plan_memory, produces=(WORKSPACE_BYTES,),
+          options=("plan_memory",), enabled=lambda o: o.target_options.plan_memory, produces=(WORKSPACE_BYTES, PLANNED),
           requires=("cpu-bufferize",)),
     upstream("cpu-deallocate", "buffer-deallocation-pipeline", "Free the buffers memory planning left.",
              requires=("cpu-bufferize",)),
@@ -76,14 +76,15 @@ LOOPS = (
           options=("library_matmul",), enabled=_library, requires=("cpu-unshare-zero-fills", "cpu-bufferize")),
     _pass("parallel-loops", _parallel_loops,
           "Large loop nests outlined into torch_parallel_for calls, the rest as scf loops.",
-          options=("parallel",), enabled=lambda o: o.target_options.parallel, produces=(NOALIAS,)),
+          options=("parallel",), enabled=lambda o: o.target_options.parallel, produces=(NOALIAS,),
+          consumes=(PLANNED,)),
     _pass("to-loops", lambda m, o: stages.to_loops(m, o, "loops"),
           "Linalg ops and memref copies as scf loops.",
           options=("parallel",), enabled=lambda o: not o.target_options.parallel),
     _pass("fast-math", fastmath.expand_math,
           "f32 exp, tanh, ... as branch-free arithmetic, so their loops vectorize.", options=("fast_math",)),
     _pass("lane-vectors", _vectorize_lanes,
-          "A row reduction's 16 lanes as vector<16> ops (after fast-math).", consumes=(NOALIAS,),
+          "A row reduction's 16 lanes as vector<16> ops (after fast-math).", consumes=(NOALIAS, PLANNED),
           requires=("cpu-fast-math",)),
 )
 

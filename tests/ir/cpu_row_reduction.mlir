@@ -20,7 +20,7 @@
 // vector store; per row and lane step one vector<16> load of 16 consecutive elements of x (at
 // step * 16), added to the 16 lanes; then the lanes summed one by one into the row's result.
 // LOOPS: %[[ZERO:cst[_0-9]*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
-// LOOPS: %[[P:view[_0-9]*]] = memref.view %arg2[%c{{[0-9]+}}][] : memref<{{[0-9]+}}xi8> to memref<2x1x16xf32>
+// LOOPS: %[[P:view[_0-9]*]] = memref.view %arg2[%c{{[0-9]+}}][] {dynamo_mlir.planned} : memref<{{[0-9]+}}xi8> to memref<2x1x16xf32>
 // LOOPS: vector.store %[[ZERO]], %[[P]][%{{arg[0-9]+}}, %c0, %c0] : memref<2x1x16xf32>, vector<16xf32>
 // LOOPS: scf.for %[[R:arg[0-9]+]] = %c0 to %c2 step %c1 {
 // LOOPS-NEXT: scf.for %[[S:arg[0-9]+]] = %c0 to %c64 step %c1 {

@@ -10,10 +10,10 @@
 // CHECK: module attributes {dynamo_mlir.workspace_bytes = 192 : i64}
 // CHECK: func.func @main(%arg0: memref<4x8xf32>, %arg1: memref<8x4xf32>, %arg2: memref<4x4xf32>, %arg3: memref<4x4xf32>, %[[WS:arg4]]: memref<192xi8>)
 // CHECK-NOT: memref.alloc(
-// CHECK: %[[E1:view]] = memref.view %[[WS]][%c0][] : memref<192xi8> to memref<4x8xf32>
+// CHECK: %[[E1:view]] = memref.view %[[WS]][%c0][] {dynamo_mlir.planned} : memref<192xi8> to memref<4x8xf32>
 // CHECK: memref.store %{{[0-9]+}}, %[[E1]]
-// CHECK: %[[E2:view_[0-9]+]] = memref.view %[[WS]][%c0][] : memref<192xi8> to memref<4x4xf32>
-// CHECK: %[[M1:view_[0-9]+]] = memref.view %[[WS]][%c128][] : memref<192xi8> to memref<4x4xf32>
+// CHECK: %[[E2:view_[0-9]+]] = memref.view %[[WS]][%c0][] {dynamo_mlir.planned} : memref<192xi8> to memref<4x4xf32>
+// CHECK: %[[M1:view_[0-9]+]] = memref.view %[[WS]][%c128][] {dynamo_mlir.planned} : memref<192xi8> to memref<4x4xf32>
 // CHECK: memref.extract_strided_metadata %[[E1]]
 // CHECK: memref.extract_strided_metadata %[[M1]]
 // CHECK: call @sgemm_
