@@ -205,7 +205,8 @@ def test_a_planned_buffer_is_marked_not_guessed_from_its_shape():
       return
     }"""
     with new_context():
-        ops = list(ir.Module.parse(text).body.operations[0].regions[0].blocks[0].operations)
+        module = ir.Module.parse(text)
+        ops = list(module.body.operations[0].regions[0].blocks[0].operations)
         ws = ops[1].operands[0]
         assert memory_plan.planned_span(ops[1].result) == (ws, 64, 128)
         assert memory_plan.planned_span(ops[2].result) is None
