@@ -2,6 +2,7 @@
 // RUN: dynamo-mlir pass cpu-call-blas %s | check --prefix BLAS
 // RUN: dynamo-mlir pass cpu-distinct-results %s | check --prefix DISTINCT
 // RUN: dynamo-mlir pass cpu-clone-shared-broadcasts %s | check --prefix CLONE
+// RUN: dynamo-mlir pass cpu-fold-transposes %s | check --prefix FOLDT
 
 // Named passes of the cpu target run alone (`dynamo-mlir passes` lists them). Two gemms share
 // one zero fill after CSE: cpu-unshare-zero-fills gives each its own fill right before it, what
@@ -78,4 +79,22 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> (tensor<4x8xf
     linalg.yield %4 : f32
   } -> tensor<4x8xf32>
   return %2, %3 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// cpu-fold-transposes: a linear's weight transpose feeding only a matmul becomes the matmul's
+// transposed map (BLAS reads the weight as it is, 'T'); the transpose is left dead for cleanup.
+// FOLDT-DAG: #[[A:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// FOLDT-DAG: #[[B:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// FOLDT-DAG: #[[C:map[0-9]*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// FOLDT: linalg.matmul indexing_maps = [#[[A]], #[[B]], #[[C]]] ins(%arg0, %arg1 : tensor<8x16xf32>, tensor<32x16xf32>)
+func.func @main(%a: tensor<8x16xf32>, %w: tensor<32x16xf32>) -> tensor<8x32xf32> {
+  %e = tensor.empty() : tensor<16x32xf32>
+  %t = linalg.transpose ins(%w : tensor<32x16xf32>) outs(%e : tensor<16x32xf32>) permutation = [1, 0]
+  %z = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<8x32xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e2 : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %0 = linalg.matmul ins(%a, %t : tensor<8x16xf32>, tensor<16x32xf32>) outs(%f : tensor<8x32xf32>) -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
 }
