@@ -1,9 +1,10 @@
 """Cold compile time of the demo's models on the cpu target: the first call of a fresh
 torch.compile, and the time in each of our stages, medians over --repeat compiles.
 
-    python benchmarks/compile_time.py [--repeat 5]
+    python benchmarks/compile_time.py [--repeat 5] [--passes 8]
 
-(Dynamo and AOTAutograd's own time is the rest of the first call; `load` is the JIT.)
+(Dynamo and AOTAutograd's own time is the rest of the first call; `load` is the JIT.) With
+--passes N, the N named passes (codegen/passes.py) that took longest, per model.
 """
 
 import argparse
@@ -19,9 +20,9 @@ MODELS = {"transformer_block": (transformer_block, lambda: torch.randn(8, 16, 64
           "cnn": (cnn, lambda: torch.randn(2, 3, 32, 32))}
 
 
-def measure(build, make_input, repeat: int) -> tuple[float, dict]:
+def measure(build, make_input, repeat: int) -> tuple[float, dict, dict]:
     model, x = build().eval(), make_input()
-    firsts, stages = [], {}
+    firsts, stages, passes = [], {}, {}
     for _ in range(repeat):
         torch._dynamo.reset()
         dynamo_mlir.reset()
@@ -31,20 +32,29 @@ def measure(build, make_input, repeat: int) -> tuple[float, dict]:
         firsts.append(time.perf_counter() - t0)
         for stage, seconds in dynamo_mlir.stats()["stage_seconds"].items():
             stages.setdefault(stage, []).append(seconds)
-    return statistics.median(firsts), {k: statistics.median(v) for k, v in stages.items()}
+        for name, seconds in dynamo_mlir.stats()["pass_seconds"].items():
+            passes.setdefault(name, []).append(seconds)
+    median = lambda d: {k: statistics.median(v) for k, v in d.items()}  # noqa: E731
+    return statistics.median(firsts), median(stages), median(passes)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--passes", type=int, default=0, help="also list the N slowest named passes")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print("| model | first call s | " + " | ".join(f"{s} ms" for s in ("dynamo", "linalg", "loops", "llvm", "load")) + " |")
     print("|---|---|---|---|---|---|---|")
+    slowest = {}
     for name, (build, make_input) in MODELS.items():
-        first, stages = measure(build, make_input, args.repeat)
+        first, stages, passes = measure(build, make_input, args.repeat)
         cells = " | ".join(f"{stages.get(s, 0) * 1e3:.1f}" for s in ("dynamo", "linalg", "loops", "llvm", "load"))
         print(f"| {name} | {first:.3f} | {cells} |")
+        slowest[name] = sorted(passes.items(), key=lambda kv: -kv[1])[:args.passes]
+    for name, rows in slowest.items():
+        if rows:
+            print(f"\n{name}, slowest passes: " + ", ".join(f"{p} {s * 1e3:.1f} ms" for p, s in rows))
 
 
 if __name__ == "__main__":

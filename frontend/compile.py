@@ -216,7 +216,8 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
     report = PartitionReport(node.target, target.name, list(ops.values()), {})
     library: set[str] = set()
     try:
-        fn = build_region(sub, target, options, name, report.stage_seconds, library=library)
+        fn = build_region(sub, target, options, name, report.stage_seconds, library=library,
+                          pass_seconds=report.pass_seconds)
     except Exception as e:  # never crash the user's model: run the region eagerly, say why
         if options.strict:
             raise
@@ -230,7 +231,8 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
 
 
 def build_region(sub: fx.GraphModule, target: Target, options: Options, name: str,
-                 stage_seconds: dict | None = None, keep_text: bool = False, library: set | None = None):
+                 stage_seconds: dict | None = None, keep_text: bool = False, library: set | None = None,
+                 pass_seconds: dict | None = None):
     """Import `sub`, run every stage, load it: returns the target's callable. `library` gets the
     names of the nodes of `sub` the artifact runs as library calls (Target: library_nodes)."""
     t0 = time.perf_counter()
@@ -249,6 +251,8 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
     run = driver.run_stages(imported.module, target, options, name, keep_text=keep_text)
     if stage_seconds is not None:
         stage_seconds.update({r.name: r.seconds for r in run.records})
+    if pass_seconds is not None:
+        pass_seconds.update({p.name: p.seconds for r in run.records for p in r.passes})
     if library is not None:
         library.update(library_nodes(run.artifact, target))
     t1 = time.perf_counter()

@@ -40,6 +40,7 @@ class PartitionReport:
     ops: list[str]                 # every ATen op of the region, one entry per node
     stage_seconds: dict[str, float]
     compiled: bool = True
+    pass_seconds: dict[str, float] = field(default_factory=dict)  # named passes of the stages, by name
     error: str | None = None
     library_ops: list[str] = field(default_factory=list)  # the ops of `ops` that run as library calls
 
@@ -112,9 +113,11 @@ def stats() -> dict:
     library = Counter(op for g in graphs for op in g.library_ops)
     fallback = Counter(op for g in graphs for op, _ in g.fallbacks)
     stage_seconds: Counter = Counter()
+    pass_seconds: Counter = Counter()
     for g in graphs:
         for p in g.partitions:
             stage_seconds.update(p.stage_seconds)
+            pass_seconds.update(p.pass_seconds)
     runtime = {region: {"calls": sum(reasons.values()), "reasons": dict(reasons)}
                for region, reasons in REGISTRY.runtime.items()}
     return {
@@ -133,6 +136,7 @@ def stats() -> dict:
         "runtime_fallbacks": runtime,
         "runtime_fallback_calls": sum(r["calls"] for r in runtime.values()),
         "stage_seconds": dict(stage_seconds),
+        "pass_seconds": dict(pass_seconds),  # the stages' named passes (codegen/passes.py), by name
         "compile_seconds": sum(g.compile_seconds for g in graphs),
         "targets": sorted({g.target for g in graphs}),
     }

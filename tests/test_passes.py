@@ -82,8 +82,12 @@ def test_every_cpu_stage_is_named_passes_and_dumps_one_file_each(tmp_path):
                       options={"dump_dir": str(tmp_path), "dump_passes": True})
     x = torch.randn(8, 8)
     torch.testing.assert_close(f(x), torch.tanh(x) @ x.t())
-    assert dynamo_mlir.stats()["ops_compiled"] >= 1
+    s = dynamo_mlir.stats()
+    assert s["ops_compiled"] >= 1
     target = get_target("cpu")
+    enabled_passes = {p.name for stage in target.stages for p in stage.passes if p.enabled(_options())}
+    assert set(s["pass_seconds"]) == enabled_passes  # each timed, in stats()
+    assert sum(s["pass_seconds"].values()) <= sum(s["stage_seconds"][st.name] for st in target.stages)
     for stage in target.stages:
         assert stage.passes, stage.name
         files = sorted(glob.glob(str(tmp_path / f"*.{stage.name}.[0-9][0-9]-*.mlir")))
