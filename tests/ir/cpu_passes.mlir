@@ -3,6 +3,8 @@
 // RUN: dynamo-mlir pass cpu-distinct-results %s | check --prefix DISTINCT
 // RUN: dynamo-mlir pass cpu-clone-shared-broadcasts %s | check --prefix CLONE
 // RUN: dynamo-mlir pass cpu-fold-transposes %s | check --prefix FOLDT
+// RUN: dynamo-mlir pass cpu-fold-bias %s | check --prefix BIAS
+// RUN: dynamo-mlir pass cpu-bufferize %s | check --prefix BUF
 
 // Named passes of the cpu target run alone (`dynamo-mlir passes` lists them). Two gemms share
 // one zero fill after CSE: cpu-unshare-zero-fills gives each its own fill right before it, what
@@ -97,4 +99,50 @@ func.func @main(%a: tensor<8x16xf32>, %w: tensor<32x16xf32>) -> tensor<8x32xf32>
   %f = linalg.fill ins(%z : f32) outs(%e2 : tensor<8x32xf32>) -> tensor<8x32xf32>
   %0 = linalg.matmul ins(%a, %t : tensor<8x16xf32>, tensor<16x32xf32>) outs(%f : tensor<8x32xf32>) -> tensor<8x32xf32>
   return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+// cpu-fold-bias: a linear's bias (broadcast to the matmul's shape) becomes the gemm's
+// accumulator (beta = 1 in the BLAS call later), and the add after the matmul is gone.
+// BIAS: %[[B:[0-9]+]] = linalg.generic {{.*}} ins(%arg2 : tensor<32xf32>)
+// BIAS: %[[M:[0-9]+]] = linalg.matmul ins(%arg0, %arg1 : {{.*}}) outs(%[[B]] : tensor<8x32xf32>)
+// BIAS-NOT: arith.addf
+// BIAS: return %[[M]]
+#row = affine_map<(d0, d1) -> (d1)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @main(%a: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> tensor<8x32xf32> {
+  %e0 = tensor.empty() : tensor<8x32xf32>
+  %bb = linalg.generic {indexing_maps = [#row, #id2], iterator_types = ["parallel", "parallel"]} ins(%b : tensor<32xf32>) outs(%e0 : tensor<8x32xf32>) {
+  ^bb0(%y: f32, %o: f32):
+    linalg.yield %y : f32
+  } -> tensor<8x32xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x32xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %m = linalg.matmul ins(%a, %w : tensor<8x16xf32>, tensor<16x32xf32>) outs(%f : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e2 = tensor.empty() : tensor<8x32xf32>
+  %0 = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%m, %bb : tensor<8x32xf32>, tensor<8x32xf32>) outs(%e2 : tensor<8x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<8x32xf32>
+  return %0 : tensor<8x32xf32>
+}
+
+// -----
+
+// cpu-bufferize: a result as an out-param (%arg2), and the caller's tensor %a never written:
+// the op that would accumulate into it in place writes a copy instead (issue 22's addmm).
+// BUF: func.func @main(%arg0: memref<8xf32>, %arg1: memref<8xf32>, %arg2: memref<8xf32>)
+// BUF-NEXT: memref.copy %arg0, %arg2
+// BUF-NEXT: linalg.generic {{.*}} ins(%arg1 : memref<8xf32>) outs(%arg2 : memref<8xf32>)
+#id1 = affine_map<(d0) -> (d0)>
+func.func @main(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} ins(%b : tensor<8xf32>) outs(%a : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %0 : tensor<8xf32>
 }

@@ -1,4 +1,5 @@
 // RUN: dynamo-mlir pass cuda-erase-empty-loop-nests %s --target cuda | check --prefix EMPTY
+// RUN: dynamo-mlir pass cuda-fold-transposes-into-matmuls %s --target cuda | check --prefix FOLDT
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -22,5 +23,22 @@ func.func @main(%a: memref<7x0xf32>, %out: memref<7xf32>, %b: memref<7x0xf32>) {
   ^bb0(%x: f32, %y: f32):
     linalg.yield %x : f32
   }
+  return
+}
+
+// -----
+
+// cuda-fold-transposes-into-matmuls: a weight transpose that only feeds a library matmul is not
+// materialized (no copy kernel, no buffer): the matmul reads a transposed view, which torch
+// hands cuBLAS as a transposed operand.
+// FOLDT: %[[T:transpose[_0-9]*]] = memref.transpose %arg1 (d0, d1) -> (d1, d0)
+// FOLDT-NEXT: linalg.matmul ins(%arg0, %[[T]] : {{.*}}) outs(%arg2 : memref<8x32xf32>)
+// FOLDT-NOT: linalg.transpose
+// FOLDT-NOT: memref.alloc
+func.func @main(%a: memref<8x16xf32>, %w: memref<32x16xf32>, %out: memref<8x32xf32>) {
+  %t = memref.alloc() : memref<16x32xf32>
+  linalg.transpose ins(%w : memref<32x16xf32>) outs(%t : memref<16x32xf32>) permutation = [1, 0]
+  linalg.matmul ins(%a, %t : memref<8x16xf32>, memref<16x32xf32>) outs(%out : memref<8x32xf32>)
+  memref.dealloc %t : memref<16x32xf32>
   return
 }
