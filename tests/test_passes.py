@@ -191,3 +191,15 @@ def test_each_pass_alone_gives_what_the_pipeline_gave(target, case, tmp_path):
             checked.add(name)
             before = after
     assert checked == {p.name for s in get_target(target).stages for p in s.passes if p.enabled(options)}
+
+
+def test_every_pass_has_an_ir_test_running_it_alone():
+    """Each named pass of the cpu and cuda stages is run alone by some tests/ir/*.mlir RUN line
+    (`dynamo-mlir pass NAME %s`): a new pass comes with one."""
+    import re
+
+    ran = set()
+    for path in glob.glob(os.path.join(os.path.dirname(__file__), "ir", "*.mlir")):
+        ran |= set(re.findall(r"^//\s*RUN:\s*dynamo-mlir pass ([\w-]+) %s", open(path).read(), re.MULTILINE))
+    passes = {p.name for name in ("cpu", "cuda") for stage in get_target(name).stages for p in stage.passes}
+    assert passes - ran == set(), sorted(passes - ran)

@@ -1,5 +1,7 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg -O channels_last=0 | check --prefix OFF
+// RUN: dynamo-mlir pass cpu-channels-last %s | check --prefix PASS
+// RUN: dynamo-mlir pass cpu-library-convs %s | check --prefix LIB
 
 // cpu, library_matmul and channels_last (the defaults): conv -> batch norm (inference: x - mean,
 // * 1/std, * gamma, + beta, each per channel) -> relu -> max pool -> conv runs channels-last
@@ -8,6 +10,18 @@
 // broadcast along the last dim, the pool is NHWC (channel loop innermost), and the second convolution reads
 // the pool's NHWC result: no transpose between the two convolutions, one after the second (the
 // result is NCHW).
+// The two passes alone, on the dynamo ops: cpu-channels-last rewrites the chain in NHWC (a
+// permute in, the convolutions and the pool with layout = "nhwc", a permute out) ...
+// PASS: "dynamo.permute"(%arg0) {perm = array<i64: 0, 2, 3, 1>}
+// PASS: "dynamo.conv2d"({{.*}}layout = "nhwc"
+// PASS: "dynamo.pool2d"({{.*}}layout = "nhwc"
+// PASS: "dynamo.conv2d"({{.*}}layout = "nhwc"
+// PASS: "dynamo.permute"({{.*}}perm = array<i64: 0, 3, 1, 2>
+// ... and cpu-library-convs makes each convolution a call of torch's kernel on buffers read
+// apart (numbered dynamo_mlir.read), no dynamo.conv2d left.
+// LIB: bufferization.to_buffer %arg0 read_only {dynamo_mlir.read = 0 : i64}
+// LIB: call @aoti_torch_cpu_convolution(
+// LIB-NOT: "dynamo.conv2d"
 // CHECK: linalg.transpose ins(%arg0 : tensor<2x3x8x8xf32>) outs(%{{[0-9]+}} : tensor<2x8x8x3xf32>) permutation = [0, 2, 3, 1]
 // CHECK: memref.alloc() : memref<2x8x8x4xf32>
 // CHECK: call @aoti_torch_cpu_convolution(

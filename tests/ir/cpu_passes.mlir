@@ -5,6 +5,7 @@
 // RUN: dynamo-mlir pass cpu-fold-transposes %s | check --prefix FOLDT
 // RUN: dynamo-mlir pass cpu-fold-bias %s | check --prefix BIAS
 // RUN: dynamo-mlir pass cpu-bufferize %s | check --prefix BUF
+// RUN: dynamo-mlir pass cuda-bufferize %s --target cuda | check --prefix BUF
 
 // Named passes of the cpu target run alone (`dynamo-mlir passes` lists them). Two gemms share
 // one zero fill after CSE: cpu-unshare-zero-fills gives each its own fill right before it, what
@@ -132,7 +133,7 @@ func.func @main(%a: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>)
 
 // -----
 
-// cpu-bufferize: a result as an out-param (%arg2), and the caller's tensor %a never written:
+// cpu-bufferize (and cuda-bufferize, the same): a result as an out-param (%arg2), and the caller's tensor %a never written:
 // the op that would accumulate into it in place writes a copy instead (issue 22's addmm).
 // BUF: func.func @main(%arg0: memref<8xf32>, %arg1: memref<8xf32>, %arg2: memref<8xf32>)
 // BUF-NEXT: memref.copy %arg0, %arg2

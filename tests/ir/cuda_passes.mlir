@@ -1,5 +1,6 @@
 // RUN: dynamo-mlir pass cuda-erase-empty-loop-nests %s --target cuda | check --prefix EMPTY
 // RUN: dynamo-mlir pass cuda-fold-transposes-into-matmuls %s --target cuda | check --prefix FOLDT
+// RUN: dynamo-mlir pass cuda-fold-transposes-of-attention %s --target cuda | check --prefix ATTN
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -40,5 +41,23 @@ func.func @main(%a: memref<8x16xf32>, %w: memref<32x16xf32>, %out: memref<8x32xf
   linalg.transpose ins(%w : memref<32x16xf32>) outs(%t : memref<16x32xf32>) permutation = [1, 0]
   linalg.matmul ins(%a, %t : memref<8x16xf32>, memref<16x32xf32>) outs(%out : memref<8x32xf32>)
   memref.dealloc %t : memref<16x32xf32>
+  return
+}
+
+// -----
+
+// cuda-fold-transposes-of-attention: the attention's [B, H, L, E] result that only a transpose
+// back to [B, L, H, E] reads is written by the call straight into a transposed view of the
+// transpose's destination, as eager's fused kernels lay it out: no buffer, no copy kernel.
+// ATTN: %[[T:transpose[_0-9]*]] = memref.transpose %arg3 (d0, d1, d2, d3) -> (d0, d2, d1, d3)
+// ATTN-NEXT: call @dynamo_cuda_attention_{{[0-9]+}}(%arg0, %arg1, %arg2, %[[T]]) {dynamo_mlir.library_call = "torch.attention"
+// ATTN-NOT: linalg.transpose
+// ATTN-NOT: memref.alloc
+func.func private @dynamo_cuda_attention_0(memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>)
+func.func @main(%q: memref<1x2x4x8xf32>, %k: memref<1x2x4x8xf32>, %v: memref<1x2x4x8xf32>, %out: memref<1x4x2x8xf32>) {
+  %a = memref.alloc() : memref<1x2x4x8xf32>
+  call @dynamo_cuda_attention_0(%q, %k, %v, %a) {dynamo_mlir.library_call = "torch.attention", is_causal = 0 : i64, scale = 2.500000e-01 : f64} : (memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>) -> ()
+  linalg.transpose ins(%a : memref<1x2x4x8xf32>) outs(%out : memref<1x4x2x8xf32>) permutation = [0, 2, 1, 3]
+  memref.dealloc %a : memref<1x2x4x8xf32>
   return
 }

@@ -9,6 +9,10 @@
 // RUN: dynamo-mlir pass cpu-to-loops %s -O parallel=false | check --prefix LOOPS
 // RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix KERNELS
 // RUN: dynamo-mlir pass cpu-fast-math %s | check --prefix FASTMATH
+// RUN: dynamo-mlir pass cpu-parallel-loops %s | check --prefix PARALLEL
+// RUN: dynamo-mlir pass cpu-to-llvm %s | check --prefix LLVM
+// RUN: dynamo-mlir pass cuda-outline-kernels %s --target cuda | check --prefix OUTLINE
+// RUN: dynamo-mlir pass cpu-lane-vectors %s | check --prefix LANES
 
 // The passes both targets have, run alone (`dynamo-mlir passes`). cpu-/cuda-lower-dynamo-ops:
 // each dynamo op by its rule (here the generic exp: one linalg.generic with math.exp);
@@ -85,6 +89,85 @@ func.func @main(%a: memref<4xf32>, %out: memref<4xf32>) {
   ^bb0(%x: f32, %o: f32):
     %s = arith.addf %x, %x : f32
     linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// cpu-parallel-loops: a nest of 1M elements outlined into a body torch's thread pool calls on
+// chunks of rows (torch_parallel_for), its buffers passed llvm.noalias (no other shares them).
+// PARALLEL: call @torch_parallel_for(
+// PARALLEL: func.func private @main_parallel_0_body({{.*}}memref<1024x1024xf32> {llvm.noalias}, %{{.*}}: memref<1024x1024xf32> {llvm.noalias})
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @main(%a: memref<1024x1024xf32>, %out: memref<1024x1024xf32>) {
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%a : memref<1024x1024xf32>) outs(%out : memref<1024x1024xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = math.exp %x : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// cpu-to-llvm: scf loops to the LLVM dialect, one bare pointer per static-shaped memref.
+// LLVM: llvm.func @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr)
+// LLVM-NOT: scf.
+// LLVM-NOT: memref.
+func.func @main(%a: memref<4xf32>, %out: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %a[%i] : memref<4xf32>
+    %y = arith.addf %x, %x : f32
+    memref.store %y, %out[%i] : memref<4xf32>
+  }
+  return
+}
+
+// -----
+
+// cuda-outline-kernels: a gpu.launch body outlined into a gpu.module's kernel, launched by name.
+// OUTLINE: gpu.launch_func @main_kernel::@main_kernel blocks in (%{{.*}}) threads in (%{{.*}}) args(%arg0 : memref<32xf32>)
+// OUTLINE: gpu.module @main_kernel
+// OUTLINE-NEXT: gpu.func @main_kernel(%arg0: memref<32xf32>) kernel
+module attributes {gpu.container_module} {
+  func.func @main(%a: memref<32xf32>) {
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1) threads(%tx, %ty, %tz) in (%a1 = %c32, %a2 = %c1, %a3 = %c1) {
+      %v = memref.load %a[%tx] : memref<32xf32>
+      %w = arith.addf %v, %v : f32
+      memref.store %w, %a[%tx] : memref<32xf32>
+      gpu.terminator
+    }
+    return
+  }
+}
+
+// -----
+
+// cpu-lane-vectors: a 0..16 lane loop over buffers no other shares (llvm.noalias) becomes one
+// vector<16> load/add/store: what row_reduction.py's lanes turn into.
+// LANES: scf.for %[[I:arg[0-9]+]] =
+// LANES-NEXT: %[[X:[0-9]+]] = vector.load %arg0[%[[I]], %c0] : memref<2x16xf32>, vector<16xf32>
+// LANES-NEXT: %[[Y:[0-9]+]] = vector.load %arg1[%[[I]], %c0] : memref<2x16xf32>, vector<16xf32>
+// LANES-NEXT: %[[S:[0-9]+]] = arith.addf %[[X]], %[[Y]] : vector<16xf32>
+// LANES-NEXT: vector.store %[[S]], %arg1[%[[I]], %c0]
+func.func @main(%a: memref<2x16xf32> {llvm.noalias}, %out: memref<2x16xf32> {llvm.noalias}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  scf.for %i = %c0 to %c2 step %c1 {
+    scf.for %l = %c0 to %c16 step %c1 {
+      %x = memref.load %a[%i, %l] : memref<2x16xf32>
+      %y = memref.load %out[%i, %l] : memref<2x16xf32>
+      %s = arith.addf %x, %y : f32
+      memref.store %s, %out[%i, %l] : memref<2x16xf32>
+    }
   }
   return
 }
