@@ -17,6 +17,10 @@ WORKSPACE_BYTES = "dynamo_mlir.workspace_bytes"
 # On a memref.view of the workspace memory planning placed a buffer at: the analyses of
 # parallel.py, outline.py and lane_vectors.py treat it as a buffer of its own (memory_plan.planned_span).
 PLANNED = "dynamo_mlir.planned"
+# On a call that keeps its buffer argument alive past the call (library_conv's tensor handle over a
+# buffer): the index of its operand pointing to the slot the handle is stored in; the buffer lives
+# as long as that slot is used (memory_plan.py's live intervals).
+RETAINS = "dynamo_mlir.retains"
 # On a func.call of the cuda target: which library op the call is (torch.index_put, ...).
 LIBRARY_CALL = "dynamo_mlir.library_call"
 # On an outlined loop nest's pointer arguments: no two alias (LLVM may vectorize across them).

@@ -163,7 +163,7 @@ func.func @main(%out: memref<64xf32>) {
   %si = memref.extract_aligned_pointer_as_index %slot : memref<1xi64> -> index
   %s64 = arith.index_cast %si : index to i64
   %sp = llvm.inttoptr %s64 : i64 to !llvm.ptr
-  %made = func.call @aoti_torch_create_tensor_from_blob(%ap, %sp) : (!llvm.ptr, !llvm.ptr) -> i32
+  %made = func.call @aoti_torch_create_tensor_from_blob(%ap, %sp) {dynamo_mlir.retains = 1 : i64} : (!llvm.ptr, !llvm.ptr) -> i32
   %b = memref.alloc() : memref<64xf32>
   linalg.fill ins(%one : f32) outs(%b : memref<64xf32>)
   memref.copy %b, %out : memref<64xf32> to memref<64xf32>
@@ -177,7 +177,9 @@ func.func @main(%out: memref<64xf32>) {
 
 def test_a_buffer_behind_a_torch_handle_lives_until_the_handle_is_deleted():
     """%a's last direct use is the from_blob call, but torch reads it through the handle until
-    the delete: %b, used in between, must not take %a's bytes (it would without the rule)."""
+    the delete: %b, used in between, must not take %a's bytes (it would without the rule). The
+    call says it keeps the buffer (dynamo_mlir.retains: its slot operand), as library_conv marks
+    its from_blob calls; memory planning knows no callee by name."""
     from torch_mlir import ir
     from dynamo_mlir.codegen.cpu import memory_plan
 

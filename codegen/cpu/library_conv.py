@@ -79,6 +79,7 @@ from torch_mlir.dialects import arith, bufferization, func, llvm, memref
 
 from ...dialects import dynamo as dy
 from ...lowering.loops import if_else
+from ..attributes import RETAINS
 from ..buffer_reads import read_only_buffer
 from .library import LIBTORCH_CPU, declare, nodes_calling, ops_named, pointer_to
 
@@ -174,8 +175,12 @@ class _Frame:
         return llvm.inttoptr(llvm.PointerType.get(), value)
 
 
-def _call(name: str, args: list[ir.Value]) -> ir.Value:
-    return func.call([ir.IntegerType.get_signless(32)], name, args)
+def _call(name: str, args: list[ir.Value], retains: int | None = None) -> ir.Value:
+    """The call's status; `retains`: the index of the operand whose slot keeps the buffer (RETAINS)."""
+    status = func.call([ir.IntegerType.get_signless(32)], name, args)
+    if retains is not None:
+        status.owner.attributes[RETAINS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), retains)
+    return status
 
 
 def _wrap(frame: _Frame, buffer: ir.Value, name: str, dims: list[int] | None = None) -> ir.Value:
@@ -188,7 +193,8 @@ def _wrap(frame: _Frame, buffer: ir.Value, name: str, dims: list[int] | None = N
     sizes, strides = frame.array([rest[d] for d in dims]), frame.array([rest[t.rank + d] for d in dims])
     codes = _codes()
     return _call(FROM_BLOB, [pointer_to(buffer), _i64(t.rank), sizes, strides, _i64(0),
-                             _i32(codes[str(t.element_type)]), _i32(codes["cpu"]), _i32(0), frame.handle_slot(name)])
+                             _i32(codes[str(t.element_type)]), _i32(codes["cpu"]), _i32(0), frame.handle_slot(name)],
+                 retains=8)  # the handle lives in that slot: the buffer with it
 
 
 def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:

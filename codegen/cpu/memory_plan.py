@@ -12,7 +12,7 @@ What. Every `memref.alloc` with a static shape and the identity layout in a func
 block gets a live interval: the positions (in that block) of the first and last op using it or
 any value derived from it (views, casts, pointers taken of it, the results of a loop or branch
 holding a use; a use inside a loop counts at the loop; a buffer behind a torch handle lives as
-long as the handle's slot is used, RETAINING_CALLS). Buffers whose intervals do not overlap may
+long as the handle's slot is used: attribute dynamo_mlir.retains). Buffers whose intervals do not overlap may
 share bytes; offsets are chosen greedily, largest buffer first, each at the lowest
 64-byte-aligned offset free of every placed buffer live at the same time. Each alloc becomes `memref.view` of one `memref<N x i8>` workspace, a new
 last argument of the function; the module records N in `dynamo_mlir.workspace_bytes` (runtime.py
@@ -31,8 +31,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
 from ...lowering.scalar import constant_int
-from ..attributes import PLANNED, WORKSPACE_BYTES
-from . import library_conv
+from ..attributes import PLANNED, RETAINS, WORKSPACE_BYTES
 
 ALIGNMENT = 64  # bytes: a cache line, and what torch's CPU allocator gives the workspace itself
 ATTRIBUTE = WORKSPACE_BYTES  # on the module: the workspace size runtime.py passes
@@ -75,8 +74,8 @@ def _element_bits(t: ir.Type) -> int | None:
 # Calls that keep a pointer to the buffer after they return: torch's from_blob (library_conv.py)
 # makes a tensor handle over it, stored in the stack slot its operand at this index points to;
 # the calls reading the buffer later (the convolution, the copy into it) take the handle, not the
-# buffer. So the buffer lives as long as that slot is used (up to the handle's delete).
-RETAINING_CALLS = {library_conv.FROM_BLOB: -1}
+# buffer. So the buffer lives as long as that slot is used (up to the handle's delete). Such a
+# call says so with the attribute RETAINS (the slot operand's index).
 
 
 def _top_level_op(op: ir.Operation, positions: dict) -> ir.Operation | None:
@@ -103,11 +102,10 @@ def _stack_slot(value: ir.Value) -> ir.Value | None:
 
 
 def _retained_until(call: ir.Operation, positions: dict) -> int | None:
-    """For a call keeping the buffer (RETAINING_CALLS): the last position using its slot."""
-    if call.name != "func.call":
+    """For a call keeping the buffer (attribute RETAINS): the last position using its slot."""
+    if call.name != "func.call" or RETAINS not in call.attributes:
         return None
-    index = RETAINING_CALLS.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
-    slot = _stack_slot(list(call.operands)[index]) if index is not None else None
+    slot = _stack_slot(list(call.operands)[ir.IntegerAttr(call.attributes[RETAINS]).value])
     if slot is None:
         return None
     found = [_top_level_op(use.owner, positions) for use in slot.uses]

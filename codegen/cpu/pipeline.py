@@ -5,7 +5,7 @@ dumps them one by one."""
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
-from ..attributes import NOALIAS, PLANNED, READ, WORKSPACE_BYTES, WRITABLE
+from ..attributes import NOALIAS, PLANNED, READ, RETAINS, WORKSPACE_BYTES, WRITABLE
 from ..memref_copies import copies_to_linalg
 from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..zero_size import distinct_results, widen_zero_size_arguments
@@ -38,7 +38,7 @@ LINALG = (
           options=("library_matmul", "channels_last")),
     _pass("library-convs", library_conv.call_library_convs,
           "Convolutions -> calls of torch's kernel, their inputs read apart.",
-          options=("library_matmul",), produces=(READ,)),
+          options=("library_matmul",), produces=(READ, RETAINS)),
     _pass("lower-dynamo-ops", lambda m, o: lower_dynamo_ops(m, target="cpu", options=o),
           "Every dynamo op -> linalg/tensor/arith/math by the cpu rules, then the generic ones (a matmul "
           "MKL will take stays a named linalg.matmul/batch_matmul with library_matmul).",
@@ -68,6 +68,7 @@ LOOPS = (
     _pass("plan-memory", lambda m, o: memory_plan.plan_memory(m),
           "Static intermediate buffers -> views of one workspace at planned offsets.",
           options=("plan_memory",), enabled=lambda o: o.target_options.plan_memory, produces=(WORKSPACE_BYTES, PLANNED),
+          consumes=(RETAINS,),
           requires=("cpu-bufferize",)),
     upstream("cpu-deallocate", "buffer-deallocation-pipeline", "Free the buffers memory planning left.",
              requires=("cpu-bufferize",)),
