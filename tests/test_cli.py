@@ -181,6 +181,9 @@ ERRORS = [
     (["dump", f"{MODELS}:mlp", "--target", "tpu"], "unknown target 'tpu'"),
     (["explain", f"{MODELS}:nope"], "has no 'nope'"),
     (["report", "missing/model.py:mlp"], "no such file"),
+    (["pass", "cpu-bufferize", "missing.mlir"], "no such file 'missing.mlir'"),
+    (["pass", "cpu-nope", MODELS], "no pass named 'cpu-nope'"),
+    (["dump", f"{MODELS}:mlp", "--target", "cpu", "-O", "target=cuda"], "name different targets"),
 ]
 
 

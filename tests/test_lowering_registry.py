@@ -99,7 +99,9 @@ def test_a_rule_gets_the_target_its_capabilities_and_the_compiles_options():
     import dynamo_mlir  # noqa: F401  (registers the targets)
     from dynamo_mlir.lowering import registry as reg
 
-    seen = []
+    import dynamo_mlir as dm
+
+    seen, compiled = [], []
     generic = reg.lookup("dynamo.exp", None)
 
     def spy(ctx, op):
@@ -110,9 +112,14 @@ def test_a_rule_gets_the_target_its_capabilities_and_the_compiles_options():
     try:
         for library in (True, False):
             torch._dynamo.reset()
-            torch.compile(torch.exp, backend="mlir", options={"library_matmul": library})(torch.randn(4))
+            dm.reset()
+            x = torch.randn(4)
+            torch.testing.assert_close(torch.compile(torch.exp, backend="mlir", options={"library_matmul": library})(x),
+                                       torch.exp(x))
+            compiled.append(dm.stats()["compiled_ops"].get("aten.exp.default", 0))
     finally:
         reg.remove_lowering("dynamo.exp", target="cpu")
+    assert compiled == [1, 1]  # ran in our generated code, through the spy's rule
     assert [c.target for c in seen] == ["cpu", "cpu"]
     assert {"serial_loops", "dynamic_shapes"} <= seen[0].capabilities
     assert [c.target_option("library_matmul") for c in seen] == [True, False]

@@ -2,6 +2,7 @@
 NAME FILE.mlir` (one pass alone on a file: what IR tests run)."""
 
 import json
+import os
 
 from torch_mlir import ir
 
@@ -60,6 +61,8 @@ def run_one(args) -> int:
         options = config.bind(config.resolve({**option_flags(args.option), "target": target.name}), target)
     except ValueError as e:
         raise UsageError(str(e).removeprefix("dynamo-mlir: ")) from None
+    if not os.path.isfile(args.file):
+        raise UsageError(f"no such file '{args.file}'; give an .mlir file holding the IR the pass takes")
     with open(args.file) as f:
         text = f.read()
     with new_context() as context, ir.Location.unknown(context):

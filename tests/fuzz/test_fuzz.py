@@ -43,9 +43,10 @@ def fuzz(test):
 @given(program=programs())
 def test_compiled_matches_eager(device, program):
     try:
-        check_program(program, device)
+        stats = check_program(program, device)
     except Rejected:  # eager refused it (data-dependent): not a program
         reject()
+    assert stats["ops_compiled"] + stats["ops_library"] >= 1, stats  # check() also refuses a run that compiled nothing
 
 
 # --- the checker itself: each kind of difference it must see ----------------------------------
@@ -73,7 +74,8 @@ def test_checker_sees_a_difference(fn, grad, what):
 
 
 def test_checker_accepts_what_eager_writes():
-    check(lambda x: (x.mul_(2).sum(0),), seeded(3, 4), dynamic=False, grad=False)
+    stats = check(lambda x: (x.mul_(2).sum(0),), seeded(3, 4), dynamic=False, grad=False)
+    assert stats["ops_compiled"] >= 1 and not stats["fallback_ops"], stats
 
 
 def test_checker_refuses_a_run_that_compiled_nothing():
