@@ -252,6 +252,147 @@ def resnet50_split(device: str = os.environ.get("DEVICE", "cuda"),
                   f"{far} of {r.numel()} channels far; RMSE vs float64 {_rmse(c, r):.3g} (eager's {_rmse(e, r):.3g})")
 
 
+def resnet50_front_parts(device: str = os.environ.get("DEVICE", "cuda"),
+                         name: str = "resnet.encoder.stages.3.layers.2.layer.1.normalization.bias") -> None:
+    """The front half (embedder, stages 0 and 1) as eight pieces, one compiled at a time, the rest
+    eager: which piece's forward moves the front's output (RMSE against float64, eager's beside
+    it) and how many channels of `name`'s gradient end 10x farther from float64 than eager's."""
+    _, base, inputs, target = _resnet50(device)
+    base.train()
+    x = inputs["pixel_values"]
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    def run(dtype, compiled_piece=None):
+        model = copy.deepcopy(base).to(dtype)
+        stages = model.resnet.encoder.stages
+        pieces = [model.resnet.embedder, *stages[0].layers, *stages[1].layers]
+        back = torch.nn.Sequential(stages[2], stages[3], model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
+        torch._dynamo.reset()
+        h = x.to(dtype)
+        for i, piece in enumerate(pieces):
+            h = (torch.compile(piece, backend="mlir") if i == compiled_piece else piece)(h)
+        F.cross_entropy(back(h), target).backward()
+        return h.detach().double(), dict(model.named_parameters())[name].grad.double()
+
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        (hr, r), (he, e) = run(torch.float64), run(torch.float32)
+        print(f"all eager: front output RMSE vs float64 {_rmse(he, hr):.3g}")
+        for i in range(8):
+            hc, c = run(torch.float32, i)
+            far = int(((c - r).abs() > 10 * (e - r).abs() + 1e-9).sum())
+            print(f"piece {i} compiled: front output RMSE {_rmse(hc, hr):.3g}, max {(hc - hr).abs().max().item():.3g} "
+                  f"(eager's {(he - hr).abs().max().item():.3g}); {far} of {r.numel()} channels far")
+
+
+def resnet50_back_trace(device: str = os.environ.get("DEVICE", "cuda"), piece: int = 0,
+                        name: str = "resnet.encoder.stages.3.layers.2.layer.1.normalization") -> None:
+    """With one front piece compiled (resnet50_front_parts) and the rest eager: every module of
+    the back half whose output, or output gradient, is over 5x eager's RMSE against float64, in
+    the order they ran; and, for `name`'s far channels, the variance of its input in float64."""
+    _, base, inputs, target = _resnet50(device)
+    base.train()
+    x = inputs["pixel_values"]
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    def run(dtype, compiled_piece=None):
+        model = copy.deepcopy(base).to(dtype)
+        stages = model.resnet.encoder.stages
+        pieces = [model.resnet.embedder, *stages[0].layers, *stages[1].layers]
+        back = torch.nn.Sequential(stages[2], stages[3], model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
+        seen, grads, live = {}, {}, {}
+
+        def record(n, i, o):  # a hook returning None keeps the module's output
+            seen.setdefault(n, (i.detach().double(), o.detach().double()))
+            live.setdefault(n, (o, o._version))
+            if o.requires_grad:
+                o.register_hook(lambda g: (grads.setdefault(n, g.detach().double()), None)[1])
+        for n, m in model.named_modules():
+            if not list(m.children()) and n.startswith(("resnet.encoder.stages.2", "resnet.encoder.stages.3")):
+                m.register_forward_hook(lambda m, i, o, n=n: record(n, i[0], o))
+        torch._dynamo.reset()
+        h = x.to(dtype)
+        for i, p in enumerate(pieces):
+            h = (torch.compile(p, backend="mlir") if i == compiled_piece else p)(h)
+        F.cross_entropy(back(h), target).backward()
+        bias = dict(model.named_parameters())[name + ".bias"].grad.double()
+        torch.cuda.synchronize() if x.is_cuda else None
+        changed = [f"{n} ({(o.double() - seen[n][1]).abs().max().item():.3g})" for n, (o, v) in live.items()
+                   if o._version == v and not torch.equal(o.double(), seen[n][1])]
+        print(f"  {dtype} piece {compiled_piece}: outputs changed after their module ran, with no in-place op: "
+              f"{len(changed)} {changed[:6]}")
+        return seen, grads, bias
+
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        (fr, gr, br), (fe, ge, be), (fc, gc, bc) = run(torch.float64), run(torch.float32), run(torch.float32, piece)
+    print(f"piece {piece} compiled: back modules over 5x eager's RMSE (forward output, then output gradient)")
+    for kind, r, e, c in (("out", fr, fe, fc), ("grad", gr, ge, gc)):
+        shown = 0
+        for n in r:
+            ro = r[n][1] if kind == "out" else r[n]
+            eo = e[n][1] if kind == "out" else e[n]
+            co = c[n][1] if kind == "out" else c[n]
+            ratio = _rmse(co, ro) / (_rmse(eo, ro) or 1e-30)
+            if ratio > 5 and shown < 12:
+                shown += 1
+                print(f"  {kind} {n}: {ratio:.1f}x (compiled {_rmse(co, ro):.3g}, eager {_rmse(eo, ro):.3g})")
+    act = name.rsplit(".", 1)[0] + ".activation"
+    for label, f in (("eager", fe), ("compiled", fc)):
+        flips = ((f[act][1] > 0) != (fr[act][1] > 0))
+        print(f"{act}: {label} ReLU mask differs from float64's at {int(flips.sum())} elements; their float64 "
+              f"inputs {fr[act][0][flips].tolist()[:5]}")
+    far = ((bc - br).abs() > 10 * (be - br).abs() + 1e-9).nonzero().flatten()
+    var = fr[name][0].var(dim=(0, 2, 3), unbiased=False)
+    print(f"{name}: {far.numel()} far channels; input variance median {var.median().item():.3g}, "
+          f"far channels' {var[far].tolist()[:8] if far.numel() else []}; smallest {var.sort().values[:5].tolist()}")
+    print("  far channels' float64 / eager / compiled bias grads:",
+          [(round(br[k].item(), 6), round(be[k].item(), 6), round(bc[k].item(), 6)) for k in far.tolist()[:6]])
+
+
+def resnet50_variants(device: str = os.environ.get("DEVICE", "cuda")) -> None:
+    """How far apart correct float32 training steps of the test's ResNet-50 are: eager with other
+    kernels (cuDNN benchmark-chosen algorithms, deterministic ones, channels_last, the CPU's) and
+    the compiled step, each judged as the test judges the compiled one (torch._dynamo.utils.same
+    against eager and float64, tol 1e-4 and 1e-3): gradients failing, the largest RMSE ratio to
+    eager's, and ReLU outputs whose sign differs from float64's."""
+    from torch._dynamo.utils import same
+
+    case, base, inputs, target = _resnet50(device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    cl = lambda d: {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v for k, v in d.items()}  # noqa: E731
+
+    def step(dtype=torch.float32, where=device, compiled=False, channels_last=False, **flags):
+        model = copy.deepcopy(base).to(device=where, dtype=dtype)
+        batch = {k: v.to(where, dtype) if v.is_floating_point() else v.to(where) for k, v in inputs.items()}
+        if channels_last:
+            model, batch = model.to(memory_format=torch.channels_last), cl(batch)
+        relus = []
+        for n, m in model.named_modules():
+            if n.endswith("activation") and isinstance(m, torch.nn.ReLU):
+                m.register_forward_hook(lambda m, i, o: relus.append(i[0].detach().flatten().double().cpu()) and None)
+        torch._dynamo.reset()
+        with torch.backends.cudnn.flags(enabled=True, allow_tf32=False, **flags):
+            _step(model, batch, target.to(where), case, compiled)
+        return {n: p.grad.to(device) for n, p in model.named_parameters()}, torch.cat(relus)
+
+    exact, act64 = step(torch.float64)
+    eager, act_eager = step()
+    runs = {"eager cudnn.benchmark": dict(benchmark=True), "eager deterministic": dict(deterministic=True),
+            "eager channels_last": dict(channels_last=True), "eager on the cpu": dict(where="cpu"),
+            "compiled": dict(compiled=True)}
+    print("variant | gradients failing (tol 1e-4) | failing (tol 1e-2) | largest RMSE ratio to eager's | "
+          "ReLU signs unlike float64's | ReLU inputs' RMSE / eager's | lowest cosine to float64 | largest RMSE / RMS")
+    for label, kw in {"eager": {}, **runs}.items():
+        grads, act = (eager, act_eager) if label == "eager" else step(**kw)
+        fail = {t: sum(not same(eager[n], grads[n], fp64_ref=exact[n], tol=t, log_error=lambda *a, **k: None)
+                       for n in exact) for t in (1e-4, 1e-2)}
+        worst = max(_rmse(grads[n], exact[n]) / (_rmse(eager[n], exact[n]) or 1e-30) for n in exact)
+        cos = min(F.cosine_similarity(grads[n].double().flatten(), exact[n].flatten(), dim=0).item() for n in exact)
+        rel = max(_rmse(grads[n], exact[n]) / (exact[n].pow(2).mean().sqrt().item() or 1e-30) for n in exact)
+        flips = int(((act > 0) != (act64 > 0)).sum())
+        print(f"{label} | {fail[1e-4]} | {fail[1e-2]} | {worst:.2f} | {flips} | "
+              f"{_rmse(act, act64) / _rmse(act_eager, act64):.2f} | {cos:.5f} | {rel:.3g}")
+
+
 def resnet50_tf32(device: str = "cuda") -> None:
     """Does the compiled step follow cuDNN's TF32 switch as eager does? The gradients' RMSE
     against float64 with `torch.backends.cudnn.flags(allow_tf32=...)` off and on."""
@@ -311,6 +452,8 @@ if __name__ == "__main__":
               "resnet50_training_grads": resnet50_training_grads, "batch_norm_eval_bias_grad": batch_norm_eval_bias_grad,
               "resnet50_tail": resnet50_tail, "resnet50_tf32": resnet50_tf32,
               "resnet50_bias_grads": resnet50_bias_grads, "resnet50_stage_tails": resnet50_stage_tails,
-              "resnet50_split": resnet50_split}
+              "resnet50_split": resnet50_split, "resnet50_front_parts": resnet50_front_parts,
+              "resnet50_back_trace": resnet50_back_trace,
+              "resnet50_variants": resnet50_variants}
     for name in sys.argv[1:] or checks:
         checks[name]()

@@ -82,6 +82,33 @@ def assert_as_accurate_as_eager(got: torch.Tensor, eager: torch.Tensor, float64:
     assert ok, f"{what}: RMSE vs float64 {rmse(got, float64):.3g}, eager's {rmse(eager, float64):.3g}"
 
 
+def relative_rmse(a: torch.Tensor, float64: torch.Tensor) -> float:
+    """RMSE against the float64 value, over that value's root mean square (its scale)."""
+    return rmse(a, float64) / (rmse(float64, torch.zeros_like(float64)) or 1e-30)
+
+
+def assert_gradients_as_accurate_as_eager(got: dict, eager: dict, float64: dict, tol: float = 1e-4):
+    """Gradients of a training step (name -> tensor), each judged as assert_as_accurate_as_eager
+    does; one that fails that is still accepted if its error relative to its scale is at most
+    twice the largest such error among eager's own gradients.
+
+    Why: a ReLU whose input lies within float32 rounding of zero takes a different side in some
+    correct float32 runs than in float64, and the gradient through it then moves by that
+    element's whole contribution. Which gradients this hits depends on which kernel rounds how:
+    on ResNet-50's layout (tests/real_models.py) eager CUDA's own gradients are up to 2.7% off
+    float64 relative to their scale, eager CPU's 1.3%, and eager on the CPU in channels_last
+    fails the per-tensor rule on 32 gradients at up to 109x eager's RMSE, with every activation
+    as accurate as eager's (python benchmarks/cuda_trust_checks.py resnet50_variants). A wrong
+    gradient is off by its whole scale, far past this budget."""
+    budget = 2 * max(relative_rmse(eager[n], float64[n]) for n in float64)
+    for n, r in float64.items():
+        ok = torch._dynamo.utils.same(eager[n], got[n], fp64_ref=r, tol=tol, equal_nan=True,
+                                      log_error=lambda *args, **kwargs: None)
+        assert ok or relative_rmse(got[n], r) <= budget, (
+            f"gradient of {n}: RMSE vs float64 {rmse(got[n], r):.3g} ({relative_rmse(got[n], r):.2%} of its scale), "
+            f"eager's {rmse(eager[n], r):.3g}; eager's gradients are at most {budget / 2:.2%} off")
+
+
 @contextlib.contextmanager
 def zeros_runtime(target_name: str):
     """The target `target_name` with a loader whose regions return zeros: with no device to run

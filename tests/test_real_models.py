@@ -16,7 +16,7 @@ import torch
 
 import dynamo_mlir
 
-from helpers import assert_as_accurate_as_eager, assert_fallbacks
+from helpers import assert_as_accurate_as_eager, assert_fallbacks, assert_gradients_as_accurate_as_eager
 from real_models import CASES, FLOAT64_CASES
 
 # LLVM's optimisation level does not change f32 results (no fast-math), and at the default level
@@ -232,6 +232,22 @@ def _training_step(case, model, batch, target, options=None):
     return loss.detach()
 
 
+def test_gradient_rule_takes_a_flipped_relu_and_refuses_a_wrong_gradient():
+    """The training step's gradient rule: an error the size of one ReLU taking the other side
+    (eager's own gradients carry one of that size) passes, a gradient 10% off or of the wrong
+    sign does not."""
+    g = torch.Generator().manual_seed(0)
+    exact = {n: torch.randn(64, 32, generator=g, dtype=torch.float64) for n in ("a", "b")}
+    eager = {n: (v + 1e-7 * torch.randn(v.shape, generator=g, dtype=torch.float64)).float() for n, v in exact.items()}
+    eager["b"][0, 0] += 0.5  # eager's flip: one element, about 1% of the gradient's scale
+    flipped = {**eager, "a": eager["a"].clone()}
+    flipped["a"][3, 7] -= 0.8
+    assert_gradients_as_accurate_as_eager(flipped, eager, exact)
+    for wrong in (eager["a"] * 1.1, -eager["a"]):
+        with pytest.raises(AssertionError, match="gradient of a"):
+            assert_gradients_as_accurate_as_eager({**eager, "a": wrong}, eager, exact)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", FLOAT64_CASES)
 def test_training_step_as_accurate_as_eager(name, device, caplog):
@@ -244,8 +260,8 @@ def test_training_step_as_accurate_as_eager(name, device, caplog):
     _assert_inputs_intact(model, ref, inputs, saved)
     want, reference = _training_step(case, ref, inputs, target), _training_step(case, exact, exact_inputs, target)
     assert_as_accurate_as_eager(got, want, reference, what="loss")
-    for (name_, p), q, r in zip(model.named_parameters(), ref.parameters(), exact.parameters()):
-        assert_as_accurate_as_eager(p.grad, q.grad, r.grad, what=f"gradient of {name_}")
+    grads = lambda m: {n: p.grad for n, p in m.named_parameters()}  # noqa: E731
+    assert_gradients_as_accurate_as_eager(grads(model), grads(ref), grads(exact))
     for (name_, b), c, d in zip(model.named_buffers(), ref.buffers(), exact.buffers()):
         if b.is_floating_point():
             assert_as_accurate_as_eager(b, c, d, what=f"buffer {name_}")
