@@ -28,7 +28,7 @@ def measure(build, make_input, repeat: int) -> tuple[float, dict, dict]:
         dynamo_mlir.reset()
         t0 = time.perf_counter()
         with torch.no_grad():
-            torch.compile(model, backend="mlir")(x)
+            torch.compile(model, backend="mlir", options={"cache": False})(x)  # cold: every stage runs
         firsts.append(time.perf_counter() - t0)
         for stage, seconds in dynamo_mlir.stats()["stage_seconds"].items():
             stages.setdefault(stage, []).append(seconds)

@@ -38,15 +38,25 @@ class Options(OptionSet):
     """Target-independent options, plus (once bound) the chosen target's own options."""
 
     target: str | None = option(None, "Target name (cpu, cuda, or a plugin); default: the inputs' device.")
-    dump_dir: str | None = option(None, "Write every stage's IR of every compiled graph under this folder.")
-    strict: bool = option(False, "Raise on a compile failure instead of running the graph region eagerly.")
+    dump_dir: str | None = option(None, "Write every stage's IR of every compiled graph under this folder (the "
+                                        "compile cache is not read then: every stage runs).", affects_code=False)
+    strict: bool = option(False, "Raise on a compile failure instead of running the graph region eagerly.",
+                          affects_code=False)
     fuse_elementwise: bool = option(True, "Fuse producer/consumer elementwise linalg ops before bufferizing.")
-    repro_dir: str | None = option(None, "Where failing pipelines leave their input IR; default: a temp folder.")
-    print_after_all: bool = option(False, "Log the IR after every pass, upstream MLIR and Python (very verbose).")
+    repro_dir: str | None = option(None, "Where failing pipelines leave their input IR; default: a temp folder.",
+                                   affects_code=False)
+    print_after_all: bool = option(False, "Log the IR after every pass, upstream MLIR and Python (very verbose; the "
+                                          "compile cache is not read then).", affects_code=False)
     dump_passes: bool = option(False, "With dump_dir: also write the IR after every pass of a stage made of named "
-                                      "passes (<graph>.<stage>.<NN>-<pass>.mlir).")
+                                      "passes (<graph>.<stage>.<NN>-<pass>.mlir).", affects_code=False)
     mode: str | None = option(None, "torch.compile's mode: default, or reduce-overhead (cuda target: the host "
-                                    "schedule replayed as a CUDA graph). max-autotune is rejected: nothing is autotuned.")
+                                    "schedule replayed as a CUDA graph). max-autotune is rejected: nothing is autotuned.",
+                               affects_code=False)  # how the loaded code is called, not what is generated
+    cache: bool = option(True, "Keep compiled regions in the compile cache (in memory, and on disk under cache_dir) "
+                               "and load them from it instead of compiling again (codegen/cache.py; "
+                               "`dynamo-mlir cache`); off: every region compiles.", affects_code=False)
+    cache_dir: str | None = option(None, "The compile cache's folder; default: $XDG_CACHE_HOME/dynamo-mlir "
+                                         "(~/.cache/dynamo-mlir).", affects_code=False)
     # Not options: explicit target-option keys waiting for the target, then that target's
     # parsed options, and the graph the driver is compiling (stages may key debugging aids on it).
     requested: tuple[tuple[str, Any], ...] = ()

@@ -48,7 +48,7 @@ def as_text(ir_value: Any) -> str:
 def dump_content(artifact: Any) -> str | bytes:
     """What a stage's dump file holds: a stage whose artifact is bytes (an object file, a shared
     library) is dumped byte for byte, any other artifact as its text."""
-    if isinstance(artifact, (bytes, bytearray)):
+    if isinstance(artifact, (bytes, bytearray)) or hasattr(artifact, "__bytes__"):
         return bytes(artifact)
     return as_text(artifact)
 

@@ -23,9 +23,14 @@ ENV_PREFIX = "DYNAMO_MLIR_"
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 
 
-def option(default: Any, doc: str, check: Callable[[Any], str | None] | None = None) -> Any:
-    """Declare an option field. `check(value)` returns why a value is invalid, or None."""
-    return field(default=default, metadata={"doc": doc, "check": check})
+def option(default: Any, doc: str, check: Callable[[Any], str | None] | None = None,
+           affects_code: bool | str = True) -> Any:
+    """Declare an option field. `check(value)` returns why a value is invalid, or None.
+    `affects_code=False`: the option changes nothing a compile generates (where dumps go, how
+    failures are reported), so it is left out of the compile cache's key (codegen/cache.py).
+    `affects_code="per graph"`: its value picks graphs by name (a debugging selection), so while
+    it is set the key also holds the graph's name."""
+    return field(default=default, metadata={"doc": doc, "check": check, "affects_code": affects_code})
 
 
 def env_var(name: str) -> str:
@@ -96,6 +101,17 @@ class OptionSet:
         return [{"name": f.name, "env": env_var(f.name), "type": _type_name(f),
                  "default": None if f.default is MISSING else f.default, "doc": f.metadata["doc"]}
                 for f in cls.option_fields()]
+
+    def fingerprint(self) -> str:
+        """The values of the options that can change generated code, as stable text: part of the
+        compile cache's key (Triton's `CUDAOptions.hash()`)."""
+        return repr(sorted((f.name, repr(getattr(self, f.name))) for f in self.option_fields()
+                           if f.metadata["affects_code"]))
+
+    def names_graphs(self) -> bool:
+        """Whether an option that picks graphs by name is set (see `option`)."""
+        return any(f.metadata["affects_code"] == "per graph" and getattr(self, f.name) != f.default
+                   for f in self.option_fields())
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -63,6 +63,12 @@ class Target:
     options_class: the target's own options (a frozen `TargetOptions` subclass in the target's
     package); the driver parses them from `options={...}` and `DYNAMO_MLIR_*` once the target is
     chosen, and every stage and the loader read them as `options.target_options`.
+
+    The compile cache (codegen/cache.py): with `cacheable`, the last stage's artifact is kept
+    and handed to `load` in later compiles of the same region, in this process or another. It
+    must then pickle, hold nothing of this process (no MLIR module, no handle, no address), and
+    `load` must need nothing else. `machine(options)` names what the code is generated for (the
+    host CPU and its features, a GPU architecture): part of the cache key.
     """
 
     name: str
@@ -77,6 +83,8 @@ class Target:
     options_class: type[TargetOptions] = TargetOptions
     find_library_nodes: Callable[[Any], frozenset[str]] | None = None
     serves: tuple[str, ...] | None = None
+    cacheable: bool = False
+    machine: Callable[[Any], str] = lambda options: ""
 
     def __post_init__(self):
         declare_target(self.name, self.capabilities)

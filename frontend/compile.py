@@ -13,7 +13,7 @@ import torch
 import torch.fx as fx
 from torch_mlir import ir
 
-from ..codegen import config, driver
+from ..codegen import cache, config, driver
 from ..codegen.config import Options
 from ..codegen.passes import CompileError
 from ..codegen.target import Target, get_target, library_nodes, target_for_device
@@ -217,7 +217,7 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
     library: set[str] = set()
     try:
         fn = build_region(sub, target, options, name, report.stage_seconds, library=library,
-                          pass_seconds=report.pass_seconds)
+                          pass_seconds=report.pass_seconds, report=report)
     except Exception as e:  # never crash the user's model: run the region eagerly, say why
         if options.strict:
             raise
@@ -232,9 +232,12 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
 
 def build_region(sub: fx.GraphModule, target: Target, options: Options, name: str,
                  stage_seconds: dict | None = None, keep_text: bool = False, library: set | None = None,
-                 pass_seconds: dict | None = None):
-    """Import `sub`, run every stage, load it: returns the target's callable. `library` gets the
-    names of the nodes of `sub` the artifact runs as library calls (Target: library_nodes)."""
+                 pass_seconds: dict | None = None, report: PartitionReport | None = None):
+    """Import `sub`, run every stage (or take the last stage's artifact from the compile cache),
+    load it: returns the target's callable. `library` gets the names of the nodes of `sub` the
+    artifact runs as library calls (Target: library_nodes); `report.cache` says where the
+    artifact came from."""
+    stage_seconds = {} if stage_seconds is None else stage_seconds
     t0 = time.perf_counter()
     try:
         imported = import_graph(sub, "main")
@@ -244,22 +247,74 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
         imported.module.operation.verify()
     except ir.MLIRError as e:
         raise CompileError("dynamo", f"imported IR does not verify: {e}") from None
-    if stage_seconds is not None:
-        stage_seconds["dynamo"] = time.perf_counter() - t0
+    stage_seconds["dynamo"] = time.perf_counter() - t0
     if options.dump_dir:
         driver.write_dump(options.dump_dir, name, "dynamo", "mlir", driver.as_text(imported.module))
-    run = driver.run_stages(imported.module, target, options, name, keep_text=keep_text)
-    if stage_seconds is not None:
+    cached = _RegionCache.open(imported.module, target, options, name, keep_text, stage_seconds)
+    artifact, bound, nodes = cached.lookup(target, options, name) if cached else (None, None, None)
+    if artifact is None:
+        run = driver.run_stages(imported.module, target, options, name, keep_text=keep_text)
         stage_seconds.update({r.name: r.seconds for r in run.records})
-    if pass_seconds is not None:
-        pass_seconds.update({p.name: p.seconds for r in run.records for p in r.passes})
+        if pass_seconds is not None:
+            pass_seconds.update({p.name: p.seconds for r in run.records for p in r.passes})
+        artifact, bound, nodes = run.artifact, run.options, library_nodes(run.artifact, target)
+        if cached:
+            cached.store(artifact, target, nodes)
     if library is not None:
-        library.update(library_nodes(run.artifact, target))
+        library.update(nodes)
+    if report is not None:
+        report.cache = cached.where if cached else "off"
     t1 = time.perf_counter()
-    fn = target.load(run.artifact, imported.signature, run.options)
-    if stage_seconds is not None:
-        stage_seconds["load"] = time.perf_counter() - t1
+    try:
+        fn = target.load(artifact, imported.signature, bound)
+    except Exception as e:
+        if not (cached and cached.hit):
+            raise
+        cached.discard(f"loading it failed: {type(e).__name__}: {e}")
+        fn = build_region(sub, target, options, name, stage_seconds, keep_text, library, pass_seconds, report)
+        if report is not None:
+            report.cache = "bad"
+        return fn
+    stage_seconds["load"] = time.perf_counter() - t1
     return fn if imported.plan_is_identity else _planned(fn, imported.output_plan)
+
+
+class _RegionCache:
+    """One region's use of the compile cache (codegen/cache.py): its key, and where its
+    artifact came from ("memory", "disk", "miss", or "bad": an unusable entry, compiled again)."""
+
+    def __init__(self, store, key: str):
+        self.cache, self.key, self.where = store, key, "miss"
+
+    @property
+    def hit(self) -> bool:
+        return self.where in ("memory", "disk")
+
+    @classmethod
+    def open(cls, module, target: Target, options: Options, name: str, keep_text: bool, stage_seconds: dict):
+        """The region's cache, or None where it is off: the `cache` option, a target that is not
+        cacheable, or a compile asked to show its stages (dumps, IR kept, print_after_all)."""
+        if not (options.cache and target.cacheable) or keep_text or options.dump_dir or options.print_after_all:
+            return None
+        t0 = time.perf_counter()
+        text = module.operation.get_asm(enable_debug_info=True)
+        key = cache.region_key(text, target, config.bind(options, target), name)
+        stage_seconds["cache_key"] = time.perf_counter() - t0
+        return cls(cache.cache_for(options), key)
+
+    def lookup(self, target: Target, options: Options, name: str):
+        """(artifact, bound options, library nodes) from the cache, or Nones."""
+        entry, self.where = self.cache.get(self.key)
+        if entry is None:
+            return None, None, None
+        return entry.package, config.replace(config.bind(options, target), graph_name=name), entry.library_nodes
+
+    def store(self, artifact, target: Target, nodes) -> None:
+        self.cache.put(self.key, cache.Entry(target.name, artifact, frozenset(nodes)))
+
+    def discard(self, why: str) -> None:
+        self.cache.discard(self.key, why)
+        self.where = "bad"
 
 
 def _planned(fn, plan):

@@ -43,6 +43,10 @@ class PartitionReport:
     pass_seconds: dict[str, float] = field(default_factory=dict)  # named passes of the stages, by name
     error: str | None = None
     library_ops: list[str] = field(default_factory=list)  # the ops of `ops` that run as library calls
+    # Where its compiled code came from (codegen/cache.py): "miss" (compiled, then stored),
+    # "memory" / "disk" (a cache hit: no stage ran), "bad" (an unusable entry, removed and
+    # compiled again), "off" (not cached: the option, the target, or a dump).
+    cache: str = "off"
 
     @property
     def generated_ops(self) -> list[str]:
@@ -137,13 +141,27 @@ def stats() -> dict:
         "runtime_fallback_calls": sum(r["calls"] for r in runtime.values()),
         "stage_seconds": dict(stage_seconds),
         "pass_seconds": dict(pass_seconds),  # the stages' named passes (codegen/passes.py), by name
+        "cache": _cache_counts(graphs),
         "compile_seconds": sum(g.compile_seconds for g in graphs),
         "targets": sorted({g.target for g in graphs}),
     }
 
 
+def _cache_counts(graphs) -> dict:
+    """Partitions by where their code came from: the compile cache's hits (memory, disk), misses
+    (compiled and stored), bad entries (compiled again), and partitions not cached."""
+    where = Counter(p.cache for g in graphs for p in g.partitions)
+    return {"hits": where["memory"] + where["disk"], "memory_hits": where["memory"], "disk_hits": where["disk"],
+            "misses": where["miss"] + where["bad"], "bad_entries": where["bad"], "off": where["off"]}
+
+
+_CACHE_WORDS = {"memory": "from the compile cache (memory)", "disk": "from the compile cache (disk)",
+                "miss": "stored in the compile cache", "bad": "compile cache entry unusable, compiled again",
+                "off": "not cached"}
+
+
 def _partition_lines(p: PartitionReport) -> list[str]:
-    status = "compiled" if p.compiled else f"FAILED, ran eagerly: {p.error}"
+    status = f"compiled ({_CACHE_WORDS[p.cache]})" if p.compiled else f"FAILED, ran eagerly: {p.error}"
     times = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in p.stage_seconds.items())
     library = Counter(p.library_ops)
     # A partition that failed after its stages ran (no device to load on) still says which ops

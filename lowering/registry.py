@@ -187,3 +187,11 @@ def _most_specific(op_name: str, target: str | None) -> Rule:
 def lowered_ops(target: str | None = None) -> list[str]:
     """The op names that have a rule `target` can run."""
     return sorted(name for name in _RULES if _usable(name, target))
+
+
+def rules_for(target: str | None) -> list[tuple[str, str, str]]:
+    """(op, requirements, the rule's module.qualname) of every rule `target` may use, sorted:
+    part of the compile cache's key, so a rule registered, removed or replaced (a plugin, a test)
+    never meets code another rule made."""
+    return sorted((name, ",".join(sorted(requires)), f"{rule.__module__}.{getattr(rule, '__qualname__', '')}")
+                  for name, rules in _RULES.items() for (t, requires), rule in rules.items() if t in (None, target))

@@ -13,14 +13,14 @@ import re
 import pytest
 import torch
 from torch_mlir import ir
-from torch_mlir.execution_engine import ExecutionEngine
 
 import dynamo_mlir
 from dynamo_mlir.codegen.cpu import linking
+from dynamo_mlir.codegen.cpu.object_code import LinkedObject, compile_object
 from dynamo_mlir.codegen.half_bits import bf16_as_bits
 from dynamo_mlir.codegen.llvm_text import to_llvmlite_text
 from dynamo_mlir.codegen.passes import CompileError
-from dynamo_mlir.codegen.target import get_target, register_target
+from dynamo_mlir.codegen.target import Stage, get_target, register_target
 from dynamo_mlir.dialects import new_context
 from helpers import assert_all_compiled, assert_close_to_float32, read_stage
 
@@ -170,27 +170,29 @@ def test_symbol_only_the_machine_code_needs_is_a_compile_error():
     _divti3_missing()
     with new_context():
         module = ir.Module.parse(NEEDS_DIVTI3 + "llvm.func @main() { llvm.return }")
-        linking.check_symbols_resolve(module)  # the IR declares nothing: the check before linking passes
-        with pytest.raises(CompileError, match=r"could not link `main`.*\['__divti3'\]"):
-            linking.packed_function(ExecutionEngine(module, opt_level=2), module, "main", 2)
+        assert linking.external_symbols(module) == []  # the IR declares nothing: only the object calls it
+        obj = compile_object(module, 2, frozenset())
+    assert "__divti3" in obj.calls
+    with pytest.raises(CompileError, match=r"calls \['__divti3'\]"):
+        LinkedObject(obj)
 
 
 @contextlib.contextmanager
 def _cpu_llvm_stage_adding(function_text):
-    """The cpu target with `function_text` appended to every module at its `llvm` stage."""
+    """The cpu target with `function_text` appended to every module after its `llvm` stage."""
     target = get_target("cpu")
-    *front, llvm_stage = target.stages
+    names = target.stage_names()
 
-    def run(module, options):
-        module = llvm_stage.run(module, options)
+    def append(module, options):
         with module.context:
             extra = ir.Module.parse(function_text)
             for op in list(extra.body.operations):
                 module.body.append(op.detach_from_parent())
         return module
 
-    register_target(dataclasses.replace(target, stages=(*front, dataclasses.replace(llvm_stage, run=run))),
-                    override=True)
+    at = names.index("llvm") + 1
+    stages = (*target.stages[:at], Stage("llvm-extra", "mlir", append), *target.stages[at:])
+    register_target(dataclasses.replace(target, stages=stages), override=True)
     try:
         yield
     finally:

@@ -250,7 +250,7 @@ def test_training_step_gradients(tmp_path, on):
 
 
 def _run_ir(text, inputs, out_shape, library_matmul):
-    """The function's result, and the external functions its final module calls."""
+    """The function's result, and the external functions its object code calls."""
     from torch_mlir import ir
 
     from dynamo_mlir.codegen import resolve, run_stages
@@ -264,7 +264,7 @@ def _run_ir(text, inputs, out_shape, library_matmul):
                           (TensorSpec(out_shape, inputs[0].dtype),), lambda _: [out_shape])
     with new_context(), ir.Location.unknown():
         run = run_stages(ir.Module.parse(text), get_target("cpu"), options, graph_name="main")
-        return runtime.load(run.artifact, signature, options)(*inputs)[0], set(runtime.external_symbols(run.artifact))
+        return runtime.load(run.artifact, signature, options)(*inputs)[0], set(run.artifact.calls)
 
 
 def _nhwc_of(t):

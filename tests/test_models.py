@@ -154,22 +154,29 @@ def test_backend_is_registered_without_importing_the_package():
 
 
 def test_unresolvable_symbol_is_refused_before_the_jit():
-    """The JIT aborts the process on a symbol it cannot resolve: such a region must be refused
-    before the engine is created (the region then runs eagerly, as any failed region does)."""
+    """The linker aborts the process on a symbol it cannot resolve: such a region must be
+    refused before its object is linked (the region then runs eagerly, as any failed region does)."""
     from torch_mlir import ir
 
-    from dynamo_mlir.codegen.cpu.runtime import check_symbols_resolve, external_symbols
+    from dynamo_mlir.codegen.cpu.object_code import LinkedObject, compile_object
+    from dynamo_mlir.codegen.cpu.linking import external_symbols
     from dynamo_mlir.dialects import new_context
 
     with new_context():
         module = ir.Module.parse("""
           llvm.func @erff(f32) -> f32
           llvm.func @__no_such_runtime_helper(f32) -> f32
-          llvm.func @main() { llvm.return }""")
+          llvm.func @main(%x: f32) -> f32 {
+            %a = llvm.call @erff(%x) : (f32) -> f32
+            %b = llvm.call @__no_such_runtime_helper(%a) : (f32) -> f32
+            llvm.return %b : f32
+          }""")
         assert external_symbols(module) == ["erff", "__no_such_runtime_helper"]
-        with pytest.raises(CompileError, match="__no_such_runtime_helper") as info:
-            check_symbols_resolve(module)
-        assert "erff" not in str(info.value)  # libm's is found in the process
+        obj = compile_object(module, 2, frozenset())
+    assert {"erff", "__no_such_runtime_helper"} <= set(obj.calls)
+    with pytest.raises(CompileError, match="__no_such_runtime_helper") as info:
+        LinkedObject(obj)
+    assert "erff" not in str(info.value)  # libm's is found in the process
 
 
 def test_eager_op_with_wrong_metadata_cannot_feed_wrong_bytes_to_a_region():

@@ -1,4 +1,4 @@
-"""The `dynamo-mlir` command: dump, explain, report, ops, targets, options.
+"""The `dynamo-mlir` command: dump, explain, report, ops, targets, passes, pass, cache, options.
 
 Argument parsing and dispatch only; each subcommand lives in its own module. Every error the
 user can fix (a bad MODEL, wrong inputs, an unparseable .mlir file) is one line on stderr and
@@ -110,6 +110,14 @@ def _add_options(p):
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def _add_cache(p):
+    p.add_argument("action", choices=("stats", "list", "clear"),
+                   help="stats: entries and size; list: one line an entry; clear: remove every entry")
+    p.add_argument("--dir", metavar="DIR", help="the cache folder (default: the cache_dir option, "
+                                               "$DYNAMO_MLIR_CACHE_DIR, else ~/.cache/dynamo-mlir)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (stats, list)")
+
+
 # name -> (one-line help, epilog, add arguments, "module:function" that runs it)
 COMMANDS = {
     "dump": ("write the IR of every stage of every compiled graph", DUMP_EPILOG, _add_dump, "dump:run"),
@@ -124,6 +132,7 @@ COMMANDS = {
                "passes_cmd:run_list"),
     "pass": ("run one named pass alone on an .mlir file and print the result (IR tests)", None, _add_pass,
              "passes_cmd:run_one"),
+    "cache": ("the compile cache on disk: stats, list, clear", None, _add_cache, "cache_cmd:run"),
     "options": ("every option: the core's and each target's, with its environment variable and default",
                 None, _add_options, "listing:run_options"),
 }

@@ -1,10 +1,10 @@
-"""The `cpu` target: linalg -> loops -> LLVM dialect -> MLIR ExecutionEngine (JIT)."""
+"""The `cpu` target: linalg -> loops -> LLVM dialect -> object code (MLIR's ExecutionEngine), linked at load."""
 
 from torch_mlir import ir
 
 from ..llvm_text import to_llvmlite_text
 from ..target import Stage, Target
-from . import library, library_conv, pipeline, runtime
+from . import library, library_conv, object_code, pipeline, runtime
 from .options import CPUOptions
 
 
@@ -33,6 +33,17 @@ def _library_nodes(module: ir.Module) -> frozenset[str]:
     return library.library_nodes(module) | library_conv.library_nodes(module)
 
 
+def _object(module: ir.Module, options) -> object_code.CpuObject:
+    return object_code.compile_object(module, options.target_options.opt_level, _library_nodes(module))
+
+
+def _machine(options) -> str:
+    """What the object code is compiled for: the host CPU as LLVM sees it (name and features)."""
+    import llvmlite.binding as llvm
+
+    return f"{llvm.get_process_triple()} {llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}"
+
+
 TARGET = Target(
     name="cpu",
     device_type="cpu",
@@ -40,12 +51,15 @@ TARGET = Target(
         Stage("linalg", "mlir", doc="dynamo ops -> linalg/tensor/arith/math", passes=pipeline.LINALG),
         Stage("loops", "mlir", doc="fused, bufferized, out-params, scf loops", passes=pipeline.LOOPS),
         Stage("llvm", "mlir", doc="LLVM dialect, bare-pointer calling convention", passes=pipeline.LLVM),
+        Stage("object", "o", _object, "machine code for the host CPU (MLIR's ExecutionEngine: LLVM's optimiser and "
+                                      "code generator), a relocatable object"),
     ),
     load=runtime.load,
-    extra_dumps={"ll": ("ll", _llvm_ir), "s": ("s", _assembly)},
+    extra_dumps={"ll": ("ll", lambda obj: _llvm_ir(obj.module)), "s": ("s", lambda obj: _assembly(obj.module))},
     options_class=CPUOptions,
-    find_library_nodes=_library_nodes,
-    doc="Host CPU through MLIR's ExecutionEngine (LLVM ORC JIT).",
+    cacheable=True,
+    machine=_machine,
+    doc="Host CPU: object code from MLIR's ExecutionEngine (LLVM), linked into the process by llvmlite's MCJIT.",
     capabilities=frozenset({"serial_loops", "scalar_math", "dynamic_shapes"}),  # scf loops run as written, on the calling thread
 )
 

@@ -1,71 +1,21 @@
-"""The symbols a cpu module's machine code needs, checked on both sides of the JIT's linking.
+"""The symbols a cpu module's machine code needs.
 
-Before the engine: every function the LLVM-dialect module declares but does not define (libm,
-MKL's BLAS, torch's C shim, torch_parallel_for) must be in the process (libtorch_cpu is made
-global first when the module calls it: library.load_libtorch).
-
-LLVM's backend may add calls of its own that no IR shows: compiler-rt builtins for what the
-CPU has no instruction for (`__truncsfbf2` on a CPU without AVX-512-BF16, `__extendhfsf2`
-without F16C). The ORC JIT then fails to link, prints `JIT session error: Symbols not found`,
-and the lookup returns a null address; calling it killed the process. So the lookup is
-checked: a null address is a CompileError naming the missing symbols (read from the object
-file the JIT made), and the region runs eagerly.
+The LLVM-dialect module declares what it calls (libm, MKL's BLAS, torch's C shim,
+torch_parallel_for): `external_symbols`. LLVM's backend may add calls of its own that no IR
+shows: compiler-rt builtins for what the CPU has no instruction for (`__truncsfbf2` on a CPU
+without AVX-512-BF16, `__extendhfsf2` without F16C). Only the object file knows them all:
+`undefined_in_elf` reads them from it, and object_code.LinkedObject resolves each in the
+process before linking (an unresolved symbol inside the linker ends the process).
 """
 
-import ctypes
-import os
 import struct
-import tempfile
-
-from torch_mlir import ir
-from torch_mlir.execution_engine import ExecutionEngine
 
 from ..functions import declared_names
-from ..passes import CompileError
 
 
 def external_symbols(module) -> list[str]:
     """Functions the LLVM-dialect module declares but does not define (libm, ...)."""
     return declared_names(module, "llvm.func")
-
-
-def _in_process(name: str) -> bool:
-    return hasattr(ctypes.CDLL(None), name)
-
-
-def check_symbols_resolve(module) -> None:
-    """Refuse, before the engine is made, a module declaring a function the process lacks, so
-    the region falls back to eager with the symbol named."""
-    missing = [name for name in external_symbols(module) if not _in_process(name)]
-    if missing:
-        raise CompileError("load", f"the generated code calls {missing}, which this process does not provide")
-
-
-def packed_function(engine: ExecutionEngine, module, name: str, opt_level: int) -> int:
-    """The address of `name`'s packed wrapper `_mlir_<name>(void**)`; a link failure (null)
-    raises a CompileError naming the symbols the machine code needs and nobody provides."""
-    address = engine.raw_lookup(name)
-    if not address:
-        missing = [s for s in _undefined_symbols(module, opt_level, name) if not _in_process(s)]
-        raise CompileError("load", f"the JIT could not link `{name}`: its machine code calls "
-                                   f"{missing or 'symbols'} that this process does not provide "
-                                   "(LLVM's runtime-library calls for what this CPU has no instruction for)")
-    return address
-
-
-def _undefined_symbols(module, opt_level: int, name: str) -> list[str]:
-    """The undefined symbols of the object file the JIT compiles `module` into (compiled again,
-    with the object kept: this runs only after a failed link)."""
-    engine = ExecutionEngine(module, opt_level=opt_level, enable_object_dump=True)
-    engine.raw_lookup(name)  # compiles (and fails to link) again
-    fd, path = tempfile.mkstemp(suffix=".o")
-    os.close(fd)
-    try:
-        engine.dump_to_object_file(path)
-        with open(path, "rb") as f:
-            return undefined_in_elf(f.read())
-    finally:
-        os.remove(path)
 
 
 _SHT_SYMTAB = 2

@@ -1,4 +1,4 @@
-"""CPU runtime: the LLVM-dialect module JIT-compiled by MLIR's ExecutionEngine, called through
+"""CPU runtime: a region's object code (object_code.py) linked into the process, called through
 its packed `_mlir_<name>(void**)` wrapper with tensors' data pointers (bare-pointer convention).
 
 Per call: allocate outputs with torch, write pointers into a prebuilt ctypes array, one C call.
@@ -18,12 +18,10 @@ import ctypes
 import logging
 
 import torch
-from torch_mlir.execution_engine import ExecutionEngine
 
-from ..passes import CompileError
 from ..signature import Signature, SizeSpec
-from . import heap, library, library_conv, memory_plan, parallel
-from .linking import check_symbols_resolve, external_symbols, packed_function
+from . import heap
+from .object_code import CpuObject, LinkedObject
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -56,11 +54,10 @@ def _workspace(nbytes: int) -> torch.Tensor | None:
 class CpuFunction:
     """A callable over contiguous CPU tensors; returns freshly allocated outputs."""
 
-    def __init__(self, module, signature: Signature, opt_level: int = 3, workspace_bytes: int = 0):
-        self.signature = signature
-        self._module = module  # keep the IR's context alive as long as the engine
-        self._engine = ExecutionEngine(module, opt_level=opt_level)
-        self._fn = _PACKED_FN(packed_function(self._engine, module, signature.name, opt_level))
+    def __init__(self, linked: LinkedObject, obj: CpuObject, signature: Signature):
+        self.signature, self.linked = signature, linked  # the machine code lives as long as `linked`
+        self._fn = _PACKED_FN(linked.function(obj.function))
+        workspace_bytes = obj.workspace_bytes
         self._n_in = len(signature.inputs)
         self._out_specs = [(spec.shape, spec.dtype) for spec in signature.outputs]
         self.workspace_bytes = workspace_bytes
@@ -93,11 +90,10 @@ class CpuFunction:
 class DynamicCpuFunction:
     """A callable over contiguous CPU tensors of any size its signature admits."""
 
-    def __init__(self, module, signature: Signature, opt_level: int = 3, workspace_bytes: int = 0):
-        self.signature = signature
-        self._module = module
-        self._engine = ExecutionEngine(module, opt_level=opt_level)
-        self._fn = _PACKED_FN(packed_function(self._engine, module, signature.name, opt_level))
+    def __init__(self, linked: LinkedObject, obj: CpuObject, signature: Signature):
+        self.signature, self.linked = signature, linked
+        self._fn = _PACKED_FN(linked.function(obj.function))
+        workspace_bytes = obj.workspace_bytes
         widths = [1 if isinstance(spec, SizeSpec) else 3 + 2 * len(spec.shape)
                   for spec in (*signature.inputs, *signature.outputs)]
         if workspace_bytes:
@@ -150,12 +146,9 @@ class LibraryStatusChecked:
     """A loaded function whose module calls torch (library_conv.py): after each call, a nonzero
     status (torch's shim has logged the C++ exception) raises, and is reset for the next call."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, status_symbol: str):
         self.signature, self._inner = inner.signature, inner
-        address = inner._engine.raw_lookup(library_conv.STATUS)  # the symbol _mlir_<STATUS>
-        if not address:
-            raise CompileError("load", f"the module calls torch but defines no {library_conv.status_name()}")
-        self._status = ctypes.c_int32.from_address(address)
+        self._status = ctypes.c_int32.from_address(inner.linked.global_value(status_symbol))
 
     def __call__(self, *inputs):
         outputs = self._inner(*inputs)
@@ -165,17 +158,12 @@ class LibraryStatusChecked:
         return outputs
 
 
-LIBTORCH_SYMBOLS = frozenset(library.GEMM.values()) | library_conv.SYMBOLS
-
-
-def load(artifact, signature: Signature, options):
+def load(artifact: CpuObject, signature: Signature, options):
+    """The region's callable: its object code linked into this process (compiled now, or read
+    from the compile cache: the same path)."""
     if options.target_options.retain_freed_memory:  # before the first call: its buffers' pages stay
         heap.retain_freed_memory()
-    externals = set(external_symbols(artifact))
-    if externals & (LIBTORCH_SYMBOLS | parallel.RUNTIME_SYMBOLS):
-        library.load_libtorch()
-    check_symbols_resolve(artifact)
+    linked = LinkedObject(artifact)
     kind = CpuFunction if signature.is_static else DynamicCpuFunction
-    fn = kind(artifact, signature, opt_level=options.target_options.opt_level,
-              workspace_bytes=memory_plan.workspace_bytes(artifact))
-    return LibraryStatusChecked(fn) if externals & library_conv.SYMBOLS else fn
+    fn = kind(linked, artifact, signature)
+    return fn if artifact.status_symbol is None else LibraryStatusChecked(fn, artifact.status_symbol)

@@ -5,7 +5,7 @@ PTX generation needs no GPU (tests run it in CI); running needs one and cuda-bin
 """
 
 from ..target import Stage, Target
-from . import pipeline, runtime
+from . import pipeline, ptx, runtime
 from .options import CUDAOptions
 
 
@@ -28,6 +28,8 @@ TARGET = Target(
     available=runtime.available,
     extra_dumps={"host": ("txt", _host_schedule)},
     options_class=CUDAOptions,
+    cacheable=True,  # the ptx stage's CudaProgram: PTX text and the host schedule, plain data
+    machine=lambda options: ptx.arch_for(options),
     doc="NVIDIA GPUs: generated PTX kernels through the CUDA driver, torch for matmul/conv/pooling (library_matmul), index_put/scatter and inference attention (cuda_library_attention).",
     # Kernels come from linalg ops mapped to blocks/threads: no place for serial loop nests, and
     # the math library's bodies are not validated on it (those ops stay eager).

@@ -67,7 +67,8 @@ class CUDAOptions(TargetOptions):
                                                 "softmax) in our kernels. Training graphs always take the math form.")
     cuda_rowfuse_only: str | None = option(None, "Debugging: keep only these row-fused groups, '[GRAPH:]LO-HI,...' "
                                                  "(e.g. 'backward:0-3'; see codegen/cuda/options.py); "
-                                                 "benchmarks/rowfuse_bisect.py bisects with it.", _row_selection)
+                                                 "benchmarks/rowfuse_bisect.py bisects with it.", _row_selection,
+                                           affects_code="per graph")
 
     def keeps_fused_attention(self) -> bool:
         """Whether an inference graph keeps F.scaled_dot_product_attention whole (frontend/backend.py)."""

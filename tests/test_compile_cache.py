@@ -1,0 +1,182 @@
+"""The compile cache (codegen/cache.py): a later process loads what an earlier one compiled; a
+damaged entry is reported and compiled again; concurrent writers both get right answers; a
+changed option or version misses."""
+
+import json
+import logging
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import dynamo_mlir
+from dynamo_mlir.codegen import cache
+from dynamo_mlir.codegen.cpu.object_code import CpuObject
+from dynamo_mlir.tools import cli
+from helpers import zeros_runtime
+
+CHILD = os.path.join(os.path.dirname(__file__), "cache_child.py")
+NO_STAGE_RAN = ["cache_key", "dynamo", "load"]  # a hit: the import (for the key) and the link only
+
+
+def _child(folder, options=None, wait=True):
+    env = {**os.environ, "DYNAMO_MLIR_CACHE_DIR": str(folder)}
+    proc = subprocess.Popen([sys.executable, CHILD, json.dumps(options or {})], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return _result(proc) if wait else proc
+
+
+def _result(proc):
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    return json.loads(out.strip().splitlines()[-1]), err
+
+
+def _entries(folder):
+    return sorted(folder.glob("??/*.entry"))
+
+
+def test_a_second_process_loads_what_the_first_compiled(tmp_path):
+    first, _ = _child(tmp_path)
+    assert first["cache"]["misses"] == 1 and first["cache"]["hits"] == 0
+    assert first["ops_compiled"] > 0 and first["ops_library"] > 0 and "object" in first["stages"]
+    (entry,) = _entries(tmp_path)
+    second, _ = _child(tmp_path)
+    assert second["cache"]["disk_hits"] == 1 and second["cache"]["misses"] == 0
+    assert second["stages"] == NO_STAGE_RAN  # no stage of the target ran
+    assert (second["ops_compiled"], second["ops_library"]) == (first["ops_compiled"], first["ops_library"])
+    assert second["max_error"] == first["max_error"] == 0.0
+    assert _entries(tmp_path) == [entry]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "not an entry"])
+def test_a_damaged_entry_is_reported_and_compiled_again(tmp_path, damage):
+    _child(tmp_path)
+    (entry,) = _entries(tmp_path)
+    data = entry.read_bytes()
+    entry.write_bytes({"truncated": data[:len(data) // 2],
+                       "flipped": data[:-100] + bytes([data[-100] ^ 0xFF]) + data[-99:],
+                       "not an entry": b"\x00" * 64}[damage])
+    result, err = _child(tmp_path)
+    assert result["cache"] == {**result["cache"], "bad_entries": 1, "misses": 1, "hits": 0}
+    assert "object" in result["stages"] and result["max_error"] == 0.0  # compiled again, right
+    assert "is unusable" in err and str(entry) in err  # reported, with the file
+    again, _ = _child(tmp_path)  # the entry written in its place is whole
+    assert again["cache"]["disk_hits"] == 1 and again["max_error"] == 0.0
+
+
+def test_two_processes_writing_one_entry_both_get_right_answers(tmp_path):
+    procs = [_child(tmp_path, wait=False) for _ in range(2)]
+    results = [_result(p)[0] for p in procs]
+    for r in results:
+        assert r["max_error"] == 0.0 and r["ops_compiled"] > 0
+    assert sum(r["cache"]["misses"] + r["cache"]["hits"] for r in results) == 2
+    (entry,) = _entries(tmp_path)  # one whole entry, no temporary file left behind
+    assert not list(tmp_path.glob("??/.*.tmp"))
+    third, _ = _child(tmp_path)
+    assert third["cache"]["disk_hits"] == 1 and third["max_error"] == 0.0
+
+
+def _compile_mlp(options=None):
+    torch._dynamo.reset()
+    dynamo_mlir.reset()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 8))
+    x = torch.randn(4, 16)
+    torch.testing.assert_close(torch.compile(net, backend="mlir", options=options)(x), net(x))
+    s = dynamo_mlir.stats()
+    assert s["ops_compiled"] > 0
+    return s["cache"]
+
+
+def test_the_same_graph_again_in_this_process_is_a_memory_hit(tmp_path):
+    options = {"cache_dir": str(tmp_path)}
+    assert _compile_mlp(options)["misses"] == 1
+    assert _compile_mlp(options)["memory_hits"] == 1
+    cache.cache_for(cache_options(tmp_path)).forget_memory()
+    assert _compile_mlp(options)["disk_hits"] == 1
+
+
+def cache_options(folder):
+    from dynamo_mlir.codegen import config
+
+    return config.resolve({"cache_dir": str(folder)})
+
+
+def test_a_changed_option_or_version_misses(tmp_path, monkeypatch):
+    options = {"cache_dir": str(tmp_path)}
+    assert _compile_mlp(options)["misses"] == 1
+    assert _compile_mlp({**options, "opt_level": 1})["misses"] == 1  # an option that changes code
+    assert _compile_mlp({**options, "strict": True})["memory_hits"] == 1  # one that does not
+    newer = {**cache.software(), "torch": "9.9.9"}
+    monkeypatch.setattr(cache, "software", lambda: newer)
+    assert _compile_mlp(options)["misses"] == 1
+    assert len(_entries(tmp_path)) == 3
+
+
+def test_cache_off_and_dumps_compile_every_stage(tmp_path):
+    assert _compile_mlp({"cache_dir": str(tmp_path), "cache": False}) == {
+        "hits": 0, "memory_hits": 0, "disk_hits": 0, "misses": 0, "bad_entries": 0, "off": 1}
+    assert _compile_mlp({"cache_dir": str(tmp_path), "dump_dir": str(tmp_path / "dump")})["off"] == 1
+    assert _entries(tmp_path) == []
+    assert (tmp_path / "dump").is_dir()
+
+
+def test_explain_says_where_the_code_came_from(tmp_path):
+    _compile_mlp({"cache_dir": str(tmp_path)})
+    assert "compiled (stored in the compile cache)" in dynamo_mlir.explain()
+    _compile_mlp({"cache_dir": str(tmp_path)})
+    assert "compiled (from the compile cache (memory))" in dynamo_mlir.explain()
+
+
+def test_the_cpu_artifact_holds_no_mlir_and_pickles(tmp_path):
+    _compile_mlp({"cache_dir": str(tmp_path)})
+    (entry,) = _entries(tmp_path)
+    header, payload = cache._split(entry.read_bytes())
+    assert header["target"] == "cpu" and header["software"] == cache.software()
+    stored = pickle.loads(payload)
+    assert isinstance(stored.package, CpuObject) and stored.package.module is None
+    assert stored.package.code[:4] == b"\x7fELF" and stored.package.function == "_mlir_main"
+    assert "sgemm_" in stored.package.calls  # the linears are MKL calls, linked at load
+    assert stored.library_nodes  # ... which stats() counts as library ops, also on a hit
+
+
+def test_cuda_artifact_is_plain_data(tmp_path):
+    """The cuda target's last artifact (PTX and host schedule) is what the cache keeps: it
+    pickles with no MLIR object in it. PTX is generated without a GPU, so this runs in CI."""
+    from dynamo_mlir.codegen.cuda.ptx import CudaProgram
+
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: torch.softmax(x * 2, -1), backend="mlir",
+                      options={"target": "cuda", "cache_dir": str(tmp_path)})
+    with zeros_runtime("cuda"):  # every stage runs; the loader returns zeros (no GPU needed)
+        f(torch.randn(4, 32))
+    assert dynamo_mlir.stats()["cache"]["misses"] == 1 and dynamo_mlir.stats()["compiled_ops"] == {
+        "aten.mul.Tensor": 1, "aten._softmax.default": 1}
+    (entry,) = _entries(tmp_path)
+    stored = pickle.loads(cache._split(entry.read_bytes())[1])
+    assert isinstance(stored.package, CudaProgram) and stored.package.stage == "ptx"
+    assert ".entry main_kernel" in stored.package.device
+    assert pickle.loads(pickle.dumps(stored.package)).hosts.keys() == stored.package.hosts.keys()
+
+
+def test_cli_cache_stats_list_clear(tmp_path, capsys):
+    _compile_mlp({"cache_dir": str(tmp_path)})
+    assert cli.main(["cache", "stats", "--dir", str(tmp_path), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["entries"] == 1 and stats["by_target"] == {"cpu": 1} and stats["bytes"] > 0
+    assert cli.main(["cache", "list", "--dir", str(tmp_path)]) == 0
+    assert "cpu" in capsys.readouterr().out
+    assert cli.main(["cache", "clear", "--dir", str(tmp_path)]) == 0
+    assert "removed 1 entries" in capsys.readouterr().out and _entries(tmp_path) == []
+
+
+def test_an_unwritable_folder_compiles_and_warns(tmp_path, caplog):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    with caplog.at_level(logging.WARNING, logger="dynamo_mlir"):
+        assert _compile_mlp({"cache_dir": str(blocked)})["misses"] == 1
+    assert "could not write the compile cache entry" in caplog.text

@@ -1,0 +1,50 @@
+"""`dynamo-mlir cache stats|list|clear`: the compile cache on disk (codegen/cache.py)."""
+
+import json
+import time
+
+from ..codegen import cache
+
+
+def _cache(args) -> cache.CompileCache:
+    return cache.CompileCache(args.dir or cache.configured_dir())
+
+
+def run(args) -> int:
+    store = _cache(args)
+    return {"stats": _stats, "list": _list, "clear": _clear}[args.action](store, args)
+
+
+def _stats(store: cache.CompileCache, args) -> int:
+    rows = store.entries()
+    by_target: dict[str, int] = {}
+    for r in rows:
+        by_target[r["target"] or "unreadable"] = by_target.get(r["target"] or "unreadable", 0) + 1
+    summary = {"folder": str(store.root), "entries": len(rows), "bytes": sum(r["bytes"] for r in rows),
+               "by_target": by_target, "unreadable": sum(not r["readable"] for r in rows)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"compile cache: {summary['folder']}")
+    print(f"  {summary['entries']} entries, {summary['bytes'] / 1e6:.1f} MB"
+          + "".join(f"; {t}: {n}" for t, n in sorted(by_target.items())))
+    if summary["unreadable"]:
+        print(f"  {summary['unreadable']} unreadable (removed when a compile meets them, or by `dynamo-mlir cache clear`)")
+    return 0
+
+
+def _list(store: cache.CompileCache, args) -> int:
+    rows = store.entries()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])) if r["created"] else "?"
+        print(f"{r['key'][:16]}  {r['target'] or 'unreadable':8} {r['bytes']:>10}  {when}")
+    print(f"{len(rows)} entries in {store.root}")
+    return 0
+
+
+def _clear(store: cache.CompileCache, args) -> int:
+    print(f"removed {store.clear()} entries from {store.root}")
+    return 0
