@@ -133,7 +133,7 @@ def test_cuda_stages_up_to_gpu_are_named_passes(tmp_path):
     for stage, first in (("linalg", "cuda-lower-dynamo-ops"), ("buffers", "cuda-bufferize"),
                          ("gpu", "cuda-fold-transposes-into-matmuls")):
         assert glob.glob(str(tmp_path / f"*.{stage}.00-{first}.mlir")), stage
-    kernels = open(glob.glob(str(tmp_path / "*.gpu.03-cuda-kernels.mlir"))[0]).read()
+    kernels = open(glob.glob(str(tmp_path / "*.gpu.05-cuda-kernels.mlir"))[0]).read()
     assert "gpu.launch" in kernels and "gpu.module" not in kernels  # outlining is the next pass
 
 

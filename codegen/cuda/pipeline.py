@@ -21,23 +21,28 @@ from . import ptx, schedule, to_gpu
 from .loopnest import Unsupported
 
 
-def _kernels(module: ir.Module, options) -> None:
-    try:
-        with module.context, ir.Location.unknown():
-            cuda = options.target_options
-            to_gpu.convert_module(module, library=cuda.library_matmul, fuse_rows=cuda.cuda_fuse_rows,
-                                  rows=cuda.row_selection(), graph=options.graph_name, prepare=False)
-    except Unsupported as e:
-        raise CompileError("gpu", str(e)) from None
-
-
 def _per_host(rewrite):
-    """A pass running `rewrite(func_op)` on each host function."""
+    """A pass running `rewrite(func_op)` on each host function; what it cannot make kernels of
+    (loopnest.Unsupported) fails the gpu stage."""
     def run(module, options):
-        with module.context, ir.Location.unknown():
-            for func_op in to_gpu.host_functions(module):
-                rewrite(func_op)
+        try:
+            with module.context, ir.Location.unknown():
+                for func_op in to_gpu.host_functions(module):
+                    rewrite(func_op)
+        except Unsupported as e:
+            raise CompileError("gpu", str(e)) from None
     return run
+
+
+def _fuse_rows(module, options) -> None:
+    """Row groups fused on every host function, numbered across them (cuda_rowfuse_only)."""
+    keep = to_gpu.row_filter(options.target_options.row_selection(), options.graph_name)
+    _per_host(lambda func_op: to_gpu.fuse_row_groups(func_op, keep))(module, options)
+
+
+def _kernels(module, options) -> None:
+    to_gpu.mark_container(module)
+    _per_host(to_gpu.build_kernels)(module, options)
 
 
 def _pass(name, run, doc, **contract) -> Pass:
@@ -61,18 +66,31 @@ BUFFERS = (
           produces=(WRITABLE,)),
 )
 
+_library = lambda o: o.target_options.library_matmul  # noqa: E731
+
 GPU = (
     _pass("fold-transposes-into-matmuls", _per_host(to_gpu.fold_transposes_into_matmuls),
           "A transpose feeding only library matmuls / attention becomes their transposed view (no copy kernel).",
-          options=("library_matmul",), enabled=lambda o: o.target_options.library_matmul),
+          options=("library_matmul",), enabled=_library, consumes=(LIBRARY_CALL,)),
     _pass("fold-transposes-of-attention", _per_host(to_gpu.fold_transposes_of_attention),
-          "Transposes around a library attention call read as strided views."),
+          "Transposes around a library attention call read as strided views.", consumes=(LIBRARY_CALL,)),
     _pass("erase-empty-loop-nests", _per_host(to_gpu.erase_empty_loop_nests),
           "Loop nests over a zero-size operand (no trips) erased."),
+    _pass("generalize-library-ops", _per_host(to_gpu.generalize_library_ops),
+          "library_matmul off: matmul/conv/pooling as linalg.generic, made kernels like any other op.",
+          options=("library_matmul",), enabled=lambda o: not o.target_options.library_matmul),
+    _pass("fold-fills-into-library-ops", _per_host(to_gpu.fold_fills_into_library_ops),
+          "A zero fill (max pooling's -inf fill) right before the library op writing its buffer erased; the op "
+          "overwrites its output.", options=("library_matmul",), enabled=_library, produces=(OVERWRITE,)),
+    # Before cuda-kernels, which makes a kernel of each op a group would have taken.
+    _pass("fuse-rows", _fuse_rows,
+          "Each run of ops on the same rows (a softmax, a layer norm) -> one gpu.launch, one block per row.",
+          options=("cuda_fuse_rows", "cuda_rowfuse_only"), enabled=lambda o: o.target_options.cuda_fuse_rows,
+          requires=("cuda-erase-empty-loop-nests",)),
     _pass("kernels", _kernels,
-          "Each linalg op (or fused row group) -> a gpu.launch; matmul/conv/pooling left as library ops.",
-          options=("library_matmul", "cuda_fuse_rows", "cuda_rowfuse_only"), produces=(OVERWRITE,),
-          consumes=(LIBRARY_CALL,), requires=("cuda-fold-transposes-of-attention", "cuda-erase-empty-loop-nests")),
+          "Each linalg op left -> a gpu.launch (a fill right before a row reduction folded into its kernel); "
+          "library ops stay for the host schedule.",
+          requires=("cuda-fold-transposes-of-attention", "cuda-erase-empty-loop-nests")),
     # Outlining sinks constants into the kernels; what stays captured becomes kernel arguments.
     upstream("cuda-outline-kernels", "gpu-kernel-outlining, canonicalize, cse",
              "gpu.launch bodies outlined into gpu.modules.", requires=("cuda-kernels",)),

@@ -1,6 +1,10 @@
 // RUN: dynamo-mlir pass cuda-erase-empty-loop-nests %s --target cuda | check --prefix EMPTY
 // RUN: dynamo-mlir pass cuda-fold-transposes-into-matmuls %s --target cuda | check --prefix FOLDT
 // RUN: dynamo-mlir pass cuda-fold-transposes-of-attention %s --target cuda | check --prefix ATTN
+// RUN: dynamo-mlir pass cuda-generalize-library-ops %s --target cuda -O library_matmul=false | check --prefix GENERAL
+// RUN: dynamo-mlir pass cuda-fold-fills-into-library-ops %s --target cuda | check --prefix FILLS
+// RUN: dynamo-mlir pass cuda-fuse-rows %s --target cuda | check --prefix ROWS
+// RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix KERNELS
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -61,3 +65,75 @@ func.func @main(%q: memref<1x2x4x8xf32>, %k: memref<1x2x4x8xf32>, %v: memref<1x2
   memref.dealloc %a : memref<1x2x4x8xf32>
   return
 }
+
+// -----
+
+// cuda-generalize-library-ops (library_matmul off): the matmul becomes the equivalent
+// linalg.generic, which cuda-kernels makes a kernel of; its fill stays a fill.
+// GENERAL: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<8x32xf32>)
+// GENERAL-NEXT: linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : memref<8x16xf32>, memref<16x32xf32>) outs(%arg2 : memref<8x32xf32>)
+// GENERAL: arith.mulf
+// GENERAL-NEXT: arith.addf
+// GENERAL-NOT: linalg.matmul
+// cuda-fold-fills-into-library-ops: the zero fill right before the matmul writing its buffer is
+// erased and the matmul overwrites its output (the host schedule has torch write C, beta = 0);
+// the fill of 1.0 before the second matmul is its accumulator and stays.
+// FILLS: func.func @main
+// FILLS-NEXT: arith.constant 0.000000e+00
+// FILLS-NEXT: arith.constant 1.000000e+00
+// FILLS-NEXT: linalg.matmul {dynamo_mlir.overwrite} ins(%arg0, %arg1 : {{.*}}) outs(%arg2 : memref<8x32xf32>)
+// FILLS-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%arg3 : memref<8x32xf32>)
+// FILLS-NEXT: linalg.matmul ins(%arg0, %arg1 : {{.*}}) outs(%arg3 : memref<8x32xf32>)
+// FILLS-NEXT: return
+func.func @main(%a: memref<8x16xf32>, %b: memref<16x32xf32>, %out: memref<8x32xf32>, %acc: memref<8x32xf32>) {
+  %z = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%z : f32) outs(%out : memref<8x32xf32>)
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x32xf32>) outs(%out : memref<8x32xf32>)
+  linalg.fill ins(%one : f32) outs(%acc : memref<8x32xf32>)
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x32xf32>) outs(%acc : memref<8x32xf32>)
+  return
+}
+
+// -----
+
+// A row max and the subtraction that reads it, as bufferization leaves them.
+// cuda-fuse-rows: fill, max and subtraction are one launch, one block (32 threads) per row, the
+// max combined across the block by gpu.all_reduce; no linalg op is left for cuda-kernels.
+// ROWS: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4{{.*}}) threads({{.*}}) in (%{{.*}} = %c32
+// ROWS: gpu.all_reduce maximumf
+// ROWS: arith.subf
+// ROWS-NOT: gpu.launch
+// ROWS-NOT: linalg.
+// cuda-kernels (no row fusion): a launch per op, the fill folded into the row max's kernel
+// (its -inf the initial value), so two launches, not three.
+// KERNELS: gpu.launch
+// KERNELS: gpu.all_reduce maximumf
+// KERNELS: arith.constant 0xFF800000 : f32
+// KERNELS-NEXT: arith.maximumf
+// KERNELS: gpu.launch
+// KERNELS: arith.subf
+// KERNELS-NOT: gpu.launch
+// KERNELS-NOT: linalg.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#bcast = affine_map<(d0, d1) -> (d0, 0)>
+func.func @main(%x: memref<4x256xf32>, %out: memref<4x256xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %shape = memref.get_global @__constant_2xi64 : memref<2xi64>
+  %max = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+  linalg.fill ins(%ninf : f32) outs(%max : memref<4xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<4x256xf32>) outs(%max : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %m = arith.maximumf %in, %acc : f32
+    linalg.yield %m : f32
+  }
+  %m2 = memref.reshape %max(%shape) : (memref<4xf32>, memref<2xi64>) -> memref<4x1xf32>
+  linalg.generic {indexing_maps = [#id, #bcast, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %m2 : memref<4x256xf32>, memref<4x1xf32>) outs(%out : memref<4x256xf32>) {
+  ^bb0(%in: f32, %m: f32, %o: f32):
+    %d = arith.subf %in, %m : f32
+    linalg.yield %d : f32
+  }
+  return
+}
+memref.global "private" constant @__constant_2xi64 : memref<2xi64> = dense<[4, 1]> {alignment = 64 : i64}
