@@ -53,6 +53,16 @@ def test_requires_is_checked_in_order():
         assert "first" in module.operation.attributes and "second" in module.operation.attributes
 
 
+def test_call_blas_without_unshared_zero_fills_fails_naming_both():
+    """cpu-call-blas folds a zero fill into beta = 0 only when it is right before the matmul, which
+    cpu-unshare-zero-fills guarantees: a loops stage without it (or with it after) is refused."""
+    options = _options()  # loads the cpu target, which registers its passes
+    passes = [get_pass(n) for n in ("cpu-bufferize", "cpu-call-blas", "cpu-unshare-zero-fills")]
+    with new_context(), ir.Location.unknown():
+        with pytest.raises(CompileError, match="pass 'cpu-call-blas' requires \\['cpu-unshare-zero-fills'\\]"):
+            run_passes(ir.Module.parse(MODULE), passes, options, "loops")
+
+
 def test_disabled_pass_does_not_run():
     off = Pass("test-off", _marker("off"), "never", enabled=lambda o: False)
     with new_context(), ir.Location.unknown():
