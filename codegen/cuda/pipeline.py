@@ -1,12 +1,14 @@
 """The cuda target's stages: dynamo -> linalg -> buffers -> gpu -> nvvm -> ll -> ptx.
 
-linalg, buffers and gpu are lists of named passes (codegen/passes.py). (A value returned twice,
+linalg, buffers, gpu and nvvm are lists of named passes (codegen/passes.py); ll and ptx are
+translations of the device code, run as functions. (A value returned twice,
 which AOTAutograd's forward makes when it saves an output as an activation too, gets its own
 buffer in `stages.bufferize`, as on every target.)
 
 Up to `gpu` the artifact is the MLIR module (host functions with gpu.launch_func ops plus
-outlined gpu.modules). From `nvvm` on it is a `CudaProgram`: the host schedule, extracted once
-from the host function, and the device code, which changes form (NVVM module, LLVM IR, PTX).
+outlined gpu.modules). The nvvm stage's last pass, cuda-program, makes it a `CudaProgram`: the
+host schedule, extracted once from the host function, and the device code, which changes form
+from then on (NVVM module, LLVM IR, PTX).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from torch_mlir import ir
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
-from ..attributes import LIBRARY_CALL, OVERWRITE, READ, WRITABLE
-from ..passes import CompileError, Pass, register_pass, run_pipeline, upstream
+from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITABLE
+from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
 from .loopnest import Unsupported
 
@@ -97,23 +99,50 @@ GPU = (
 )
 
 
-def make_nvvm(module: ir.Module, options) -> ptx.CudaProgram:
+def _index_bitwidth(module, options) -> None:
+    """32-bit index math in the kernels where every buffer fits (cheaper address arithmetic)."""
+    hosts = to_gpu.host_functions(module)
+    bits = 32 if max([schedule.max_elements(f) for f in hosts] or [0]) < 2**31 else 64
+    module.operation.attributes[INDEX_BITWIDTH] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), bits)
+
+
+def index_bitwidth(module: ir.Module) -> int:
+    if INDEX_BITWIDTH not in module.operation.attributes:
+        raise CompileError("nvvm", f"the module has no {INDEX_BITWIDTH} (cuda-index-bitwidth sets it)")
+    return ir.IntegerAttr(module.operation.attributes[INDEX_BITWIDTH]).value
+
+
+def _to_nvvm(module, options) -> str:
+    return ("gpu.module(convert-scf-to-cf, "
+            f"convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1 index-bitwidth={index_bitwidth(module)}}}, "
+            # Math ops convert-gpu-to-nvvm maps to no libdevice function (trunc, absi, ...) become
+            # LLVM intrinsics that NVPTX selects; left as math ops they cannot be translated.
+            "convert-math-to-llvm, canonicalize, cse, reconcile-unrealized-casts)")
+
+
+def _program(module, options) -> ptx.CudaProgram:
+    """The host schedule read off the host functions (which the gpu.module conversion leaves as
+    they are) and the kernels gathered into one device module."""
     try:
         hosts = schedule.extract(module)
     except Unsupported as e:
         raise CompileError("nvvm", str(e)) from None
-    bits = 32 if max([h.max_elements for h in hosts.values()] or [0]) < 2**31 else 64  # 32-bit index math where every buffer fits
-    passes = [
-        "gpu.module(convert-scf-to-cf, "
-        f"convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1 index-bitwidth={bits}}}, "
-        # Math ops convert-gpu-to-nvvm maps to no libdevice function (trunc, absi, ...) become
-        # LLVM intrinsics that NVPTX selects; left as math ops they cannot be translated.
-        "convert-math-to-llvm, canonicalize, cse, reconcile-unrealized-casts)",
-    ]
     for host in hosts.values():
-        host.index_bits = bits
-    run_pipeline(module, ", ".join(passes), "nvvm", options)
+        host.index_bits = index_bitwidth(module)  # the runtime passes `index` kernel arguments at this width
     return ptx.CudaProgram(hosts, ptx.device_module(module), "nvvm")
+
+
+# The stage's artifact changes here: a module up to cuda-to-nvvm, a CudaProgram after cuda-program.
+NVVM = (
+    _pass("index-bitwidth", _index_bitwidth,
+          "The kernels' index width on the module: 32 bits where every buffer has fewer than 2**31 elements.",
+          produces=(INDEX_BITWIDTH,)),
+    upstream("cuda-to-nvvm", _to_nvvm, "The gpu.modules' kernels -> NVVM/LLVM dialect (bare pointers).",
+             consumes=(INDEX_BITWIDTH,), requires=("cuda-index-bitwidth",)),
+    _pass("program", _program,
+          "The host schedule extracted, the kernels gathered into one device module: a CudaProgram.",
+          consumes=(INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE), requires=("cuda-to-nvvm",), converts=True),
+)
 
 
 def make_ll(program: ptx.CudaProgram, options) -> ptx.CudaProgram:

@@ -5,6 +5,10 @@
 // RUN: dynamo-mlir pass cuda-fold-fills-into-library-ops %s --target cuda | check --prefix FILLS
 // RUN: dynamo-mlir pass cuda-fuse-rows %s --target cuda | check --prefix ROWS
 // RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix KERNELS
+// RUN: dynamo-mlir pass cuda-index-bitwidth %s --target cuda | check --prefix BITS
+// RUN: dynamo-mlir pass cuda-to-nvvm %s --target cuda | check --prefix NVVM
+// RUN: not dynamo-mlir pass cuda-to-nvvm %s --target cuda | check --prefix NOBITS
+// RUN: dynamo-mlir pass cuda-program %s --target cuda | check --prefix PROGRAM
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -137,3 +141,89 @@ func.func @main(%x: memref<4x256xf32>, %out: memref<4x256xf32>) {
   return
 }
 memref.global "private" constant @__constant_2xi64 : memref<2xi64> = dense<[4, 1]> {alignment = 64 : i64}
+
+// -----
+
+// cuda-index-bitwidth: the kernels' index width on the module, 32 bits while every buffer the
+// host functions take or allocate has fewer than 2**31 elements, else 64.
+// BITS: module attributes {dynamo_mlir.index_bitwidth = 32 : i64}
+// BITS-NEXT: func.func @small
+func.func @small(%a: memref<32xf32>) {
+  %t = memref.alloc() : memref<1024x1024xf32>
+  return
+}
+
+// -----
+
+// BITS: module attributes {dynamo_mlir.index_bitwidth = 64 : i64}
+// BITS-NEXT: func.func @huge
+func.func @huge(%a: memref<32xf32>) {
+  %t = memref.alloc() : memref<2147483648xi8>
+  return
+}
+
+// -----
+
+// cuda-to-nvvm: the outlined kernel in the NVVM/LLVM dialect, a bare pointer per buffer, its
+// index math at the module's width (32 bits: an i32 thread id and address offset).
+// NVVM: func.func @main(%arg0: memref<32xf32>)
+// NVVM: gpu.module @main_kernel
+// NVVM-NEXT: llvm.func @main_kernel(%arg0: !llvm.ptr) attributes {{{.*}}nvvm.kernel
+// NVVM: llvm.getelementptr {{.*}} : (!llvm.ptr, i32) -> !llvm.ptr, f32
+module attributes {dynamo_mlir.index_bitwidth = 32 : i64, gpu.container_module} {
+  func.func @main(%arg0: memref<32xf32>) {
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    gpu.launch_func  @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)  args(%arg0 : memref<32xf32>)
+    return
+  }
+  gpu.module @main_kernel {
+    gpu.func @main_kernel(%arg0: memref<32xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+      %thread_id_x = gpu.thread_id x
+      %0 = memref.load %arg0[%thread_id_x] : memref<32xf32>
+      %1 = arith.addf %0, %0 : f32
+      memref.store %1, %arg0[%thread_id_x] : memref<32xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// cuda-to-nvvm without the index width on the module: refused, naming the pass that sets it.
+// NOBITS: the module has no dynamo_mlir.index_bitwidth (cuda-index-bitwidth sets it)
+module attributes {gpu.container_module} {
+  gpu.module @main_kernel {
+    gpu.func @main_kernel() kernel {
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// cuda-program: the module becomes a CudaProgram, printed as its device module (every kernel
+// in one module for the NVPTX triple, no host function) and its host schedule as comments.
+// PROGRAM: module attributes {llvm.target_triple = "nvptx64-nvidia-cuda"}
+// PROGRAM-NEXT: llvm.func @main_kernel(%arg0: !llvm.ptr)
+// PROGRAM-NOT: func.func
+// PROGRAM: // host main(%0: 32xfloat32)
+// PROGRAM-NEXT: //   launch main_kernel grid=(1, 1, 1) block=(32, 1, 1) (%0)
+module attributes {dynamo_mlir.index_bitwidth = 32 : i64, gpu.container_module} {
+  func.func @main(%arg0: memref<32xf32>) {
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    gpu.launch_func  @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)  args(%arg0 : memref<32xf32>)
+    return
+  }
+  gpu.module @main_kernel {
+    llvm.func @main_kernel(%arg0: !llvm.ptr) attributes {gpu.kernel, gpu.known_block_size = array<i32: 32, 1, 1>, gpu.known_grid_size = array<i32: 1, 1, 1>, nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>} {
+      %0 = nvvm.read.ptx.sreg.tid.x range <i32, 0, 32> : i32
+      %1 = llvm.getelementptr inbounds|nuw %arg0[%0] : (!llvm.ptr, i32) -> !llvm.ptr, f32
+      %2 = llvm.load %1 : !llvm.ptr -> f32
+      %3 = llvm.fadd %2, %2 : f32
+      llvm.store %3, %1 : f32, !llvm.ptr
+      llvm.return
+    }
+  }
+}
