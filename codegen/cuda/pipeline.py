@@ -23,28 +23,13 @@ from . import ptx, schedule, to_gpu
 from .loopnest import Unsupported
 
 
-def _per_host(rewrite):
-    """A pass running `rewrite(func_op)` on each host function; what it cannot make kernels of
-    (loopnest.Unsupported) fails the gpu stage."""
-    def run(module, options):
-        try:
-            with module.context, ir.Location.unknown():
-                for func_op in to_gpu.host_functions(module):
-                    rewrite(func_op)
-        except Unsupported as e:
-            raise CompileError("gpu", str(e)) from None
-    return run
+_per_host = to_gpu.per_host
 
 
 def _fuse_rows(module, options) -> None:
     """Row groups fused on every host function, numbered across them (cuda_rowfuse_only)."""
     keep = to_gpu.row_filter(options.target_options.row_selection(), options.graph_name)
     _per_host(lambda func_op: to_gpu.fuse_row_groups(func_op, keep))(module, options)
-
-
-def _kernels(module, options) -> None:
-    to_gpu.mark_container(module)
-    _per_host(to_gpu.build_kernels)(module, options)
 
 
 def _pass(name, run, doc, **contract) -> Pass:
@@ -89,7 +74,7 @@ GPU = (
           "Each run of ops on the same rows (a softmax, a layer norm) -> one gpu.launch, one block per row.",
           options=("cuda_fuse_rows", "cuda_rowfuse_only"), enabled=lambda o: o.target_options.cuda_fuse_rows,
           requires=("cuda-erase-empty-loop-nests",)),
-    _pass("kernels", _kernels,
+    _pass("kernels", to_gpu.kernels_pass,
           "Each linalg op left -> a gpu.launch (a fill right before a row reduction folded into its kernel); "
           "library ops stay for the host schedule.",
           requires=("cuda-fold-transposes-of-attention", "cuda-erase-empty-loop-nests")),

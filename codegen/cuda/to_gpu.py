@@ -22,6 +22,7 @@ from . import kernels, rowfuse
 from .library_calls import ATTENTION, is_call, is_declaration, retype
 from .rowkernel import row_kernel
 from ..attributes import OVERWRITE  # set on a library op whose accumulator was a zero fill
+from ..passes import CompileError
 from .loopnest import LOOP_NESTS, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
 
 log = logging.getLogger("dynamo_mlir")
@@ -383,6 +384,25 @@ def convert_module(module: ir.Module, library: bool = True, fuse_rows: bool = Tr
         chosen += build_kernels(op)
     log.debug("dynamo-mlir: cuda kernels: %s", ", ".join(chosen))
     return chosen
+
+
+def per_host(rewrite):
+    """A pass running `rewrite(func_op)` on each host function; what it cannot make kernels of
+    (loopnest.Unsupported) fails the gpu stage."""
+    def run(module, options):
+        try:
+            with module.context, ir.Location.unknown():
+                for func_op in host_functions(module):
+                    rewrite(func_op)
+        except Unsupported as e:
+            raise CompileError("gpu", str(e)) from None
+    return run
+
+
+def kernels_pass(module: ir.Module, options) -> None:
+    """build_kernels on every host function of the module, which then holds launches."""
+    mark_container(module)
+    per_host(build_kernels)(module, options)
 
 
 def mark_container(module: ir.Module) -> None:
