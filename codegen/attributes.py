@@ -21,6 +21,9 @@ PLANNED = "dynamo_mlir.planned"
 # buffer): the index of its operand pointing to the slot the handle is stored in; the buffer lives
 # as long as that slot is used (memory_plan.py's live intervals).
 RETAINS = "dynamo_mlir.retains"
+# On the module, cuda target: the width of `index` in the kernels (32 where every buffer fits,
+# else 64), which convert-gpu-to-nvvm lowers to and the host schedule passes kernel arguments at.
+INDEX_BITWIDTH = "dynamo_mlir.index_bitwidth"
 # On a func.call of the cuda target: which library op the call is (torch.index_put, ...).
 LIBRARY_CALL = "dynamo_mlir.library_call"
 # On an outlined loop nest's pointer arguments: no two alias (LLVM may vectorize across them).

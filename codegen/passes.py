@@ -78,7 +78,8 @@ class Pass:
     name: unique (the registry refuses a second pass of the same name); what dumps, timings and
     `dynamo-mlir dump --pass NAME` call it.
     run(module, options) -> the module it made, or anything else (a count, None): `module`
-    rewritten in place.
+    rewritten in place; with `converts`, the stage's next artifact (e.g. the cuda target's
+    CudaProgram), which ends the module's part of the stage: no pass may follow it there.
     options: the option fields it reads (core `Options` or the target's, by field name).
     enabled(options) -> bool: whether it runs in this compile (default: always).
     produces / consumes: the IR attributes (codegen/attributes.py) it sets / relies on.
@@ -94,6 +95,7 @@ class Pass:
     produces: tuple[str, ...] = ()
     consumes: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
+    converts: bool = False
 
 
 _PASSES: dict[str, Pass] = {}
@@ -147,10 +149,12 @@ def run_passes(module: ir.Module, passes: list[Pass], options, stage: str,
     on IR that is already past them: `dynamo-mlir pass`), the IR printed after it with
     print_after_all and dumped with dump_passes (under dump_dir, one file a pass). A Python pass
     that raises fails the stage with the pass named and the module it started from saved."""
-    ran, records = set(), []
+    ran, records, converted = set(), [], None
     for p in passes:
         if not p.enabled(options):
             continue
+        if converted:
+            raise CompileError(stage, f"pass '{p.name}' follows '{converted}', after which there is no module to rewrite")
         missing = [r for r in p.requires if r not in ran] if check_requires else []
         if missing:
             raise CompileError(stage, f"pass '{p.name}' requires {missing} to run before it in this stage")
@@ -159,12 +163,19 @@ def run_passes(module: ir.Module, passes: list[Pass], options, stage: str,
         record = PassRecord(p.name, time.perf_counter() - t0)
         if getattr(options, "print_after_all", False):
             log.warning("// -----// IR Dump After %s (dynamo-mlir pass, stage %s) //----- //\n%s",
-                        p.name, stage, module.operation.get_asm())
+                        p.name, stage, artifact_text(module))
         if getattr(options, "dump_passes", False) and getattr(options, "dump_dir", None):
             record.path = _dump_pass(options, stage, len(records), p.name, module)
         records.append(record)
         ran.add(p.name)
+        converted = p.name if p.converts else None
     return module, records
+
+
+def artifact_text(artifact) -> str:
+    """A module's IR, or what a converting pass made (its own text: a CudaProgram's device
+    module with the host schedule as comments)."""
+    return artifact.operation.get_asm() if hasattr(artifact, "operation") else str(artifact)
 
 
 def _run_one(p: Pass, module: ir.Module, options, stage: str) -> ir.Module:
@@ -175,12 +186,14 @@ def _run_one(p: Pass, module: ir.Module, options, stage: str) -> ir.Module:
                            e.repro, e.op) from None
     except Exception as e:  # noqa: BLE001 - a Python pass's bug: name it (the driver saves the stage's input)
         raise CompileError(stage, f"pass '{p.name}': {type(e).__name__}: {e}", None, getattr(e, "op", None)) from e
-    return result if isinstance(result, ir.Module) else module  # else: it rewrote `module` in place
+    if p.converts or isinstance(result, ir.Module):
+        return result
+    return module  # it rewrote `module` in place
 
 
 def _dump_pass(options, stage: str, index: int, name: str, module: ir.Module) -> str:
     path = os.path.join(options.dump_dir, f"{options.graph_name or 'graph'}.{stage}.{index:02d}-{name}.mlir")
     os.makedirs(options.dump_dir, exist_ok=True)
     with open(path, "w") as f:
-        f.write(f"// dynamo-mlir stage {stage}, after pass {name}\n{module.operation.get_asm()}")
+        f.write(f"// dynamo-mlir stage {stage}, after pass {name}\n{artifact_text(module)}")
     return path

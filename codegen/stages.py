@@ -8,6 +8,11 @@ stages; a GPU target takes `lower_to_linalg`, `map_to_gpu`, `host_schedules` and
 `device_module` and adds its own gpu-to-ISA conversion. Each function is `module -> module`
 (or text) and runs its passes through `run_pipeline`, so a failure names the stage and leaves a
 repro, as the core's own stages do. `dynamo_mlir.plugin` exports this module as `stages`.
+
+The same steps as named passes (codegen/passes.py), for a target whose stages list passes (so
+that `dynamo-mlir dump --after-each-pass` dumps, and `dynamo-mlir pass NAME` runs, each one):
+`linalg_passes`, `buffer_passes` and `gpu_passes` register them under the target's name
+(`rocm-kernels`, ...), once per target.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from .functions import defined_functions
 from .half_bits import bf16_as_bits
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
-from .passes import CompileError, run_pipeline
+from .passes import CompileError, Pass, register_pass, run_pipeline, upstream
 from .zero_size import distinct_results, uses_bare_pointers, widen_zero_size_arguments
 
 
@@ -186,3 +191,57 @@ def device_module(module: ir.Module, triple: str) -> ir.Module:
     from .cuda.ptx import device_module as gather
 
     return gather(module, triple)
+
+
+# ----------------------------------------------------------------------------- as named passes
+
+
+def _registered(target: str, name: str, run, doc: str, **contract) -> Pass:
+    return register_pass(Pass(f"{target}-{name}", run, doc, **contract))
+
+
+def linalg_passes(target: str) -> tuple[Pass, ...]:
+    """`lower_to_linalg` as passes of `target`: <target>-lower-dynamo-ops, -linalg-cleanup,
+    -fuse-elementwise (with the core option fuse_elementwise) and -distinct-results."""
+    return (
+        _registered(target, "lower-dynamo-ops", lambda m, o: lower_dynamo_ops(m, target=target, options=o),
+                    f"Every dynamo op -> linalg by {target}'s rules, then the generic ones its capabilities allow."),
+        upstream(f"{target}-linalg-cleanup", "canonicalize, cse", "Canonicalize and CSE the linalg module."),
+        upstream(f"{target}-fuse-elementwise", "linalg-fuse-elementwise-ops, canonicalize, cse",
+                 "Producer/consumer elementwise fusion.", options=("fuse_elementwise",),
+                 enabled=lambda o: o.fuse_elementwise),
+        _registered(target, "distinct-results", lambda m, o: distinct_results(m),
+                    "Every returned tensor its own value (CSE may have made two results one)."),
+    )
+
+
+def buffer_passes(target: str) -> tuple[Pass, ...]:
+    """`bufferize` without deallocations (a GPU target's host schedule frees through torch) as
+    the pass <target>-bufferize."""
+    return (_registered(target, "bufferize", lambda m, o: bufferize(m, o, deallocate=False),
+                        "Tensors -> memrefs, results as out-params (each its own buffer), arguments read-only.",
+                        produces=(WRITABLE,)),)
+
+
+def gpu_passes(target: str, fuse_rows=lambda options: True) -> tuple[Pass, ...]:
+    """`map_to_gpu` as passes of `target`, the rewrites of cuda/to_gpu.py in convert_module's
+    order: <target>-fold-transposes-of-attention, -erase-empty-loop-nests,
+    -generalize-library-ops, -fuse-rows (where fuse_rows(options)), -kernels, -outline-kernels."""
+    from .cuda import to_gpu
+
+    on_hosts = to_gpu.per_host
+    return (
+        _registered(target, "fold-transposes-of-attention", on_hosts(to_gpu.fold_transposes_of_attention),
+                    "Transposes around a library attention call read as strided views."),
+        _registered(target, "erase-empty-loop-nests", on_hosts(to_gpu.erase_empty_loop_nests),
+                    "Loop nests over a zero-size operand (no trips) erased."),
+        _registered(target, "generalize-library-ops", on_hosts(to_gpu.generalize_library_ops),
+                    "Matmul/conv/pooling as linalg.generic: kernels like any other op (no library to call)."),
+        _registered(target, "fuse-rows", on_hosts(to_gpu.fuse_row_groups),
+                    "Each run of ops on the same rows -> one gpu.launch, one block per row.", enabled=fuse_rows,
+                    requires=(f"{target}-erase-empty-loop-nests",)),
+        _registered(target, "kernels", to_gpu.kernels_pass, "Each linalg op left -> a gpu.launch.",
+                    requires=(f"{target}-erase-empty-loop-nests", f"{target}-generalize-library-ops")),
+        upstream(f"{target}-outline-kernels", "gpu-kernel-outlining, canonicalize, cse",
+                 "gpu.launch bodies outlined into gpu.modules.", requires=(f"{target}-kernels",)),
+    )

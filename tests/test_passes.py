@@ -7,6 +7,7 @@ import glob
 import json
 import logging
 import os
+import re
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from torch_mlir import ir
 
 import dynamo_mlir
 from dynamo_mlir.codegen import CompileError, config, get_target
-from dynamo_mlir.codegen.passes import Pass, get_pass, register_pass, run_passes
+from dynamo_mlir.codegen.passes import Pass, artifact_text, get_pass, register_pass, run_passes
 from dynamo_mlir.dialects import new_context
 from dynamo_mlir.tools import cli
 
@@ -51,6 +52,31 @@ def test_requires_is_checked_in_order():
         module, records = run_passes(module, [first, second], _options(), "s")
         assert [r.name for r in records] == ["test-first", "test-second"]
         assert "first" in module.operation.attributes and "second" in module.operation.attributes
+
+
+def test_call_blas_without_unshared_zero_fills_fails_naming_both():
+    """cpu-call-blas folds a zero fill into beta = 0 only when it is right before the matmul, which
+    cpu-unshare-zero-fills guarantees: a loops stage without it (or with it after) is refused."""
+    options = _options()  # loads the cpu target, which registers its passes
+    passes = [get_pass(n) for n in ("cpu-bufferize", "cpu-call-blas", "cpu-unshare-zero-fills")]
+    with new_context(), ir.Location.unknown():
+        with pytest.raises(CompileError, match="pass 'cpu-call-blas' requires \\['cpu-unshare-zero-fills'\\]"):
+            run_passes(ir.Module.parse(MODULE), passes, options, "loops")
+
+
+def test_a_converting_pass_makes_the_artifact_and_ends_the_module_passes():
+    """A pass with `converts` returns the stage's next artifact (the cuda target's CudaProgram):
+    it is what the stage returns, dumped as its text; no pass may run after it."""
+    class Program:
+        def __str__(self):
+            return "// a program"
+    convert = Pass("test-convert", lambda m, o: Program(), "module -> program", converts=True)
+    counted = Pass("test-count", lambda m, o: 3, "returns a count: the module, rewritten in place")
+    with new_context(), ir.Location.unknown():
+        artifact, _ = run_passes(ir.Module.parse(MODULE), [counted, convert], _options(), "s")
+        assert isinstance(artifact, Program) and artifact_text(artifact) == "// a program"
+        with pytest.raises(CompileError, match="pass 'test-count' follows 'test-convert'"):
+            run_passes(ir.Module.parse(MODULE), [convert, counted], _options(), "s")
 
 
 def test_disabled_pass_does_not_run():
@@ -128,15 +154,23 @@ def test_cli_dump_follows_the_target_option(tmp_path, capsys):
     assert "name different targets" in capsys.readouterr().err
 
 
-def test_cuda_stages_up_to_gpu_are_named_passes(tmp_path):
+def test_cuda_stages_up_to_nvvm_are_named_passes(tmp_path):
     """No GPU needed: the cuda stages are generated for CPU tensors (the regions then run
-    eagerly); the linalg, buffers and gpu stages dump one file per pass."""
+    eagerly); the linalg, buffers, gpu and nvvm stages dump one file per pass, the last of nvvm
+    the CudaProgram it makes (ll and ptx are translations, not passes)."""
     assert cli.main(["dump", f"{MODELS}:mlp", "--target", "cuda", "--after-each-pass", "--out", str(tmp_path)]) == 0
-    for stage, first in (("linalg", "cuda-lower-dynamo-ops"), ("buffers", "cuda-bufferize"),
-                         ("gpu", "cuda-fold-transposes-into-matmuls")):
-        assert glob.glob(str(tmp_path / f"*.{stage}.00-{first}.mlir")), stage
-    kernels = open(glob.glob(str(tmp_path / "*.gpu.03-cuda-kernels.mlir"))[0]).read()
+    target = get_target("cuda")
+    options = config.bind(config.resolve({"target": "cuda"}), target)
+    for stage in target.stages:
+        files = sorted(glob.glob(str(tmp_path / f"*.{stage.name}.[0-9][0-9]-*.mlir")))
+        ran = [os.path.basename(p).split("-", 1)[1].removesuffix(".mlir") for p in files]
+        assert ran == [p.name for p in stage.passes if p.enabled(options)], stage.name
+        assert bool(stage.passes) == (stage.name not in ("ll", "ptx")), stage.name
+    kernels = open(glob.glob(str(tmp_path / "*.gpu.05-cuda-kernels.mlir"))[0]).read()
     assert "gpu.launch" in kernels and "gpu.module" not in kernels  # outlining is the next pass
+    program = open(glob.glob(str(tmp_path / "*.nvvm.02-cuda-program.mlir"))[0]).read()
+    assert open(glob.glob(str(tmp_path / "*.nvvm.mlir"))[0]).read().endswith(program.split("\n", 1)[1])
+    assert "// host main(" in program and "llvm.func @" in program  # the host schedule with the device module
 
 
 def _pass_files(folder, unit: str, stages) -> list[tuple[str, str]]:
@@ -150,7 +184,10 @@ def _pass_files(folder, unit: str, stages) -> list[tuple[str, str]]:
 
 
 def _body(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not line.startswith("// dynamo-mlir")).strip()
+    """The IR of a pass dump, without its header, and the FX nodes a cuda host schedule's library
+    step names (read from op locations, which a dump does not print: a parsed dump has none)."""
+    lines = [re.sub(r"^(//\s+torch .*) for .*$", r"\1", line) for line in text.splitlines()]
+    return "\n".join(line for line in lines if not line.startswith("// dynamo-mlir")).strip()
 
 
 def _compile_with_pass_dumps(case: str, folder: str, target: str) -> None:
@@ -189,7 +226,7 @@ def test_each_pass_alone_gives_what_the_pipeline_gave(target, case, tmp_path):
             with new_context(), ir.Location.unknown():
                 module = ir.Module.parse(open(before).read())
                 module, _ = run_passes(module, [get_pass(name)], options, "test", check_requires=False)
-                assert _body(module.operation.get_asm()) == _body(open(after).read()), (unit, name)
+                assert _body(artifact_text(module)) == _body(open(after).read()), (unit, name)
             checked.add(name)
             before = after
     assert checked == {p.name for s in get_target(target).stages for p in s.passes if p.enabled(options)}
@@ -198,8 +235,6 @@ def test_each_pass_alone_gives_what_the_pipeline_gave(target, case, tmp_path):
 def test_every_pass_has_an_ir_test_running_it_alone():
     """Each named pass of the cpu and cuda stages is run alone by some tests/ir/*.mlir RUN line
     (`dynamo-mlir pass NAME %s`): a new pass comes with one."""
-    import re
-
     ran = set()
     for path in glob.glob(os.path.join(os.path.dirname(__file__), "ir", "*.mlir")):
         ran |= set(re.findall(r"^//\s*RUN:\s*dynamo-mlir pass ([\w-]+) %s", open(path).read(), re.MULTILINE))

@@ -7,7 +7,7 @@ import os
 from torch_mlir import ir
 
 from ..codegen import CompileError, config
-from ..codegen.passes import all_passes, get_pass, run_passes
+from ..codegen.passes import all_passes, artifact_text, get_pass, run_passes
 from ..codegen.target import all_targets
 from ..dialects import new_context
 from .errors import UsageError
@@ -74,5 +74,5 @@ def run_one(args) -> int:
             module, _ = run_passes(module, [p], options, "pass", check_requires=False)
         except CompileError as e:
             raise UsageError(str(e).removeprefix("dynamo-mlir: ")) from None
-        print(module.operation.get_asm())
+        print(artifact_text(module))
     return 0

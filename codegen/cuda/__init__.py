@@ -20,7 +20,7 @@ TARGET = Target(
         Stage("linalg", "mlir", doc="dynamo ops -> linalg on tensors, elementwise ops fused", passes=pipeline.LINALG),
         Stage("buffers", "mlir", doc="bufferized, results as out-params", passes=pipeline.BUFFERS),
         Stage("gpu", "mlir", doc="gpu.launch per kernel (blocks/threads), outlined gpu.modules", passes=pipeline.GPU),
-        Stage("nvvm", "mlir", pipeline.make_nvvm, "kernels in NVVM/LLVM dialect; host schedule extracted"),
+        Stage("nvvm", "mlir", doc="kernels in NVVM/LLVM dialect; host schedule extracted", passes=pipeline.NVVM),
         Stage("ll", "ll", pipeline.make_ll, "kernels as LLVM IR"),
         Stage("ptx", "ptx", pipeline.make_ptx, "PTX for the device's compute capability"),
     ),

@@ -1,12 +1,14 @@
 """The cuda target's stages: dynamo -> linalg -> buffers -> gpu -> nvvm -> ll -> ptx.
 
-linalg, buffers and gpu are lists of named passes (codegen/passes.py). (A value returned twice,
+linalg, buffers, gpu and nvvm are lists of named passes (codegen/passes.py); ll and ptx are
+translations of the device code, run as functions. (A value returned twice,
 which AOTAutograd's forward makes when it saves an output as an activation too, gets its own
 buffer in `stages.bufferize`, as on every target.)
 
 Up to `gpu` the artifact is the MLIR module (host functions with gpu.launch_func ops plus
-outlined gpu.modules). From `nvvm` on it is a `CudaProgram`: the host schedule, extracted once
-from the host function, and the device code, which changes form (NVVM module, LLVM IR, PTX).
+outlined gpu.modules). The nvvm stage's last pass, cuda-program, makes it a `CudaProgram`: the
+host schedule, extracted once from the host function, and the device code, which changes form
+from then on (NVVM module, LLVM IR, PTX).
 """
 
 from __future__ import annotations
@@ -15,29 +17,19 @@ from torch_mlir import ir
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
-from ..attributes import LIBRARY_CALL, OVERWRITE, READ, WRITABLE
-from ..passes import CompileError, Pass, register_pass, run_pipeline, upstream
+from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITABLE
+from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
 from .loopnest import Unsupported
 
 
-def _kernels(module: ir.Module, options) -> None:
-    try:
-        with module.context, ir.Location.unknown():
-            cuda = options.target_options
-            to_gpu.convert_module(module, library=cuda.library_matmul, fuse_rows=cuda.cuda_fuse_rows,
-                                  rows=cuda.row_selection(), graph=options.graph_name, prepare=False)
-    except Unsupported as e:
-        raise CompileError("gpu", str(e)) from None
+_per_host = to_gpu.per_host
 
 
-def _per_host(rewrite):
-    """A pass running `rewrite(func_op)` on each host function."""
-    def run(module, options):
-        with module.context, ir.Location.unknown():
-            for func_op in to_gpu.host_functions(module):
-                rewrite(func_op)
-    return run
+def _fuse_rows(module, options) -> None:
+    """Row groups fused on every host function, numbered across them (cuda_rowfuse_only)."""
+    keep = to_gpu.row_filter(options.target_options.row_selection(), options.graph_name)
+    _per_host(lambda func_op: to_gpu.fuse_row_groups(func_op, keep))(module, options)
 
 
 def _pass(name, run, doc, **contract) -> Pass:
@@ -61,41 +53,81 @@ BUFFERS = (
           produces=(WRITABLE,)),
 )
 
+_library = lambda o: o.target_options.library_matmul  # noqa: E731
+
 GPU = (
     _pass("fold-transposes-into-matmuls", _per_host(to_gpu.fold_transposes_into_matmuls),
           "A transpose feeding only library matmuls / attention becomes their transposed view (no copy kernel).",
-          options=("library_matmul",), enabled=lambda o: o.target_options.library_matmul),
+          options=("library_matmul",), enabled=_library, consumes=(LIBRARY_CALL,)),
     _pass("fold-transposes-of-attention", _per_host(to_gpu.fold_transposes_of_attention),
-          "Transposes around a library attention call read as strided views."),
+          "Transposes around a library attention call read as strided views.", consumes=(LIBRARY_CALL,)),
     _pass("erase-empty-loop-nests", _per_host(to_gpu.erase_empty_loop_nests),
           "Loop nests over a zero-size operand (no trips) erased."),
-    _pass("kernels", _kernels,
-          "Each linalg op (or fused row group) -> a gpu.launch; matmul/conv/pooling left as library ops.",
-          options=("library_matmul", "cuda_fuse_rows", "cuda_rowfuse_only"), produces=(OVERWRITE,),
-          consumes=(LIBRARY_CALL,), requires=("cuda-fold-transposes-of-attention", "cuda-erase-empty-loop-nests")),
+    _pass("generalize-library-ops", _per_host(to_gpu.generalize_library_ops),
+          "library_matmul off: matmul/conv/pooling as linalg.generic, made kernels like any other op.",
+          options=("library_matmul",), enabled=lambda o: not o.target_options.library_matmul),
+    _pass("fold-fills-into-library-ops", _per_host(to_gpu.fold_fills_into_library_ops),
+          "A zero fill (max pooling's -inf fill) right before the library op writing its buffer erased; the op "
+          "overwrites its output.", options=("library_matmul",), enabled=_library, produces=(OVERWRITE,)),
+    # Before cuda-kernels, which makes a kernel of each op a group would have taken.
+    _pass("fuse-rows", _fuse_rows,
+          "Each run of ops on the same rows (a softmax, a layer norm) -> one gpu.launch, one block per row.",
+          options=("cuda_fuse_rows", "cuda_rowfuse_only"), enabled=lambda o: o.target_options.cuda_fuse_rows,
+          requires=("cuda-erase-empty-loop-nests",)),
+    _pass("kernels", to_gpu.kernels_pass,
+          "Each linalg op left -> a gpu.launch (a fill right before a row reduction folded into its kernel); "
+          "library ops stay for the host schedule.",
+          requires=("cuda-fold-transposes-of-attention", "cuda-erase-empty-loop-nests")),
     # Outlining sinks constants into the kernels; what stays captured becomes kernel arguments.
     upstream("cuda-outline-kernels", "gpu-kernel-outlining, canonicalize, cse",
              "gpu.launch bodies outlined into gpu.modules.", requires=("cuda-kernels",)),
 )
 
 
-def make_nvvm(module: ir.Module, options) -> ptx.CudaProgram:
+def _index_bitwidth(module, options) -> None:
+    """32-bit index math in the kernels where every buffer fits (cheaper address arithmetic)."""
+    hosts = to_gpu.host_functions(module)
+    bits = 32 if max([schedule.max_elements(f) for f in hosts] or [0]) < 2**31 else 64
+    module.operation.attributes[INDEX_BITWIDTH] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), bits)
+
+
+def index_bitwidth(module: ir.Module) -> int:
+    if INDEX_BITWIDTH not in module.operation.attributes:
+        raise CompileError("nvvm", f"the module has no {INDEX_BITWIDTH} (cuda-index-bitwidth sets it)")
+    return ir.IntegerAttr(module.operation.attributes[INDEX_BITWIDTH]).value
+
+
+def _to_nvvm(module, options) -> str:
+    return ("gpu.module(convert-scf-to-cf, "
+            f"convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1 index-bitwidth={index_bitwidth(module)}}}, "
+            # Math ops convert-gpu-to-nvvm maps to no libdevice function (trunc, absi, ...) become
+            # LLVM intrinsics that NVPTX selects; left as math ops they cannot be translated.
+            "convert-math-to-llvm, canonicalize, cse, reconcile-unrealized-casts)")
+
+
+def _program(module, options) -> ptx.CudaProgram:
+    """The host schedule read off the host functions (which the gpu.module conversion leaves as
+    they are) and the kernels gathered into one device module."""
     try:
         hosts = schedule.extract(module)
     except Unsupported as e:
         raise CompileError("nvvm", str(e)) from None
-    bits = 32 if max([h.max_elements for h in hosts.values()] or [0]) < 2**31 else 64  # 32-bit index math where every buffer fits
-    passes = [
-        "gpu.module(convert-scf-to-cf, "
-        f"convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1 index-bitwidth={bits}}}, "
-        # Math ops convert-gpu-to-nvvm maps to no libdevice function (trunc, absi, ...) become
-        # LLVM intrinsics that NVPTX selects; left as math ops they cannot be translated.
-        "convert-math-to-llvm, canonicalize, cse, reconcile-unrealized-casts)",
-    ]
     for host in hosts.values():
-        host.index_bits = bits
-    run_pipeline(module, ", ".join(passes), "nvvm", options)
+        host.index_bits = index_bitwidth(module)  # the runtime passes `index` kernel arguments at this width
     return ptx.CudaProgram(hosts, ptx.device_module(module), "nvvm")
+
+
+# The stage's artifact changes here: a module up to cuda-to-nvvm, a CudaProgram after cuda-program.
+NVVM = (
+    _pass("index-bitwidth", _index_bitwidth,
+          "The kernels' index width on the module: 32 bits where every buffer has fewer than 2**31 elements.",
+          produces=(INDEX_BITWIDTH,)),
+    upstream("cuda-to-nvvm", _to_nvvm, "The gpu.modules' kernels -> NVVM/LLVM dialect (bare pointers).",
+             consumes=(INDEX_BITWIDTH,), requires=("cuda-index-bitwidth",)),
+    _pass("program", _program,
+          "The host schedule extracted, the kernels gathered into one device module: a CudaProgram.",
+          consumes=(INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE), requires=("cuda-to-nvvm",), converts=True),
+)
 
 
 def make_ll(program: ptx.CudaProgram, options) -> ptx.CudaProgram:

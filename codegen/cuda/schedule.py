@@ -109,6 +109,15 @@ def _numel(shape) -> int:
     return n
 
 
+def max_elements(func_op) -> int:
+    """The most elements of a buffer the host function takes or allocates: what a kernel's
+    index arithmetic must reach (HostSchedule.max_elements)."""
+    block = func_op.regions[0].blocks[0]
+    buffers = [a.type for a in block.arguments]
+    buffers += [op.results[0].type for op in block.operations if op_name(op) in ("memref.alloc", "memref.alloca")]
+    return max([_numel(ir.MemRefType(t).shape) for t in buffers if ir.MemRefType(t).has_static_shape] or [0])
+
+
 class _Reader:
     def __init__(self, module: ir.Module, func_op):
         self.module = module
@@ -119,7 +128,7 @@ class _Reader:
                                 [(tuple(t.shape), dtype_name(t.element_type)) for t in types], n_slots=len(args))
         self.views: dict = {a: self.view(i, t) for i, (a, t) in enumerate(zip(args, types))}
         self.scalars: dict = {}
-        self.out.max_elements = max([_numel(t.shape) for t in types] or [0])
+        self.out.max_elements = max_elements(func_op)
 
     @staticmethod
     def view(slot: int, t: ir.MemRefType) -> View:
@@ -155,7 +164,6 @@ class _Reader:
         slot = self.new_slot()
         self.out.steps.append(Alloc(slot, _numel(t.shape), dtype_name(t.element_type)))
         self.views[op.result] = self.view(slot, t)
-        self.out.max_elements = max(self.out.max_elements, _numel(t.shape))
 
     def get_global(self, op) -> None:
         name = ir.FlatSymbolRefAttr(op.attributes["name"]).value

@@ -1,9 +1,13 @@
-"""The `gpu` stage's own pass: every bufferized structured op of the host function becomes a
-`gpu.launch` (kernels.py), except matmul/conv/pooling, which (with `library_matmul` on) stay for
-the host schedule to hand to torch (cuBLAS/cuDNN). With it off they are generalized into
-linalg.generic and get generated kernels like any other op. Zero fills feeding library ops,
-and fills feeding a block reduction, are folded into their consumer instead of costing a
-launch of their own.
+"""The `gpu` stage's own rewrites, each a named pass of the cuda target (pipeline.GPU) and, in
+the same order, what `convert_module` runs for a target that takes them as one step.
+
+Every bufferized structured op of a host function becomes a `gpu.launch` (kernels.py), except
+matmul/conv/pooling, which (with `library_matmul` on) stay for the host schedule to hand to
+torch (cuBLAS/cuDNN); with it off they are generalized into linalg.generic and get generated
+kernels like any other op. Before that, transposes around library ops become strided views,
+zero fills feeding library ops are folded into them (OVERWRITE), and runs of ops on the same
+rows become one launch each (rowfuse.py); a fill feeding a block row reduction is folded into
+that reduction's kernel.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from . import kernels, rowfuse
 from .library_calls import ATTENTION, is_call, is_declaration, retype
 from .rowkernel import row_kernel
 from ..attributes import OVERWRITE  # set on a library op whose accumulator was a zero fill
+from ..passes import CompileError
 from .loopnest import LOOP_NESTS, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
 
 log = logging.getLogger("dynamo_mlir")
@@ -53,25 +58,6 @@ def _output(op) -> ir.Value:
     if op.name == "memref.copy":
         return view.target
     return view.init if op.name in ("linalg.map", "linalg.transpose") else view.outputs[0]
-
-
-def _folded_fills(ops: list, library: bool) -> dict[int, int]:
-    """fill index -> consumer index, for fills that the next op absorbs."""
-    folded = {}
-    for i in range(len(ops) - 1):
-        fill, op = ops[i], ops[i + 1]
-        name = op_name(op)
-        if op_name(fill) != "linalg.fill" or (name not in LIBRARY_OPS and name not in LOOP_NESTS):
-            continue
-        if _output(op) != fill.opview.outputs[0]:
-            continue
-        if name in LIBRARY_OPS:
-            # max pooling's fill is -inf: the pooled result overwrites it as a zero fill would.
-            if library and (_is_zero(fill.opview.inputs[0]) or name == "linalg.pooling_nchw_max"):
-                folded[i] = i + 1
-        elif kernels.schedule_for(LOOP_NESTS[name](op.opview)) == "row_reduce":
-            folded[i] = i + 1
-    return folded
 
 
 MATMULS = ("linalg.matmul", "linalg.batch_matmul")
@@ -239,41 +225,60 @@ def _rewire(op: ir.Operation, values) -> ir.Operation:
     return op
 
 
-def prepare_host(func_op, library: bool = True) -> None:
-    """What convert_host needs done first (the cuda target runs these as passes of their own)."""
-    if library:
-        fold_transposes_into_matmuls(func_op)
-    fold_transposes_of_attention(func_op)
-    erase_empty_loop_nests(func_op)
+def generalize_library_ops(func_op) -> int:
+    """With `library_matmul` off: every matmul/conv/pooling of the host function becomes a
+    linalg.generic, so row fusion and cuda-kernels make kernels of it like any other op.
+    Returns how many."""
+    ops = [op for op in _host_ops(func_op) if op.name in LIBRARY_OPS]
+    for op in ops:
+        generalize(op)
+    return len(ops)
 
 
-def convert_host(func_op, library: bool = True, fuse_rows: bool = True, keep_rows=None, prepare: bool = True) -> list[str]:
-    """Rewrite one host function in place; returns the schedule chosen per kernel, in order.
-    keep_rows(found groups) -> the groups to fuse (default: all). `prepare`: run prepare_host
-    first (False: already done)."""
-    if prepare:
-        prepare_host(func_op, library)
-    ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
-    if not library:  # our own kernels for matmul/conv/pooling too
-        ops = [generalize(op) if op.name in LIBRARY_OPS else op for op in ops]
-    found = rowfuse.find_groups(ops) if fuse_rows else []
+def fold_fills_into_library_ops(func_op) -> int:
+    """A fill right before the library op that writes its buffer costs no launch: the fill is
+    erased and the op marked OVERWRITE, so the host schedule has torch write the output instead
+    of accumulating into it. A zero fill folds into any library op; max pooling's fill is -inf,
+    which the pooled result overwrites as it would zeros. Returns how many."""
+    ops = _host_ops(func_op)
+    folded = 0
+    for fill, op in zip(ops, ops[1:]):
+        if op.name not in LIBRARY_OPS or op_name(fill) != "linalg.fill" or _output(op) != fill.opview.outputs[0]:
+            continue
+        if _is_zero(fill.opview.inputs[0]) or op.name == "linalg.pooling_nchw_max":
+            op.attributes[OVERWRITE] = ir.UnitAttr.get()
+            fill.erase()
+            folded += 1
+    return folded
+
+
+def fuse_row_groups(func_op, keep_rows=None) -> list[str]:
+    """Each row group of the host function (rowfuse.py) -> one gpu.launch, placed where its
+    last op was, its ops erased; keep_rows(found groups) -> the groups to fuse (default: all).
+    Returns the schedule of each launch."""
+    ops = _host_ops(func_op)
+    found = rowfuse.find_groups(ops)
     found = keep_rows(found) if keep_rows else found
-    groups = {g.indices[-1]: g for g in found}
-    grouped = {i for g in groups.values() for i in g.indices}
-    folded = {f: c for f, c in _folded_fills(ops, library).items() if f not in grouped and c not in grouped}
-    init_of = {consumer: ops[fill].opview.inputs[0] for fill, consumer in folded.items()}
+    chosen = [_build_group(group, ops) for group in found]
+    for i in sorted(i for group in found for i in group.indices):
+        ops[i].erase()
+    return chosen
+
+
+def build_kernels(func_op) -> list[str]:
+    """Each op of LOOP_NESTS left in the host function -> a gpu.launch (kernels.py); library
+    ops and launches made before are left as they are. Returns the schedule chosen per kernel.
+
+    A fill right before a row reduction into its buffer is folded here, not by a pass of its
+    own: its value, a scalar of the host function, becomes the initial accumulator inside the
+    reduction's kernel as that kernel is built. Between two passes the fill would have to be
+    gone while the reduction still read its output, with nothing in the IR to say it must not."""
+    ops = _host_ops(func_op)
+    init_of = {i + 1: ops[i].opview.inputs[0] for i in _fills_before_row_reductions(ops)}
     chosen = []
     for i, op in enumerate(ops):
-        if i in groups:
-            chosen.append(_build_group(groups[i], ops))
-        if i in folded or i in grouped:
-            continue
-        if op.name in LIBRARY_OPS and library:
-            if i in init_of:
-                op.attributes[OVERWRITE] = ir.UnitAttr.get()
-            continue
         build = LOOP_NESTS.get(op.name)
-        if build is None:
+        if build is None or i + 1 in init_of:  # a host op, or a fill folded into the next op
             continue
         nest = build(op.opview)
         schedule = kernels.schedule_for(nest)
@@ -284,9 +289,24 @@ def convert_host(func_op, library: bool = True, fuse_rows: bool = True, keep_row
             _build(schedule, nest, init_of.get(i))
         op.erase()
         chosen.append(f"{nest.name}:{schedule}")
-    for i in sorted(folded.keys() | grouped):
-        ops[i].erase()
+    for consumer in init_of:
+        ops[consumer - 1].erase()
     return chosen
+
+
+def _fills_before_row_reductions(ops: list) -> list[int]:
+    """The indices of fills that the next op, a block row reduction into the fill's buffer, absorbs."""
+    found = []
+    for i, (fill, op) in enumerate(zip(ops, ops[1:])):
+        if op_name(fill) != "linalg.fill" or op.name not in LOOP_NESTS or _output(op) != fill.opview.outputs[0]:
+            continue
+        if kernels.schedule_for(LOOP_NESTS[op.name](op.opview)) == "row_reduce":
+            found.append(i)
+    return found
+
+
+def _host_ops(func_op) -> list[ir.Operation]:
+    return [op.operation for op in func_op.regions[0].blocks[0].operations]
 
 
 def erase_empty_loop_nests(func_op) -> int:
@@ -305,7 +325,7 @@ def _is_empty(value: ir.Value) -> bool:
     return isinstance(value.type, ir.MemRefType) and 0 in ir.MemRefType(value.type).shape
 
 
-def _row_filter(rows, graph: str):
+def row_filter(rows, graph: str):
     """found groups -> the ones kept: all, or those `rows` (cuda_rowfuse_only) selects, numbered
     across the graph's host functions in order."""
     if rows is None:
@@ -343,12 +363,48 @@ def host_functions(module: ir.Module) -> list:
 
 
 def convert_module(module: ir.Module, library: bool = True, fuse_rows: bool = True, rows=None,
-                   graph: str = "", prepare: bool = True) -> list[str]:
-    """Every host function of `module` (the graph `graph`); `rows`: a RowSelection or None."""
-    module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
-    keep_rows = _row_filter(rows, graph)
+                   graph: str = "") -> list[str]:
+    """Every host function of `module` (the graph `graph`) as kernels, by the rewrites the cuda
+    target runs as passes of the gpu stage, in their order (for a target that takes them as one
+    step: codegen/stages.map_to_gpu). `rows`: a RowSelection or None."""
+    mark_container(module)
+    keep_rows = row_filter(rows, graph)
     chosen = []
     for op in host_functions(module):
-        chosen += convert_host(op, library, fuse_rows, keep_rows, prepare)
+        if library:
+            fold_transposes_into_matmuls(op)
+        fold_transposes_of_attention(op)
+        erase_empty_loop_nests(op)
+        if library:
+            fold_fills_into_library_ops(op)
+        else:
+            generalize_library_ops(op)
+        if fuse_rows:
+            chosen += fuse_row_groups(op, keep_rows)
+        chosen += build_kernels(op)
     log.debug("dynamo-mlir: cuda kernels: %s", ", ".join(chosen))
     return chosen
+
+
+def per_host(rewrite):
+    """A pass running `rewrite(func_op)` on each host function; what it cannot make kernels of
+    (loopnest.Unsupported) fails the gpu stage."""
+    def run(module, options):
+        try:
+            with module.context, ir.Location.unknown():
+                for func_op in host_functions(module):
+                    rewrite(func_op)
+        except Unsupported as e:
+            raise CompileError("gpu", str(e)) from None
+    return run
+
+
+def kernels_pass(module: ir.Module, options) -> None:
+    """build_kernels on every host function of the module, which then holds launches."""
+    mark_container(module)
+    per_host(build_kernels)(module, options)
+
+
+def mark_container(module: ir.Module) -> None:
+    """The module holds gpu.modules (after outlining) and launches them."""
+    module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()

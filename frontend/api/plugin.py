@@ -20,7 +20,9 @@ A target compiles linalg for one kind of hardware:
     Target(name, device_type, stages, load, capabilities, options_class, serves, ...)
     Stage(name, ext, run, doc)     one step of its pipeline; `stages` has the core's reusable
                                    steps (lower_to_linalg, bufferize_to_loops, loops_to_llvm,
-                                   llvm_ir, map_to_gpu, host_schedules, device_module)
+                                   llvm_ir, map_to_gpu, host_schedules, device_module), and as
+                                   named passes for Stage(name, ext, passes=...) (linalg_passes,
+                                   buffer_passes, gpu_passes)
     TargetOptions, option          its own options (`options={...}`, DYNAMO_MLIR_<NAME>, CLI -O)
     declare_capability(name, doc)  a new capability its rules may require
     nodes_of(op.location)          the FX nodes an op came from (a target naming its library calls)

@@ -1,6 +1,14 @@
 // RUN: dynamo-mlir pass cuda-erase-empty-loop-nests %s --target cuda | check --prefix EMPTY
 // RUN: dynamo-mlir pass cuda-fold-transposes-into-matmuls %s --target cuda | check --prefix FOLDT
 // RUN: dynamo-mlir pass cuda-fold-transposes-of-attention %s --target cuda | check --prefix ATTN
+// RUN: dynamo-mlir pass cuda-generalize-library-ops %s --target cuda -O library_matmul=false | check --prefix GENERAL
+// RUN: dynamo-mlir pass cuda-fold-fills-into-library-ops %s --target cuda | check --prefix FILLS
+// RUN: dynamo-mlir pass cuda-fuse-rows %s --target cuda | check --prefix ROWS
+// RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix KERNELS
+// RUN: dynamo-mlir pass cuda-index-bitwidth %s --target cuda | check --prefix BITS
+// RUN: dynamo-mlir pass cuda-to-nvvm %s --target cuda | check --prefix NVVM
+// RUN: not dynamo-mlir pass cuda-to-nvvm %s --target cuda | check --prefix NOBITS
+// RUN: dynamo-mlir pass cuda-program %s --target cuda | check --prefix PROGRAM
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -60,4 +68,162 @@ func.func @main(%q: memref<1x2x4x8xf32>, %k: memref<1x2x4x8xf32>, %v: memref<1x2
   linalg.transpose ins(%a : memref<1x2x4x8xf32>) outs(%out : memref<1x4x2x8xf32>) permutation = [0, 2, 1, 3]
   memref.dealloc %a : memref<1x2x4x8xf32>
   return
+}
+
+// -----
+
+// cuda-generalize-library-ops (library_matmul off): the matmul becomes the equivalent
+// linalg.generic, which cuda-kernels makes a kernel of; its fill stays a fill.
+// GENERAL: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<8x32xf32>)
+// GENERAL-NEXT: linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : memref<8x16xf32>, memref<16x32xf32>) outs(%arg2 : memref<8x32xf32>)
+// GENERAL: arith.mulf
+// GENERAL-NEXT: arith.addf
+// GENERAL-NOT: linalg.matmul
+// cuda-fold-fills-into-library-ops: the zero fill right before the matmul writing its buffer is
+// erased and the matmul overwrites its output (the host schedule has torch write C, beta = 0);
+// the fill of 1.0 before the second matmul is its accumulator and stays.
+// FILLS: func.func @main
+// FILLS-NEXT: arith.constant 0.000000e+00
+// FILLS-NEXT: arith.constant 1.000000e+00
+// FILLS-NEXT: linalg.matmul {dynamo_mlir.overwrite} ins(%arg0, %arg1 : {{.*}}) outs(%arg2 : memref<8x32xf32>)
+// FILLS-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%arg3 : memref<8x32xf32>)
+// FILLS-NEXT: linalg.matmul ins(%arg0, %arg1 : {{.*}}) outs(%arg3 : memref<8x32xf32>)
+// FILLS-NEXT: return
+func.func @main(%a: memref<8x16xf32>, %b: memref<16x32xf32>, %out: memref<8x32xf32>, %acc: memref<8x32xf32>) {
+  %z = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%z : f32) outs(%out : memref<8x32xf32>)
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x32xf32>) outs(%out : memref<8x32xf32>)
+  linalg.fill ins(%one : f32) outs(%acc : memref<8x32xf32>)
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x32xf32>) outs(%acc : memref<8x32xf32>)
+  return
+}
+
+// -----
+
+// A row max and the subtraction that reads it, as bufferization leaves them.
+// cuda-fuse-rows: fill, max and subtraction are one launch, one block (32 threads) per row, the
+// max combined across the block by gpu.all_reduce; no linalg op is left for cuda-kernels.
+// ROWS: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4{{.*}}) threads({{.*}}) in (%{{.*}} = %c32
+// ROWS: gpu.all_reduce maximumf
+// ROWS: arith.subf
+// ROWS-NOT: gpu.launch
+// ROWS-NOT: linalg.
+// cuda-kernels (no row fusion): a launch per op, the fill folded into the row max's kernel
+// (its -inf the initial value), so two launches, not three.
+// KERNELS: gpu.launch
+// KERNELS: gpu.all_reduce maximumf
+// KERNELS: arith.constant 0xFF800000 : f32
+// KERNELS-NEXT: arith.maximumf
+// KERNELS: gpu.launch
+// KERNELS: arith.subf
+// KERNELS-NOT: gpu.launch
+// KERNELS-NOT: linalg.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#bcast = affine_map<(d0, d1) -> (d0, 0)>
+func.func @main(%x: memref<4x256xf32>, %out: memref<4x256xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %shape = memref.get_global @__constant_2xi64 : memref<2xi64>
+  %max = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+  linalg.fill ins(%ninf : f32) outs(%max : memref<4xf32>)
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<4x256xf32>) outs(%max : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %m = arith.maximumf %in, %acc : f32
+    linalg.yield %m : f32
+  }
+  %m2 = memref.reshape %max(%shape) : (memref<4xf32>, memref<2xi64>) -> memref<4x1xf32>
+  linalg.generic {indexing_maps = [#id, #bcast, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %m2 : memref<4x256xf32>, memref<4x1xf32>) outs(%out : memref<4x256xf32>) {
+  ^bb0(%in: f32, %m: f32, %o: f32):
+    %d = arith.subf %in, %m : f32
+    linalg.yield %d : f32
+  }
+  return
+}
+memref.global "private" constant @__constant_2xi64 : memref<2xi64> = dense<[4, 1]> {alignment = 64 : i64}
+
+// -----
+
+// cuda-index-bitwidth: the kernels' index width on the module, 32 bits while every buffer the
+// host functions take or allocate has fewer than 2**31 elements, else 64.
+// BITS: module attributes {dynamo_mlir.index_bitwidth = 32 : i64}
+// BITS-NEXT: func.func @small
+func.func @small(%a: memref<32xf32>) {
+  %t = memref.alloc() : memref<1024x1024xf32>
+  return
+}
+
+// -----
+
+// BITS: module attributes {dynamo_mlir.index_bitwidth = 64 : i64}
+// BITS-NEXT: func.func @huge
+func.func @huge(%a: memref<32xf32>) {
+  %t = memref.alloc() : memref<2147483648xi8>
+  return
+}
+
+// -----
+
+// cuda-to-nvvm: the outlined kernel in the NVVM/LLVM dialect, a bare pointer per buffer, its
+// index math at the module's width (32 bits: an i32 thread id and address offset).
+// NVVM: func.func @main(%arg0: memref<32xf32>)
+// NVVM: gpu.module @main_kernel
+// NVVM-NEXT: llvm.func @main_kernel(%arg0: !llvm.ptr) attributes {{{.*}}nvvm.kernel
+// NVVM: llvm.getelementptr {{.*}} : (!llvm.ptr, i32) -> !llvm.ptr, f32
+module attributes {dynamo_mlir.index_bitwidth = 32 : i64, gpu.container_module} {
+  func.func @main(%arg0: memref<32xf32>) {
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    gpu.launch_func  @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)  args(%arg0 : memref<32xf32>)
+    return
+  }
+  gpu.module @main_kernel {
+    gpu.func @main_kernel(%arg0: memref<32xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>, known_grid_size = array<i32: 1, 1, 1>} {
+      %thread_id_x = gpu.thread_id x
+      %0 = memref.load %arg0[%thread_id_x] : memref<32xf32>
+      %1 = arith.addf %0, %0 : f32
+      memref.store %1, %arg0[%thread_id_x] : memref<32xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// cuda-to-nvvm without the index width on the module: refused, naming the pass that sets it.
+// NOBITS: the module has no dynamo_mlir.index_bitwidth (cuda-index-bitwidth sets it)
+module attributes {gpu.container_module} {
+  gpu.module @main_kernel {
+    gpu.func @main_kernel() kernel {
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// cuda-program: the module becomes a CudaProgram, printed as its device module (every kernel
+// in one module for the NVPTX triple, no host function) and its host schedule as comments.
+// PROGRAM: module attributes {llvm.target_triple = "nvptx64-nvidia-cuda"}
+// PROGRAM-NEXT: llvm.func @main_kernel(%arg0: !llvm.ptr)
+// PROGRAM-NOT: func.func
+// PROGRAM: // host main(%0: 32xfloat32)
+// PROGRAM-NEXT: //   launch main_kernel grid=(1, 1, 1) block=(32, 1, 1) (%0)
+module attributes {dynamo_mlir.index_bitwidth = 32 : i64, gpu.container_module} {
+  func.func @main(%arg0: memref<32xf32>) {
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    gpu.launch_func  @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)  args(%arg0 : memref<32xf32>)
+    return
+  }
+  gpu.module @main_kernel {
+    llvm.func @main_kernel(%arg0: !llvm.ptr) attributes {gpu.kernel, gpu.known_block_size = array<i32: 32, 1, 1>, gpu.known_grid_size = array<i32: 1, 1, 1>, nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>} {
+      %0 = nvvm.read.ptx.sreg.tid.x range <i32, 0, 32> : i32
+      %1 = llvm.getelementptr inbounds|nuw %arg0[%0] : (!llvm.ptr, i32) -> !llvm.ptr, f32
+      %2 = llvm.load %1 : !llvm.ptr -> f32
+      %3 = llvm.fadd %2, %2 : f32
+      llvm.store %3, %1 : f32, !llvm.ptr
+      llvm.return
+    }
+  }
 }

@@ -23,9 +23,10 @@ TARGET = Target(
     device_type="cuda",  # torch's device type for AMD GPUs on a ROCm build
     serves=(),
     stages=(
-        Stage("linalg", "mlir", pipeline.make_linalg, "dynamo ops -> linalg on tensors, elementwise ops fused"),
-        Stage("buffers", "mlir", pipeline.make_buffers, "bufferized, results as out-params"),
-        Stage("gpu", "mlir", pipeline.make_gpu, "gpu.launch per kernel (workgroups/work-items), outlined gpu.modules"),
+        Stage("linalg", "mlir", doc="dynamo ops -> linalg on tensors, elementwise ops fused", passes=pipeline.LINALG),
+        Stage("buffers", "mlir", doc="bufferized, results as out-params", passes=pipeline.BUFFERS),
+        Stage("gpu", "mlir", doc="gpu.launch per kernel (workgroups/work-items), outlined gpu.modules",
+              passes=pipeline.GPU),
         Stage("rocdl", "mlir", pipeline.make_rocdl, "kernels in ROCDL/LLVM dialect for the gfx arch; host schedule"),
         Stage("ll", "ll", pipeline.make_ll, "kernels as LLVM IR (amdgcn-amd-amdhsa)"),
         Stage("hsaco", "hsaco", pipeline.make_hsaco, "HSA code object (ELF shared object) for the gfx arch"),

@@ -1,7 +1,7 @@
 """The rocm target's stages: dynamo -> linalg -> buffers -> gpu -> rocdl -> ll -> hsaco.
 
 Up to `gpu` the artifact is the MLIR module (host functions with gpu.launch_func ops plus
-outlined gpu.modules), built by the core's reusable steps exactly as for NVIDIA GPUs. From
+outlined gpu.modules), built by the core's reusable steps, as named passes, as for NVIDIA GPUs. From
 `rocdl` on it is a `RocmProgram`: the host schedule, read once from the host functions, and the
 device code, which changes form (ROCDL/LLVM-dialect module, LLVM IR); `hsaco` is the linked
 code object (bytes, dumped as a binary file) carrying the host schedule.
@@ -47,17 +47,11 @@ class RocmProgram:
         return device + "\n" + "\n".join(f"{comment} {line}" for line in host.splitlines()) + "\n"
 
 
-def make_linalg(module: ir.Module, options) -> ir.Module:
-    return stages.lower_to_linalg(module, options, TARGET_NAME)
-
-
-def make_buffers(module: ir.Module, options) -> ir.Module:
-    # No deallocations: the host schedule allocates through torch, which frees.
-    return stages.bufferize(module, options, deallocate=False)
-
-
-def make_gpu(module: ir.Module, options) -> ir.Module:
-    return stages.map_to_gpu(module, options, fuse_rows=options.target_options.rocm_fuse_rows)
+# The core's steps as named passes (rocm-lower-dynamo-ops, ..., rocm-kernels): each dumped with
+# `dynamo-mlir dump --after-each-pass` and runnable alone with `dynamo-mlir pass NAME`.
+LINALG = stages.linalg_passes(TARGET_NAME)
+BUFFERS = stages.buffer_passes(TARGET_NAME)  # no deallocations: the host schedule allocates through torch, which frees
+GPU = stages.gpu_passes(TARGET_NAME, fuse_rows=lambda options: options.target_options.rocm_fuse_rows)
 
 
 def _index_bits(hosts: dict) -> int:

@@ -89,6 +89,27 @@ def test_targets_lists_rocm_with_its_stages():
     assert [s.split(".")[0] for s in rocm["stages"]] == STAGES
 
 
+def test_the_core_steps_are_named_passes_each_running_alone(tmp_path):
+    """linalg, buffers and gpu list the core's steps as named passes (plugin.stages.*_passes):
+    `--after-each-pass` dumps one file each, and each pass run alone (`dynamo-mlir pass NAME
+    --target rocm`) on the IR the pass before it left makes what it made in the pipeline."""
+    _cli("dump", "--target", "rocm", f"{MODELS}:mlp", "--out", str(tmp_path), "--after-each-pass")
+    target = plugin.get_target("rocm")
+    before = next(str(p) for p in tmp_path.glob("*.dynamo.mlir"))
+    unit = os.path.basename(before).split(".")[0]
+    ran = []
+    for stage in target.stages[:3]:
+        for path in sorted(tmp_path.glob(f"{unit}.{stage.name}.[0-9][0-9]-*.mlir")):
+            name = path.name.split(".")[2].split("-", 1)[1]
+            out = _cli("pass", name, before, "--target", "rocm").stdout
+            body = [line for line in path.read_text().splitlines() if not line.startswith("// dynamo-mlir")]
+            assert out.strip() == "\n".join(body).strip(), name
+            ran.append(name)
+            before = str(path)
+    assert ran == [p.name for s in target.stages[:3] for p in s.passes]
+    assert ran[0] == "rocm-lower-dynamo-ops" and "rocm-fuse-rows" in ran and ran[-1] == "rocm-outline-kernels"
+
+
 @pytest.mark.parametrize("model,arch", [("mlp", "gfx90a"), ("transformer_block", "gfx90a"), ("mlp", "gfx942")])
 def test_dump_writes_every_stage_down_to_a_code_object_for_the_gfx_arch(tmp_path, model, arch):
     objdump, readelf = _tools(arch)
