@@ -21,6 +21,7 @@ from ..lowering import registry as lowering_registry
 from . import dtypes
 from .aten import elementwise
 from .importer import ImportContext, import_node, is_size_node, is_symbolic, is_tensor_node, static_shape
+from . import registry as import_registry
 from .registry import Unsupported
 from .sizes import SizeBuilder
 
@@ -93,8 +94,46 @@ def _check_types(node: fx.Node, device_type: str | None, target) -> None:
             raise Unsupported(f"input '{a.name}' is not a tensor")
 
 
+def _meta(val):
+    """A node value's facts an import rule reads: dtype, sizes, strides, device (symbols by name)."""
+    if isinstance(val, torch.Tensor):
+        try:
+            strides = tuple(str(s) for s in val.stride())
+        except Exception:  # a layout without strides
+            strides = None
+        return ("tensor", str(val.dtype), tuple(str(d) for d in val.shape), strides, val.device.type)
+    if isinstance(val, (tuple, list)):
+        return tuple(_meta(v) for v in val)
+    return (type(val).__name__, str(val))
+
+
+def _described(arg):
+    if isinstance(arg, fx.Node):
+        return ("node", _meta(arg.meta.get("val")))
+    if isinstance(arg, (tuple, list)):
+        return tuple(_described(a) for a in arg)
+    if isinstance(arg, dict):
+        return tuple(sorted((k, _described(v)) for k, v in arg.items()))
+    return (type(arg).__name__, repr(arg))
+
+
+def node_signature(node: fx.Node) -> tuple:
+    """What decides a node's verdict: its op, its arguments (values by their facts), its output's
+    facts and which outputs the graph reads. Nodes alike (a model's repeated layers) share one."""
+    read = tuple(sorted(u.args[1] for u in node.users if u.target is operator.getitem))
+    return (str(node.target), _described(node.args), _described(node.kwargs), _meta(node.meta.get("val")), read)
+
+
+# Verdicts by (target, device, the registries' generations, node signature): a model's repeated
+# layers, and the same graph compiled again (a new Dynamo frame, a recompile), dry-run each kind
+# of node once per process.
+_REMEMBERED: dict[tuple, "Verdict"] = {}
+_REMEMBER_AT_MOST = 200_000
+
+
 class SupportOracle(OperatorSupportBase):
-    """Answers `is_node_supported` by dry-running the import rule; remembers every verdict."""
+    """Answers `is_node_supported` by dry-running the import rule (once per kind of node, see
+    node_signature); remembers every verdict."""
 
     def __init__(self, target, device_type: str | None = None):
         super().__init__()
@@ -107,8 +146,21 @@ class SupportOracle(OperatorSupportBase):
         if node.op != "call_function":
             return False
         if node.name not in self.verdicts:
-            self.verdicts[node.name] = self._judge(node)
+            self.verdicts[node.name] = self._remembered(node)
         return self.verdicts[node.name].supported
+
+    def _remembered(self, node: fx.Node) -> "Verdict":
+        if node.target is operator.getitem:  # follows its producer's verdict
+            return self._judge(node)
+        key = (self.target.name, self.device_type, lowering_registry.generation(), import_registry.generation(),
+               node_signature(node))
+        verdict = _REMEMBERED.get(key)
+        if verdict is None:
+            verdict = self._judge(node)
+            if len(_REMEMBERED) >= _REMEMBER_AT_MOST:
+                _REMEMBERED.clear()
+            _REMEMBERED[key] = verdict
+        return verdict
 
     def _judge(self, node: fx.Node) -> Verdict:
         if node.target is operator.getitem:

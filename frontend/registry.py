@@ -13,6 +13,7 @@ order in which rule modules are imported therefore never decides which rule runs
 from typing import Callable
 
 _RULES: dict[object, Callable] = {}
+_GENERATION = [0]  # counts registrations (see generation)
 
 
 class Unsupported(Exception):
@@ -32,6 +33,7 @@ def import_rule(*targets, override: bool = False):
         for overload in ops:  # all checked first: a refused registration changes nothing
             _check_free(overload, fn, override)
         _RULES.update(dict.fromkeys(ops, fn))
+        _GENERATION[0] += 1
         return fn
 
     return add
@@ -53,6 +55,12 @@ def overloads(target):
     if hasattr(target, "overloads") and callable(target.overloads):
         return [getattr(target, name) for name in target.overloads()]
     return [target]
+
+
+def generation() -> int:
+    """Changes whenever a rule is registered: answers derived from the rules (partition.py's
+    verdicts) are valid while it stays."""
+    return _GENERATION[0]
 
 
 def lookup(target) -> Callable | None:

@@ -69,6 +69,17 @@ _Key = tuple[str | None, frozenset[str]]  # (target, requirements)
 _RULES: dict[str, dict[_Key, Rule]] = {}  # op name -> its rules
 _TARGETS: dict[str, frozenset[str]] = {}  # declared target name -> its capabilities
 _FOUND: dict[tuple[str, str | None], Rule] = {}  # lookup's answers, until a registration changes
+_GENERATION = [0]  # counts registrations: answers remembered elsewhere (partition.py) hold until it moves
+
+
+def _changed() -> None:
+    _FOUND.clear()
+    _GENERATION[0] += 1
+
+
+def generation() -> int:
+    """Changes whenever a rule or target is registered or removed."""
+    return _GENERATION[0]
 
 
 class NoLoweringRule(NotImplementedError):
@@ -92,7 +103,7 @@ def declare_target(name: str, capabilities: Iterable[str] = ()) -> None:
     """Make a target known to the registry (codegen's Target does this when it is built): its
     name, which target-specific rules are checked against, and the capabilities rules may need."""
     _TARGETS[name] = _checked_capabilities(capabilities)
-    _FOUND.clear()
+    _changed()
 
 
 def _checked_capabilities(names: Iterable[str]) -> frozenset[str]:
@@ -133,7 +144,7 @@ def register_lowering(op, rule: Rule | None = None, *, requires: Iterable[str] =
                 raise DuplicateLoweringRule(name, key)
         for name in names:
             _RULES.setdefault(name, {})[key] = fn
-        _FOUND.clear()
+        _changed()
         return fn
 
     return add(rule) if rule is not None else add
@@ -141,7 +152,7 @@ def register_lowering(op, rule: Rule | None = None, *, requires: Iterable[str] =
 
 def remove_lowering(op, *, requires: Iterable[str] = (), target: str | None = None) -> Rule:
     """Unregister and return the rule under that exact key (tests, plugins replacing a rule)."""
-    _FOUND.clear()
+    _changed()
     return _RULES[_op_name(op)].pop((target, _checked_capabilities(requires)))
 
 
