@@ -65,7 +65,8 @@ def child(model_name: str, backend: str, device: str) -> None:
         import dynamo_mlir
 
         s = dynamo_mlir.stats()
-        out.update(cache=s["cache"], partitions=s["partitions"], ops_compiled=s["ops_compiled"])
+        out.update(cache=s["cache"], partitions=s["partitions"], ops_compiled=s["ops_compiled"],
+                   compile_s=s["compile_seconds"], stage_s={k: round(v, 4) for k, v in s["stage_seconds"].items()})
     print(json.dumps(out))
 
 
@@ -86,6 +87,8 @@ def measure(model: str, backend: str, device: str, warm: int) -> tuple[float, fl
     if backend == "mlir":
         for w in warms:  # a warm process compiles nothing: every region came from disk
             assert w["cache"]["disk_hits"] == w["partitions"] and w["cache"]["misses"] == 0, w
+    if os.environ.get("RAW"):  # every process's JSON, for where the time went
+        print(json.dumps({"model": model, "backend": backend, "runs": [cold, *warms]}), file=sys.stderr)
     return cold["first_call_s"], statistics.median(w["first_call_s"] for w in warms), [cold, *warms]
 
 
