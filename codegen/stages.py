@@ -115,10 +115,12 @@ def _has_vector_ops(module: ir.Module) -> bool:
     return bool(found)
 
 
-def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = True) -> ir.Module:
+def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = True,
+                  bits: bool = True) -> ir.Module:
     """scf loops -> the LLVM dialect, for any LLVM CPU target. Half-precision math is computed
     in f32 (no CPU has bf16 arithmetic that LLVM lowers without compiler-rt libcalls); math
-    ops become LLVM intrinsics, or with `libm` calls to the C library the code is linked with."""
+    ops become LLVM intrinsics, or with `libm` calls to the C library the code is linked with.
+    `bits=False` leaves bf16 values to a `bf16_as_bits` pass of the caller's own (cpu-bf16-as-bits)."""
     passes = [
         "expand-strided-metadata",
         # LLVM would promote bf16/f16 arithmetic through compiler-rt libcalls (__truncsfbf2, ...)
@@ -143,7 +145,8 @@ def loops_to_llvm(module: ir.Module, options, stage: str = "llvm", libm: bool = 
     ]
     # LLVM folds the bits back into bfloat selects that an x86 CPU without AVX-512-BF16 can only
     # legalize with a compiler-rt call the JIT lacks: no bfloat value may reach LLVM.
-    return bf16_as_bits(run_pipeline(module, ", ".join(passes), stage, options), stage)
+    module = run_pipeline(module, ", ".join(passes), stage, options)
+    return bf16_as_bits(module, stage) if bits else module
 
 
 def llvm_ir(module: ir.Module, triple: str | None = None, data_layout: str | None = None) -> str:

@@ -238,18 +238,7 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
     artifact runs as library calls (Target: library_nodes); `report.cache` says where the
     artifact came from."""
     stage_seconds = {} if stage_seconds is None else stage_seconds
-    t0 = time.perf_counter()
-    try:
-        imported = import_graph(sub, "main")
-    except Unsupported as e:
-        raise CompileError("dynamo", str(e)) from None
-    try:
-        imported.module.operation.verify()
-    except ir.MLIRError as e:
-        raise CompileError("dynamo", f"imported IR does not verify: {e}") from None
-    stage_seconds["dynamo"] = time.perf_counter() - t0
-    if options.dump_dir:
-        driver.write_dump(options.dump_dir, name, "dynamo", "mlir", driver.as_text(imported.module))
+    imported = _import(sub, options, name, stage_seconds)
     cached = _RegionCache.open(imported.module, target, options, name, keep_text, stage_seconds)
     artifact, bound, nodes = cached.lookup(target, options, name) if cached else (None, None, None)
     if artifact is None:
@@ -264,19 +253,36 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
         library.update(nodes)
     if report is not None:
         report.cache = cached.where if cached else "off"
-    t1 = time.perf_counter()
+    t0 = time.perf_counter()
     try:
         fn = target.load(artifact, imported.signature, bound)
     except Exception as e:
         if not (cached and cached.hit):
             raise
-        cached.discard(f"loading it failed: {type(e).__name__}: {e}")
+        cached.discard(f"loading it failed: {type(e).__name__}: {e}")  # then compiled afresh
         fn = build_region(sub, target, options, name, stage_seconds, keep_text, library, pass_seconds, report)
         if report is not None:
             report.cache = "bad"
         return fn
-    stage_seconds["load"] = time.perf_counter() - t1
+    stage_seconds["load"] = time.perf_counter() - t0
     return fn if imported.plan_is_identity else _planned(fn, imported.output_plan)
+
+
+def _import(sub: fx.GraphModule, options: Options, name: str, stage_seconds: dict):
+    """The region in the dynamo dialect, verified (the `dynamo` stage)."""
+    t0 = time.perf_counter()
+    try:
+        imported = import_graph(sub, "main")
+    except Unsupported as e:
+        raise CompileError("dynamo", str(e)) from None
+    try:
+        imported.module.operation.verify()
+    except ir.MLIRError as e:
+        raise CompileError("dynamo", f"imported IR does not verify: {e}") from None
+    stage_seconds["dynamo"] = time.perf_counter() - t0
+    if options.dump_dir:
+        driver.write_dump(options.dump_dir, name, "dynamo", "mlir", driver.as_text(imported.module))
+    return imported
 
 
 class _RegionCache:

@@ -6,6 +6,7 @@ dumps them one by one."""
 from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..attributes import NOALIAS, PLANNED, READ, RETAINS, WORKSPACE_BYTES, WRITABLE
+from ..half_bits import bf16_as_bits
 from ..memref_copies import copies_to_linalg
 from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..zero_size import distinct_results, widen_zero_size_arguments
@@ -92,6 +93,11 @@ LOOPS = (
 # libm for exp/log/...: correctly rounded or nearly so (math-expand-ops is left out on purpose:
 # its exp-based tanh/sinh/... and exp2 were several ulp off in f32).
 LLVM = (
-    _pass("to-llvm", lambda m, o: stages.loops_to_llvm(m, o, "llvm"),
-          "scf loops -> the LLVM dialect (bare pointers for static shapes), bf16 as i16 bits."),
+    _pass("to-llvm", lambda m, o: stages.loops_to_llvm(m, o, "llvm", bits=False),
+          "scf loops -> the LLVM dialect (bare pointers for static shapes)."),
+    # LLVM folds bf16 bit moves back into bfloat selects that an x86 CPU without AVX-512-BF16
+    # legalizes with a compiler-rt call the process lacks: no bfloat value may reach LLVM.
+    _pass("bf16-as-bits", lambda m, o: bf16_as_bits(m, "llvm"),
+          "Every bf16 value as its i16 bits; an op still computing on bf16 is a CompileError.",
+          requires=("cpu-to-llvm",)),
 )

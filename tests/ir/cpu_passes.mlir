@@ -6,6 +6,7 @@
 // RUN: dynamo-mlir pass cpu-fold-bias %s | check --prefix BIAS
 // RUN: dynamo-mlir pass cpu-bufferize %s | check --prefix BUF
 // RUN: dynamo-mlir pass cuda-bufferize %s --target cuda | check --prefix BUF
+// RUN: dynamo-mlir pass cpu-bf16-as-bits %s | check --prefix BITS
 
 // Named passes of the cpu target run alone (`dynamo-mlir passes` lists them). Two gemms share
 // one zero fill after CSE: cpu-unshare-zero-fills gives each its own fill right before it, what
@@ -146,4 +147,22 @@ func.func @main(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
     linalg.yield %s : f32
   } -> tensor<8xf32>
   return %0 : tensor<8xf32>
+}
+
+// -----
+
+// cpu-bf16-as-bits: a bf16 that is only moved (loaded, stored) moves as i16 bits, so no bfloat
+// value reaches LLVM; widening it to f32 is the bits shifted into the high half.
+// BITS: llvm.func @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr)
+// BITS-NOT: bf16
+// BITS: llvm.load %arg0 : !llvm.ptr -> i16
+// BITS: llvm.shl
+// BITS: llvm.bitcast %{{.*}} : i32 to f32
+// BITS-NOT: bf16
+llvm.func @main(%a: !llvm.ptr, %out: !llvm.ptr, %wide: !llvm.ptr) {
+  %x = llvm.load %a : !llvm.ptr -> bf16
+  llvm.store %x, %out : bf16, !llvm.ptr
+  %f = llvm.fpext %x : bf16 to f32
+  llvm.store %f, %wide : f32, !llvm.ptr
+  llvm.return
 }
