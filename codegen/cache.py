@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,10 +150,20 @@ def region_key(module_text: str, target, options, graph_name: str) -> str:
 class CompileCache:
     """An in-memory level over an on-disk level of Entries, in one folder (see the module's doc)."""
 
+    MEMORY_ENTRIES = 512  # the in-memory level keeps the most recently used (a long process
+    # compiling many shapes would otherwise keep every artifact it ever made)
+
     def __init__(self, folder: str):
         self.root = Path(folder)
-        self._memory: dict[str, Entry] = {}
+        self._memory: OrderedDict[str, Entry] = OrderedDict()
         self._lock = threading.Lock()
+
+    def _remember(self, key: str, entry: Entry) -> None:
+        with self._lock:
+            self._memory[key] = entry
+            self._memory.move_to_end(key)
+            while len(self._memory) > self.MEMORY_ENTRIES:
+                self._memory.popitem(last=False)
 
     def path_of(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.entry"
@@ -162,17 +173,17 @@ class CompileCache:
         there but unusable (reported and removed)."""
         with self._lock:
             entry = self._memory.get(key)
+            if entry is not None:
+                self._memory.move_to_end(key)
         if entry is not None:
             return entry, "memory"
         entry, where = self._read(key)
         if entry is not None:
-            with self._lock:
-                self._memory[key] = entry
+            self._remember(key, entry)
         return entry, where
 
     def put(self, key: str, entry: Entry) -> None:
-        with self._lock:
-            self._memory[key] = entry
+        self._remember(key, entry)
         try:
             self._write(key, entry)
         except (OSError, pickle.PicklingError, TypeError, AttributeError) as e:

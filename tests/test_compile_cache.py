@@ -180,3 +180,14 @@ def test_an_unwritable_folder_compiles_and_warns(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="dynamo_mlir"):
         assert _compile_mlp({"cache_dir": str(blocked)})["misses"] == 1
     assert "could not write the compile cache entry" in caplog.text
+
+
+def test_the_memory_level_keeps_the_most_recent_entries(tmp_path, monkeypatch):
+    store = cache.CompileCache(str(tmp_path))
+    monkeypatch.setattr(cache.CompileCache, "MEMORY_ENTRIES", 2)
+    for key in ("a" * 64, "b" * 64, "c" * 64):
+        store.put(key, cache.Entry("cpu", key[0]))
+    store.get("b" * 64)  # used: kept ahead of c
+    store.put("d" * 64, cache.Entry("cpu", "d"))
+    assert list(store._memory) == ["b" * 64, "d" * 64]
+    assert store.get("a" * 64) == (cache.Entry("cpu", "a"), "disk")  # still on disk
