@@ -25,7 +25,7 @@ from .functions import defined_functions
 from .half_bits import bf16_as_bits
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
-from .passes import CompileError, Pass, register_pass, run_pipeline, upstream
+from .passes import CompileError, Pass, get_pass, register_pass, run_pipeline, upstream
 from .zero_size import distinct_results, uses_bare_pointers, widen_zero_size_arguments
 
 
@@ -69,23 +69,25 @@ def read_only_arguments(module: ir.Module, writable=frozenset()) -> None:
             op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
 
 
-def bufferize(module: ir.Module, options, stage: str = "buffers", deallocate: bool = True) -> ir.Module:
+def bufferization_pipeline(deallocate: bool) -> str:
     """Tensors -> memrefs, results as out-params (the caller allocates outputs; static
-    allocations are hoisted into them); with `deallocate`, temporary buffers freed. Arguments
-    are read-only (`read_only_arguments`): what would write one writes a copy."""
-    read_only_arguments(module)
-    run_pipeline(module, "canonicalize", stage, options)
-    # Again here, not only after lower_to_linalg: a target's fusion and this canonicalize can
-    # still merge two results (min(x, x) folds to x, returned beside x), and
-    # buffer-results-to-out-params crashes the process on a value returned twice.
-    distinct_results(module)
-    passes = [
+    allocations are hoisted into them); with `deallocate`, temporary buffers freed."""
+    return ", ".join([
         "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
         "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true}",
         "canonicalize",
         *(["buffer-deallocation-pipeline"] if deallocate else ["cse"]),
-    ]
-    return run_pipeline(module, ", ".join(passes), stage, options)
+    ])
+
+
+def bufferize(module: ir.Module, options, stage: str = "buffers", deallocate: bool = True) -> ir.Module:
+    """`bufferization_pipeline` after its preparation, the steps `buffer_passes` names one by
+    one: arguments read-only (`read_only_arguments`: what would write one writes a copy), a
+    canonicalize, and every result its own value again."""
+    read_only_arguments(module)
+    run_pipeline(module, "canonicalize", stage, options)
+    distinct_results(module)
+    return run_pipeline(module, bufferization_pipeline(deallocate), stage, options)
 
 
 def to_loops(module: ir.Module, options, stage: str = "loops") -> ir.Module:
@@ -218,12 +220,32 @@ def linalg_passes(target: str) -> tuple[Pass, ...]:
     )
 
 
-def buffer_passes(target: str) -> tuple[Pass, ...]:
-    """`bufferize` without deallocations (a GPU target's host schedule frees through torch) as
-    the pass <target>-bufferize."""
-    return (_registered(target, "bufferize", lambda m, o: bufferize(m, o, deallocate=False),
-                        "Tensors -> memrefs, results as out-params (each its own buffer), arguments read-only.",
-                        produces=(WRITABLE,)),)
+def buffer_passes(target: str, deallocate: bool = False) -> tuple[Pass, ...]:
+    """`bufferize` as passes of `target` (without deallocations by default: a GPU target's host
+    schedule frees through torch): <target>-read-only-arguments, -prebufferize-cleanup,
+    -distinct-results (the linalg stage's, again: a target's fusion and that canonicalize can
+    still merge two results, and buffer-results-to-out-params crashes the process on a value
+    returned twice), -bufferize."""
+    return (
+        _registered(target, "read-only-arguments", lambda m, o: read_only_arguments(m),
+                    "Every tensor argument not writable to bufferization: what would write the caller's "
+                    "tensor writes a copy.", produces=(WRITABLE,)),
+        upstream(f"{target}-prebufferize-cleanup", "canonicalize", "Canonicalize before bufferizing."),
+        _existing_or(f"{target}-distinct-results", lambda: _registered(
+            target, "distinct-results", lambda m, o: distinct_results(m),
+            "Every returned tensor its own value (CSE may have made two results one).")),
+        upstream(f"{target}-bufferize", bufferization_pipeline(deallocate),
+                 "Tensors -> memrefs, results as out-params (each its own buffer).", consumes=(WRITABLE,),
+                 requires=(f"{target}-read-only-arguments", f"{target}-distinct-results")),
+    )
+
+
+def _existing_or(name: str, make) -> Pass:
+    """The pass registered under `name` (a stage may run one pass twice), else `make()`."""
+    try:
+        return get_pass(name)
+    except KeyError:
+        return make()
 
 
 def gpu_passes(target: str, fuse_rows=lambda options: True) -> tuple[Pass, ...]:

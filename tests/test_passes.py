@@ -58,7 +58,8 @@ def test_call_blas_without_unshared_zero_fills_fails_naming_both():
     """cpu-call-blas folds a zero fill into beta = 0 only when it is right before the matmul, which
     cpu-unshare-zero-fills guarantees: a loops stage without it (or with it after) is refused."""
     options = _options()  # loads the cpu target, which registers its passes
-    passes = [get_pass(n) for n in ("cpu-bufferize", "cpu-call-blas", "cpu-unshare-zero-fills")]
+    passes = [get_pass(n) for n in ("cpu-read-only-arguments", "cpu-distinct-results", "cpu-bufferize",
+                                    "cpu-call-blas", "cpu-unshare-zero-fills")]
     with new_context(), ir.Location.unknown():
         with pytest.raises(CompileError, match="pass 'cpu-call-blas' requires \\['cpu-unshare-zero-fills'\\]"):
             run_passes(ir.Module.parse(MODULE), passes, options, "loops")
@@ -240,3 +241,13 @@ def test_every_pass_has_an_ir_test_running_it_alone():
         ran |= set(re.findall(r"^//\s*RUN:\s*dynamo-mlir pass ([\w-]+) %s", open(path).read(), re.MULTILINE))
     passes = {p.name for name in ("cpu", "cuda") for stage in get_target(name).stages for p in stage.passes}
     assert passes - ran == set(), sorted(passes - ran)
+
+
+def test_bufferize_needs_the_arguments_read_only_first():
+    """cpu-bufferize would write the caller's tensors (issue 22's addmm) without the argument
+    attributes cpu-read-only-arguments sets: a loops stage without it is refused, naming it."""
+    options = _options()
+    with new_context(), ir.Location.unknown():
+        with pytest.raises(CompileError, match="pass 'cpu-bufferize' requires \\['cpu-read-only-arguments'\\]"):
+            run_passes(ir.Module.parse(MODULE), [get_pass("cpu-distinct-results"), get_pass("cpu-bufferize")],
+                       options, "loops")

@@ -5,7 +5,7 @@ dumps them one by one."""
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
-from ..attributes import NOALIAS, PLANNED, READ, RETAINS, WORKSPACE_BYTES, WRITABLE
+from ..attributes import NOALIAS, PLANNED, READ, RETAINS, WORKSPACE_BYTES
 from ..half_bits import bf16_as_bits
 from ..memref_copies import copies_to_linalg
 from ..passes import Pass, register_pass, run_pipeline, upstream
@@ -64,8 +64,7 @@ LOOPS = (
     _pass("unshare-zero-fills", lambda m, o: library_epilogue.unshare_zero_fills(m),
           "Each gemm's zero C its own fill right before it (what call-blas folds into beta = 0).",
           options=("library_matmul",), enabled=_library),
-    _pass("bufferize", lambda m, o: stages.bufferize(m, o, "loops", deallocate=False),
-          "Tensors -> memrefs, results as out-params, arguments read-only.", produces=(WRITABLE,)),
+    *stages.buffer_passes("cpu"),  # read-only arguments, cleanup, distinct results, bufferize
     _pass("plan-memory", lambda m, o: memory_plan.plan_memory(m),
           "Static intermediate buffers -> views of one workspace at planned offsets.",
           options=("plan_memory",), enabled=lambda o: o.target_options.plan_memory, produces=(WORKSPACE_BYTES, PLANNED),

@@ -17,7 +17,7 @@ from torch_mlir import ir
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
-from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITABLE
+from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
 from .loopnest import Unsupported
@@ -47,11 +47,7 @@ LINALG = (
              "Producer/consumer elementwise fusion.", options=("fuse_elementwise",), enabled=_fusing),
 )
 
-BUFFERS = (
-    _pass("bufferize", lambda m, o: stages.bufferize(m, o, "buffers", deallocate=False),
-          "Tensors -> memrefs, results as out-params (each its own buffer), arguments read-only.",
-          produces=(WRITABLE,)),
-)
+BUFFERS = stages.buffer_passes("cuda")  # read-only arguments, cleanup, distinct results, bufferize
 
 _library = lambda o: o.target_options.library_matmul  # noqa: E731
 

@@ -1,11 +1,16 @@
 // RUN: dynamo-mlir pass cpu-unshare-zero-fills %s | check --prefix UNSHARE
 // RUN: dynamo-mlir pass cpu-call-blas %s | check --prefix BLAS
 // RUN: dynamo-mlir pass cpu-distinct-results %s | check --prefix DISTINCT
+// RUN: dynamo-mlir pass cuda-distinct-results %s --target cuda | check --prefix DISTINCT
 // RUN: dynamo-mlir pass cpu-clone-shared-broadcasts %s | check --prefix CLONE
 // RUN: dynamo-mlir pass cpu-fold-transposes %s | check --prefix FOLDT
 // RUN: dynamo-mlir pass cpu-fold-bias %s | check --prefix BIAS
 // RUN: dynamo-mlir pass cpu-bufferize %s | check --prefix BUF
 // RUN: dynamo-mlir pass cuda-bufferize %s --target cuda | check --prefix BUF
+// RUN: dynamo-mlir pass cpu-read-only-arguments %s | check --prefix RO
+// RUN: dynamo-mlir pass cuda-read-only-arguments %s --target cuda | check --prefix RO
+// RUN: dynamo-mlir pass cpu-prebufferize-cleanup %s | check --prefix PRECLEAN
+// RUN: dynamo-mlir pass cuda-prebufferize-cleanup %s --target cuda | check --prefix PRECLEAN
 // RUN: dynamo-mlir pass cpu-bf16-as-bits %s | check --prefix BITS
 
 // Named passes of the cpu target run alone (`dynamo-mlir passes` lists them). Two gemms share
@@ -134,13 +139,14 @@ func.func @main(%a: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>)
 
 // -----
 
-// cpu-bufferize (and cuda-bufferize, the same): a result as an out-param (%arg2), and the caller's tensor %a never written:
-// the op that would accumulate into it in place writes a copy instead (issue 22's addmm).
+// cpu-bufferize (and cuda-bufferize, the same): a result as an out-param (%arg2), and the caller's tensor %a,
+// not writable (cpu-read-only-arguments marked it), never written: the op that would accumulate
+// into it in place writes a copy instead (issue 22's addmm).
 // BUF: func.func @main(%arg0: memref<8xf32>, %arg1: memref<8xf32>, %arg2: memref<8xf32>)
 // BUF-NEXT: memref.copy %arg0, %arg2
 // BUF-NEXT: linalg.generic {{.*}} ins(%arg1 : memref<8xf32>) outs(%arg2 : memref<8xf32>)
 #id1 = affine_map<(d0) -> (d0)>
-func.func @main(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+func.func @main(%a: tensor<8xf32> {bufferization.writable = false}, %b: tensor<8xf32> {bufferization.writable = false}) -> tensor<8xf32> {
   %0 = linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]} ins(%b : tensor<8xf32>) outs(%a : tensor<8xf32>) {
   ^bb0(%x: f32, %y: f32):
     %s = arith.addf %x, %y : f32
@@ -165,4 +171,26 @@ llvm.func @main(%a: !llvm.ptr, %out: !llvm.ptr, %wide: !llvm.ptr) {
   %f = llvm.fpext %x : bf16 to f32
   llvm.store %f, %wide : f32, !llvm.ptr
   llvm.return
+}
+
+// -----
+
+// cpu-read-only-arguments (cuda-read-only-arguments, the same): every tensor argument of a
+// function with a body is marked not writable, so bufferization never writes the caller's tensor.
+// RO: func.func @main(%arg0: tensor<8xf32> {bufferization.writable = false}, %arg1: tensor<8xf32> {bufferization.writable = false}) -> tensor<8xf32>
+func.func @main(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = arith.addf %a, %b : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// cpu-prebufferize-cleanup (cuda-prebufferize-cleanup, the same): a canonicalize before
+// bufferizing; here an integer add of zero folds away.
+// PRECLEAN: func.func @main(%arg0: tensor<8xi32>) -> tensor<8xi32>
+// PRECLEAN-NEXT: return %arg0 : tensor<8xi32>
+func.func @main(%a: tensor<8xi32>) -> tensor<8xi32> {
+  %z = arith.constant dense<0> : tensor<8xi32>
+  %0 = arith.addi %a, %z : tensor<8xi32>
+  return %0 : tensor<8xi32>
 }
