@@ -15,6 +15,12 @@ is LANES, and any load of a stored buffer reads exactly the element stored; othe
 either one element for all lanes (kept scalar, broadcast where a vector needs it) or LANES
 consecutive elements (an index j + base, base the same for all lanes). Each lane then reads and
 writes what the loop's iteration j would have, and no lane reads what another one writes.
+
+The rule is the loop's shape, not who made it: row_reduction.py's lane loops are the loops it was
+written for, and any other exactly lane-wise 16-trip loop (a softmax or masked fill over a last
+dim of 16) is vectorized too. Limiting it to loops row_reduction marks measured 1.3-2.9x slower
+on those (masked_fill on [4096, 16]: 16 -> 47 us), and upstream's linalg-to-loops drops a marked
+op's attributes: no mark is needed for correctness, as the checks above are the whole condition.
 """
 
 from __future__ import annotations

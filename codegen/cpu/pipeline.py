@@ -85,7 +85,8 @@ LOOPS = (
     _pass("fast-math", fastmath.expand_math,
           "f32 exp, tanh, ... as branch-free arithmetic, so their loops vectorize.", options=("fast_math",)),
     _pass("lane-vectors", _vectorize_lanes,
-          "A row reduction's 16 lanes as vector<16> ops (after fast-math).", consumes=(NOALIAS, PLANNED),
+          "Every innermost 0..16 step-1 loop that is exactly lane-wise (a row reduction's lanes, and any other "
+          "16-wide loop) as vector<16> ops (after fast-math).", consumes=(NOALIAS, PLANNED),
           requires=("cpu-fast-math",)),
 )
 
