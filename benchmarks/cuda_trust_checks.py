@@ -11,6 +11,10 @@
    deterministic algorithms; channels_last; the convolutions' backward as forward convolutions,
    as frontend/aten/conv.py imports it): how far apart two correct float32 runs are.
 4. `F.batch_norm(training=False)` with no weight: the bias's gradient on cpu and cuda.
+5. Why the ResNet-50 step's last-block gradients were up to 96x eager's error: the model cut in
+   two (resnet50_split), the front's pieces compiled one at a time (resnet50_front_parts), the
+   back traced module by module (resnet50_back_trace: one ReLU input flips sign), and correct
+   float32 variants judged by the same rule (resnet50_variants). DEVICE=cpu runs them on the CPU.
 
     python benchmarks/cuda_trust_checks.py resnet50_training_grads   (one check by name)
 """
@@ -252,6 +256,21 @@ def resnet50_split(device: str = os.environ.get("DEVICE", "cuda"),
                   f"{far} of {r.numel()} channels far; RMSE vs float64 {_rmse(c, r):.3g} (eager's {_rmse(e, r):.3g})")
 
 
+def _front_and_back(model):
+    """The model cut after stage 1: the front's eight pieces (stem, 3 + 4 bottlenecks) and the back."""
+    stages = model.resnet.encoder.stages
+    pieces = [model.resnet.embedder, *stages[0].layers, *stages[1].layers]
+    return pieces, torch.nn.Sequential(stages[2], stages[3], model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
+
+
+def _through_front(pieces, h, compiled_piece):
+    """The front's output, the piece numbered `compiled_piece` compiled, the others eager."""
+    torch._dynamo.reset()
+    for i, piece in enumerate(pieces):
+        h = (torch.compile(piece, backend="mlir") if i == compiled_piece else piece)(h)
+    return h
+
+
 def resnet50_front_parts(device: str = os.environ.get("DEVICE", "cuda"),
                          name: str = "resnet.encoder.stages.3.layers.2.layer.1.normalization.bias") -> None:
     """The front half (embedder, stages 0 and 1) as eight pieces, one compiled at a time, the rest
@@ -264,13 +283,8 @@ def resnet50_front_parts(device: str = os.environ.get("DEVICE", "cuda"),
 
     def run(dtype, compiled_piece=None):
         model = copy.deepcopy(base).to(dtype)
-        stages = model.resnet.encoder.stages
-        pieces = [model.resnet.embedder, *stages[0].layers, *stages[1].layers]
-        back = torch.nn.Sequential(stages[2], stages[3], model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
-        torch._dynamo.reset()
-        h = x.to(dtype)
-        for i, piece in enumerate(pieces):
-            h = (torch.compile(piece, backend="mlir") if i == compiled_piece else piece)(h)
+        pieces, back = _front_and_back(model)
+        h = _through_front(pieces, x.to(dtype), compiled_piece)
         F.cross_entropy(back(h), target).backward()
         return h.detach().double(), dict(model.named_parameters())[name].grad.double()
 
@@ -296,9 +310,7 @@ def resnet50_back_trace(device: str = os.environ.get("DEVICE", "cuda"), piece: i
 
     def run(dtype, compiled_piece=None):
         model = copy.deepcopy(base).to(dtype)
-        stages = model.resnet.encoder.stages
-        pieces = [model.resnet.embedder, *stages[0].layers, *stages[1].layers]
-        back = torch.nn.Sequential(stages[2], stages[3], model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
+        pieces, back = _front_and_back(model)
         seen, grads, live = {}, {}, {}
 
         def record(n, i, o):  # a hook returning None keeps the module's output
@@ -309,13 +321,10 @@ def resnet50_back_trace(device: str = os.environ.get("DEVICE", "cuda"), piece: i
         for n, m in model.named_modules():
             if not list(m.children()) and n.startswith(("resnet.encoder.stages.2", "resnet.encoder.stages.3")):
                 m.register_forward_hook(lambda m, i, o, n=n: record(n, i[0], o))
-        torch._dynamo.reset()
-        h = x.to(dtype)
-        for i, p in enumerate(pieces):
-            h = (torch.compile(p, backend="mlir") if i == compiled_piece else p)(h)
-        F.cross_entropy(back(h), target).backward()
+        F.cross_entropy(back(_through_front(pieces, x.to(dtype), compiled_piece)), target).backward()
         bias = dict(model.named_parameters())[name + ".bias"].grad.double()
-        torch.cuda.synchronize() if x.is_cuda else None
+        if x.is_cuda:
+            torch.cuda.synchronize()
         changed = [f"{n} ({(o.double() - seen[n][1]).abs().max().item():.3g})" for n, (o, v) in live.items()
                    if o._version == v and not torch.equal(o.double(), seen[n][1])]
         print(f"  {dtype} piece {compiled_piece}: outputs changed after their module ran, with no in-place op: "
