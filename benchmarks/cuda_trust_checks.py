@@ -90,6 +90,14 @@ def _resnet50(device: str):
     return case, model, {k: v.to(device) for k, v in inputs.items()}, target.to(device)
 
 
+def _resnet50_training(device: str):
+    """_resnet50 in training mode with TF32 matmuls off: (model, images, target)."""
+    _, base, inputs, target = _resnet50(device)
+    base.train()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return base, inputs["pixel_values"], target
+
+
 def _widened(inputs: dict) -> dict:
     return {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
 
@@ -227,10 +235,7 @@ def resnet50_split(device: str = os.environ.get("DEVICE", "cuda"),
     """The model cut in two after stage 1, each half compiled on its own or run eagerly: which
     half the wrong last-block gradient needs. Per split, the channels of `name`'s gradient 10x
     farther from float64 than eager's, and the gradient's RMSE against eager's."""
-    _, base, inputs, target = _resnet50(device)
-    base.train()
-    x = inputs["pixel_values"]
-    torch.backends.cuda.matmul.allow_tf32 = False
+    base, x, target = _resnet50_training(device)
 
     def run(model, dtype, front_compiled, back_compiled):
         model = copy.deepcopy(model).to(dtype)
@@ -276,10 +281,7 @@ def resnet50_front_parts(device: str = os.environ.get("DEVICE", "cuda"),
     """The front half (embedder, stages 0 and 1) as eight pieces, one compiled at a time, the rest
     eager: which piece's forward moves the front's output (RMSE against float64, eager's beside
     it) and how many channels of `name`'s gradient end 10x farther from float64 than eager's."""
-    _, base, inputs, target = _resnet50(device)
-    base.train()
-    x = inputs["pixel_values"]
-    torch.backends.cuda.matmul.allow_tf32 = False
+    base, x, target = _resnet50_training(device)
 
     def run(dtype, compiled_piece=None):
         model = copy.deepcopy(base).to(dtype)
@@ -303,10 +305,7 @@ def resnet50_back_trace(device: str = os.environ.get("DEVICE", "cuda"), piece: i
     """With one front piece compiled (resnet50_front_parts) and the rest eager: every module of
     the back half whose output, or output gradient, is over 5x eager's RMSE against float64, in
     the order they ran; and, for `name`'s far channels, the variance of its input in float64."""
-    _, base, inputs, target = _resnet50(device)
-    base.train()
-    x = inputs["pixel_values"]
-    torch.backends.cuda.matmul.allow_tf32 = False
+    base, x, target = _resnet50_training(device)
 
     def run(dtype, compiled_piece=None):
         model = copy.deepcopy(base).to(dtype)
