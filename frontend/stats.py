@@ -168,6 +168,9 @@ def _partition_lines(p: PartitionReport) -> list[str]:
     # its target would run as library calls.
     how = "as library call" if p.compiled else "would run as library call"
     lines = [f"  partition {p.name}: {len(p.ops)} ops, {status}; {times}"]
+    if p.pass_seconds:  # where a stage's time went (codegen/passes.py)
+        slowest = sorted(p.pass_seconds.items(), key=lambda kv: -kv[1])[:3]
+        lines.append("    slowest passes: " + ", ".join(f"{name} {s * 1e3:.1f} ms" for name, s in slowest))
     for op, n in sorted(Counter(p.ops).items()):
         lines.append(f"    {op} x{n}" + (f" ({library[op]} {how})" if library[op] else ""))
     return lines

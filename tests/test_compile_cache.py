@@ -127,9 +127,12 @@ def test_cache_off_and_dumps_compile_every_stage(tmp_path):
 
 def test_explain_says_where_the_code_came_from(tmp_path):
     _compile_mlp({"cache_dir": str(tmp_path)})
-    assert "compiled (stored in the compile cache)" in dynamo_mlir.explain()
+    text = dynamo_mlir.explain()
+    assert "compiled (stored in the compile cache)" in text
+    assert "slowest passes: cpu-" in text  # the passes that ran, timed
     _compile_mlp({"cache_dir": str(tmp_path)})
-    assert "compiled (from the compile cache (memory))" in dynamo_mlir.explain()
+    text = dynamo_mlir.explain()
+    assert "compiled (from the compile cache (memory))" in text and "slowest passes" not in text  # none ran
 
 
 def test_the_cpu_artifact_holds_no_mlir_and_pickles(tmp_path):
