@@ -19,7 +19,8 @@ sees a whole entry or none, and two processes writing one key each write a whole
 An entry that is truncated, altered, of another format or that fails to load is reported once,
 removed, and compiled again: a cache never makes a compile fail or an answer wrong.
 
-The payload is a pickle: the cache folder must be writable only by its user (as ~/.cache is).
+The payload is a pickle: the cache folder must be writable only by its user (as ~/.cache is);
+a folder the cache creates is made so (mode 0700).
 """
 
 from __future__ import annotations
@@ -209,7 +210,9 @@ class CompileCache:
         header = {"format": FORMAT, "key": key, "target": entry.target, "size": len(payload),
                   "sha256": hashlib.sha256(payload).hexdigest(), "created": time.time(), "software": software()}
         path = self.path_of(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.root.exists():  # a new cache folder is its user's alone: entries are pickles
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:

@@ -194,3 +194,10 @@ def test_the_memory_level_keeps_the_most_recent_entries(tmp_path, monkeypatch):
     store.put("d" * 64, cache.Entry("cpu", "d"))
     assert list(store._memory) == ["b" * 64, "d" * 64]
     assert store.get("a" * 64) == (cache.Entry("cpu", "a"), "disk")  # still on disk
+
+
+def test_a_new_cache_folder_is_its_users_alone(tmp_path):
+    folder = tmp_path / "new" / "cache"
+    _compile_mlp({"cache_dir": str(folder)})
+    (entry,) = _entries(folder)
+    assert folder.stat().st_mode & 0o077 == 0 and entry.parent.stat().st_mode & 0o077 == 0
