@@ -67,7 +67,8 @@ class Target:
     The compile cache (codegen/cache.py): with `cacheable`, the last stage's artifact is kept
     and handed to `load` in later compiles of the same region, in this process or another. It
     must then pickle, hold nothing of this process (no MLIR module, no handle, no address), and
-    `load` must need nothing else. `machine(options)` names what the code is generated for (the
+    `load` must need nothing else; an artifact that keeps its module for dumps offers
+    `detached()`, the copy the cache keeps. `machine(options)` names what the code is generated for (the
     host CPU and its features, a GPU architecture): part of the cache key.
     """
 

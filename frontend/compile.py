@@ -316,7 +316,8 @@ class _RegionCache:
         return entry.package, config.replace(config.bind(options, target), graph_name=name), entry.library_nodes
 
     def store(self, artifact, target: Target, nodes) -> None:
-        self.cache.put(self.key, cache.Entry(target.name, artifact, frozenset(nodes)))
+        package = artifact.detached() if hasattr(artifact, "detached") else artifact  # no MLIR objects kept
+        self.cache.put(self.key, cache.Entry(target.name, package, frozenset(nodes)))
 
     def discard(self, why: str) -> None:
         self.cache.discard(self.key, why)

@@ -95,6 +95,8 @@ def _compile_mlp(options=None):
 def test_the_same_graph_again_in_this_process_is_a_memory_hit(tmp_path):
     options = {"cache_dir": str(tmp_path)}
     assert _compile_mlp(options)["misses"] == 1
+    (kept,) = cache.cache_for(cache_options(tmp_path))._memory.values()
+    assert kept.package.module is None  # no MLIR module (and context) kept alive by the cache
     assert _compile_mlp(options)["memory_hits"] == 1
     cache.cache_for(cache_options(tmp_path)).forget_memory()
     assert _compile_mlp(options)["disk_hits"] == 1

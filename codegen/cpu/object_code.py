@@ -16,6 +16,7 @@ names it, and the region runs eagerly.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import os
 import tempfile
@@ -54,6 +55,11 @@ class CpuObject:
 
     def __getstate__(self):
         return {**self.__dict__, "module": None}  # an MLIR module belongs to its context, not to a file
+
+    def detached(self) -> "CpuObject":
+        """This object without its module: what the compile cache keeps (an MLIR module would
+        keep its whole context alive in the cache's memory)."""
+        return dataclasses.replace(self, module=None)
 
 
 ENTRY = "main"  # the importer's name for a region's function (frontend/compile.py)
