@@ -168,6 +168,20 @@ def resnet50_training_grads(threshold: float = 1.5, device: str = os.environ.get
     print("largest ratio to eager's error over all gradients:", {k: round(v, 2) for k, v in worst.items()})
 
 
+def _tail_grads(tail, x, target) -> dict:
+    """The gradients (input's and parameters') of cross-entropy through `tail` on features `x`,
+    by kind: float64, eager float32, compiled float32."""
+    grads = {}
+    for kind, dtype, compiled in [("float64", torch.float64, False), ("eager", torch.float32, False),
+                                  ("compiled", torch.float32, True)]:
+        torch._dynamo.reset()
+        mod, xin = copy.deepcopy(tail).to(dtype), x.to(dtype).clone().requires_grad_()
+        loss = lambda: F.cross_entropy(mod(xin), target)  # noqa: E731
+        (torch.compile(loss, backend="mlir") if compiled else loss)().backward()
+        grads[kind] = {"input": xin.grad, **{n: p.grad for n, p in mod.named_parameters()}}
+    return grads
+
+
 def resnet50_tail(device: str = os.environ.get("DEVICE", "cuda")) -> None:
     """Where the last block's gradients lose accuracy: the model's tail (its last bottleneck,
     the pooler, the classifier and the loss) compiled alone on features eager computed, and the
@@ -181,14 +195,7 @@ def resnet50_tail(device: str = os.environ.get("DEVICE", "cuda")) -> None:
             h = layer(h)
     block, head = stages[3].layers[2], torch.nn.Sequential(model.resnet.pooler, torch.nn.Flatten(1), model.classifier)
     for name, tail, x in [("head", head, block(h).detach()), ("block + head", torch.nn.Sequential(block, head), h)]:
-        grads = {}
-        for kind, dtype, compiled in [("float64", torch.float64, False), ("eager", torch.float32, False),
-                                      ("compiled", torch.float32, True)]:
-            torch._dynamo.reset()
-            mod, xin = copy.deepcopy(tail).to(dtype), x.to(dtype).clone().requires_grad_()
-            loss = lambda: F.cross_entropy(mod(xin), target)
-            (torch.compile(loss, backend="mlir") if compiled else loss)().backward()
-            grads[kind] = {"input": xin.grad, **{n: p.grad for n, p in mod.named_parameters()}}
+        grads = _tail_grads(tail, x, target)
         print(f"{name}: gradient | eager RMSE | compiled RMSE | ratio")
         for k, r in grads["float64"].items():
             e, c = _rmse(grads["eager"][k], r), _rmse(grads["compiled"][k], r)
@@ -212,14 +219,7 @@ def resnet50_stage_tails(device: str = os.environ.get("DEVICE", "cuda")) -> None
                 for st in stages[:first]:
                     h = st(h)
             tail = torch.nn.Sequential(*stages[first:], head)
-            grads = {}
-            for kind, dtype, compiled in [("float64", torch.float64, False), ("eager", torch.float32, False),
-                                          ("compiled", torch.float32, True)]:
-                torch._dynamo.reset()
-                mod, xin = copy.deepcopy(tail).to(dtype), h.to(dtype).clone().requires_grad_()
-                loss = lambda: F.cross_entropy(mod(xin), target)
-                (torch.compile(loss, backend="mlir") if compiled else loss)().backward()
-                grads[kind] = {"input": xin.grad, **{n: p.grad for n, p in mod.named_parameters()}}
+            grads = _tail_grads(tail, h, target)
             bad = []
             for k, r in grads["float64"].items():
                 e, c = grads["eager"][k].double(), grads["compiled"][k].double()

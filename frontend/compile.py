@@ -257,7 +257,9 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
     try:
         fn = target.load(artifact, imported.signature, bound)
     except Exception as e:
-        if not (cached and cached.hit):
+        # A CompileError is the machine's answer (no device, a symbol the process lacks): a fresh
+        # compile would get it too, so the entry stays and the region runs eagerly, said why.
+        if not (cached and cached.hit) or isinstance(e, CompileError):
             raise
         cached.discard(f"loading it failed: {type(e).__name__}: {e}")  # then compiled afresh
         fn = build_region(sub, target, options, name, stage_seconds, keep_text, library, pass_seconds, report)

@@ -15,6 +15,7 @@ import torch
 import dynamo_mlir
 from dynamo_mlir.codegen import cache
 from dynamo_mlir.codegen.cpu.object_code import CpuObject
+from dynamo_mlir.codegen.passes import CompileError
 from dynamo_mlir.tools import cli
 from helpers import zeros_runtime
 
@@ -80,7 +81,7 @@ def test_two_processes_writing_one_entry_both_get_right_answers(tmp_path):
     assert third["cache"]["disk_hits"] == 1 and third["max_error"] == 0.0
 
 
-def _compile_mlp(options=None):
+def _compile_mlp(options=None, compiled=True):
     torch._dynamo.reset()
     dynamo_mlir.reset()
     torch.manual_seed(0)
@@ -88,7 +89,7 @@ def _compile_mlp(options=None):
     x = torch.randn(4, 16)
     torch.testing.assert_close(torch.compile(net, backend="mlir", options=options)(x), net(x))
     s = dynamo_mlir.stats()
-    assert s["ops_compiled"] > 0
+    assert (s["ops_compiled"] > 0) == compiled
     return s["cache"]
 
 
@@ -203,3 +204,40 @@ def test_a_new_cache_folder_is_its_users_alone(tmp_path):
     _compile_mlp({"cache_dir": str(folder)})
     (entry,) = _entries(folder)
     assert folder.stat().st_mode & 0o077 == 0 and entry.parent.stat().st_mode & 0o077 == 0
+
+
+def test_a_load_failure_on_a_hit_keeps_or_drops_the_entry_by_its_kind(tmp_path, caplog, monkeypatch):
+    """A CompileError from `load` is the machine's answer (no device, a missing symbol): a fresh
+    compile would meet it too, so the entry stays and the region runs eagerly. Any other failure
+    means the entry cannot be used: removed, reported, compiled again."""
+    from dynamo_mlir.codegen.cpu import runtime
+
+    options = {"cache_dir": str(tmp_path)}
+    _compile_mlp(options)
+    (entry,) = _entries(tmp_path)
+    memory = cache.cache_for(cache_options(tmp_path))
+    real, calls = runtime.LinkedObject, []
+
+    def refuse(obj):
+        raise CompileError("load", "this machine cannot run it")
+
+    def broken_once(obj):  # the cached object fails to link, the fresh one links
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("damaged")
+        return real(obj)
+
+    memory.forget_memory()
+    monkeypatch.setattr(runtime, "LinkedObject", refuse)
+    with caplog.at_level(logging.WARNING, logger="dynamo_mlir"):
+        _compile_mlp(options, compiled=False)  # the region ran eagerly, right
+    s = dynamo_mlir.stats()
+    assert s["partitions_failed"] == 1 and s["cache"]["disk_hits"] == 1
+    assert "is unusable" not in caplog.text and entry.exists()
+
+    memory.forget_memory()
+    monkeypatch.setattr(runtime, "LinkedObject", broken_once)
+    with caplog.at_level(logging.WARNING, logger="dynamo_mlir"):
+        counts = _compile_mlp(options)
+    assert counts["bad_entries"] == 1 and counts["hits"] == 0 and "is unusable" in caplog.text
+    assert len(calls) == 2 and entry.exists()  # rewritten by the fresh compile

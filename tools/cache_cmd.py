@@ -2,6 +2,7 @@
 
 import json
 import time
+from collections import Counter
 
 from ..codegen import cache
 
@@ -17,9 +18,7 @@ def run(args) -> int:
 
 def _stats(store: cache.CompileCache, args) -> int:
     rows = store.entries()
-    by_target: dict[str, int] = {}
-    for r in rows:
-        by_target[r["target"] or "unreadable"] = by_target.get(r["target"] or "unreadable", 0) + 1
+    by_target = dict(Counter(r["target"] or "unreadable" for r in rows))
     summary = {"folder": str(store.root), "entries": len(rows), "bytes": sum(r["bytes"] for r in rows),
                "by_target": by_target, "unreadable": sum(not r["readable"] for r in rows)}
     if args.json:

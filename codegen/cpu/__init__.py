@@ -1,5 +1,7 @@
 """The `cpu` target: linalg -> loops -> LLVM dialect -> object code (MLIR's ExecutionEngine), linked at load."""
 
+import functools
+
 from torch_mlir import ir
 
 from ..llvm_text import to_llvmlite_text
@@ -38,6 +40,11 @@ def _object(module: ir.Module, options) -> object_code.CpuObject:
 
 
 def _machine(options) -> str:
+    return _host_cpu()
+
+
+@functools.cache
+def _host_cpu() -> str:
     """What the object code is compiled for: the host CPU as LLVM sees it (name and features)."""
     import llvmlite.binding as llvm
 
