@@ -89,9 +89,10 @@ def _check_types(node: fx.Node, device_type: str | None, target) -> None:
         elif v is not None and not isinstance(v, (int, float, bool, tuple, list)):
             raise Unsupported(f"non-tensor value of type {type(v).__name__}")
     _check_dynamic(node, vals, target)
-    for a in node.all_input_nodes:
+    # Named by position and kind, not by node name: a verdict is shared by every node alike (node_signature).
+    for i, a in enumerate(node.all_input_nodes):
         if not is_tensor_node(a) and not is_size_node(a) and not (isinstance(a.meta.get("val"), (tuple, list)) and a.op == "call_function"):
-            raise Unsupported(f"input '{a.name}' is not a tensor")
+            raise Unsupported(f"input {i} ({type(a.meta.get('val')).__name__}) is not a tensor")
 
 
 def _meta(val):
