@@ -12,9 +12,13 @@ to eager. Tables, each at every thread count asked for (default: torch's and 1):
             on CUDA also in mode="reduce-overhead"
 With --train: all training steps instead (train_workloads.py), each backend on its own copy of
 the model and optimizer, losses compared step by step.
+With --scale: the workloads at the sizes and precisions people run (scale_workloads.py: GPT-2
+small, BERT-base, a 1B LLaMA in bf16, ViT-B/16, ResNet-50, AMP training steps), judged against a
+float64 copy of the model as PyTorch's benchmark suite does, torch's own TF32 settings kept; on
+cuda also a GEMM table (ours against torch.mm at 4096^3, bf16 / fp16 / fp32).
 
     python benchmarks/bench_models.py [--device cpu|cuda] [--threads default,1] [--repeats 20]
-        [--only mlp,softmax_4096x1024] [--train] [--quick] [--out results.md]
+        [--only mlp,softmax_4096x1024] [--train | --scale] [--quick] [--out results.md]
 """
 
 import argparse
@@ -34,6 +38,7 @@ import traceback
 import torch
 
 import dynamo_mlir
+import scale_workloads as scale
 from train_workloads import Training, losses_match, make_step, train_workloads
 from workloads import HAVE_TRANSFORMERS, Inference, inference_workloads
 
@@ -54,6 +59,7 @@ def _graph_as_is(gm, example_inputs):
 FLOOR = {"dynamo floor": dict(backend=_graph_as_is)}
 WARMUP_CALLS = 3
 OVERHEAD_CALLS = 50  # calls per timed sample of a one-op graph (one call is a few microseconds)
+GEMM_CALLS = 20  # calls per timed sample of a GEMM of --scale
 
 
 def _sync(device: str):
@@ -151,7 +157,47 @@ def measure_training(name, w: Training, repeats, device, backends):
     return row
 
 
-MEASURE = {Inference: measure, Training: measure_training}
+def measure_scale(name, w: scale.ScaleInference, repeats, device, backends):
+    """Like measure; mlir judged against a float64 copy of the model (scale_workloads.py)."""
+    row = {"name": name, "group": w.group, "flops": w.flops}
+    _fresh()
+    with torch.no_grad():
+        fns = {backend: _compiled(w.fn, how) for backend, how in backends.items()}
+        # A GEMM's samples are back-to-back calls, so that the host's per-call work overlaps the
+        # kernels as in a model, and the table measures the GEMM, not one call's launch latency.
+        _record(row, time_backends(fns, w.inputs, repeats, device, GEMM_CALLS if w.group == "gemm" else 1))
+        row["mlir_fallbacks"] = where_ops_ran(dynamo_mlir.stats())
+        eager_out, mlir_out = fns["eager"](*w.inputs), fns["mlir"](*w.inputs)
+    row["mlir_ok"] = scale.accuracy(scale.inference_errors(w, eager_out, mlir_out))
+    return row
+
+
+def measure_scale_training(name, w: scale.ScaleTraining, repeats, device, backends):
+    """Like measure_training; each backend's first step (its compile) from the same weights gives
+    the loss and gradients judged against a float64 copy's."""
+    row, errors = {"name": name, "group": w.group}, {}
+    _fresh()
+    raw = {backend: make_step(w) for backend in backends}
+    steps = {backend: _compiled(raw[backend], how) for backend, how in backends.items()}
+    ref_loss, ref_grads = scale.reference_step(w)
+    first = {}
+    for backend, step in steps.items():
+        t0 = time.perf_counter()
+        loss = step(w.inputs, w.target)
+        _sync(device)
+        first[backend] = time.perf_counter() - t0
+        errors[backend] = (scale.rmse(loss, ref_loss), scale.rmse(scale.gradients(raw[backend].model), ref_grads))
+    del ref_grads
+    timings = time_backends(steps, (w.inputs, w.target), repeats, device)
+    _record(row, {b: (first[b], steady) for b, (_, steady) in timings.items()})
+    row["mlir_fallbacks"] = where_ops_ran(dynamo_mlir.stats())
+    row["mlir_ok"] = scale.accuracy({"loss": (errors["eager"][0], errors["mlir"][0]),
+                                     "gradients": (errors["eager"][1], errors["mlir"][1])})
+    return row
+
+
+MEASURE = {Inference: measure, Training: measure_training, scale.ScaleInference: measure_scale,
+           scale.ScaleTraining: measure_scale_training}
 
 
 def where_ops_ran(s: dict) -> str:
@@ -163,7 +209,7 @@ def measure_all(chosen, args, backends) -> list[dict]:
     rows = []
     for name, w in chosen.items():
         t0 = time.perf_counter()
-        replayed = w.group == "overhead" or (args.reduce_overhead and w.group == "models")
+        replayed = w.group == "overhead" or (args.reduce_overhead and w.group in ("models", "scale"))
         how = backends | (FLOOR if w.group in ("overhead", "models") else {}) \
             | (REDUCE_OVERHEAD if replayed and args.device == "cuda" else {})
         try:
@@ -222,6 +268,16 @@ def us_table(rows, backends) -> str:
     return "\n".join(lines)
 
 
+def tflops_table(rows) -> str:
+    """The GEMM rows as throughput: mlir's compiled matmul against torch.mm (eager)."""
+    lines = ["| GEMM | eager (torch.mm) TFLOP/s | inductor TFLOP/s | mlir TFLOP/s | mlir / torch.mm |", "|---|---|---|---|---|"]
+    for r in rows:
+        tf = {b: r["flops"] / r[b] / 1e12 for b in ("eager", "inductor", "mlir")}
+        lines.append(f"| {r['name']} | {tf['eager']:.0f} | {tf['inductor']:.0f} | {tf['mlir']:.0f} | "
+                     f"{tf['mlir'] / tf['eager']:.3f} |")
+    return "\n".join(lines)
+
+
 def replay_table(rows) -> str:
     """The models in both modes: what replaying CUDA graphs buys each backend."""
     lines = ["| workload | inductor ms | inductor reduce-overhead ms | mlir ms | mlir reduce-overhead ms | "
@@ -240,11 +296,15 @@ def report(rows, args, threads: str) -> str:
              f"Median of {args.repeats} {what} per backend (taken round-robin over the backends) after "
              f"{WARMUP_CALLS} warm-up calls; a ratio a/b > 1 "
              "means b is faster. Compile s: first call minus a steady call."]
-    for group, title in (("models", "Training steps" if args.train else "Models"), ("kernels", "Kernels")):
+    for group, title in (("models", "Training steps" if args.train else "Models"), ("kernels", "Kernels"),
+                         ("scale", "Models at real sizes"), ("gemm", "GEMM")):
         chosen = [r for r in rows if r["group"] == group]
         if chosen:
-            parts += ["", f"### {title}", "", ms_table(chosen, geomean=group == "models")]
-    replayed = [r for r in rows if r["group"] == "models" and "mlir reduce-overhead" in r]
+            parts += ["", f"### {title}", "", ms_table(chosen, geomean=group in ("models", "scale"))]
+    gemms = [r for r in rows if r["group"] == "gemm" and "error" not in r]
+    if gemms:
+        parts += ["", "### GEMM throughput (TFLOP/s)", "", tflops_table(gemms)]
+    replayed = [r for r in rows if r["group"] in ("models", "scale") and "mlir reduce-overhead" in r]
     if replayed:
         parts += ["", '### Models, mode="reduce-overhead" (milliseconds per call)', "", replay_table(replayed)]
     overhead = [r for r in rows if r["group"] == "overhead"]
@@ -284,7 +344,11 @@ def header(args) -> str:
              "- inductor compiles cold, as mlir: a fresh cache folder, its FX graph and AOTAutograd caches off"]
     if not HAVE_TRANSFORMERS:
         lines.append("- transformers is not installed: GPT-2, BERT, LLaMA and the GPT-2 training step are left out")
-    if args.device == "cuda":
+    if args.device == "cuda" and args.scale:
+        lines.append(f"- torch's TF32 settings as they are: matmul {torch.backends.cuda.matmul.allow_tf32}, "
+                     f"cuDNN {torch.backends.cudnn.allow_tf32}; accuracy: RMSE against a float64 copy of the model "
+                     f"at most {scale.ACCURACY_RATIO:g}x eager's")
+    elif args.device == "cuda":
         lines.append("- TF32 off (matmul and cuDNN): float32 compared with float32")
     return "\n".join(lines) + "\n"
 
@@ -318,8 +382,12 @@ def warm_up(device: str):
 
 
 def choose(args) -> dict:
-    chosen = (train_workloads(args.device) if args.train
-              else inference_workloads(args.device) | train_workloads(args.device, everything=False))
+    if args.scale:
+        chosen = scale.scale_workloads(args.device)
+    elif args.train:
+        chosen = train_workloads(args.device)
+    else:
+        chosen = inference_workloads(args.device) | train_workloads(args.device, everything=False)
     if args.only:
         wanted = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = sorted(set(wanted) - set(chosen))
@@ -339,6 +407,9 @@ def parse(argv):
                              "torch's (default: 'default,1' on cpu, 'default' on cuda and with --quick)")
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--train", action="store_true", help="all training steps instead (train_workloads.py)")
+    parser.add_argument("--scale", action="store_true",
+                        help="the workloads at real sizes and precisions instead (scale_workloads.py), and on cuda the "
+                             "GEMM table")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 repeats, one thread count")
     parser.add_argument("--reduce-overhead", action="store_true",
                         help="on cuda, also time the models with mode=\"reduce-overhead\" (the one-op graphs always are)")
@@ -355,7 +426,7 @@ def main(argv=None) -> int:
         print("bench_models: --device cuda needs a CUDA GPU, and torch sees none here "
               f"(torch {torch.__version__}); use --device cpu", file=sys.stderr)
         return 2
-    if args.device == "cuda":
+    if args.device == "cuda" and not args.scale:  # --scale keeps torch's defaults, as a user has them
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     counts = thread_counts(args.threads)

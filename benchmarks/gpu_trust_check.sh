@@ -7,6 +7,8 @@
 #   PART=opinfo    OpInfo: float32, float16, bfloat16, float32 gradients (DTYPES to choose)
 #   PART=fuzz      the differential fuzzer on the cuda target: SHARDS processes of EXAMPLES programs
 #   PART=checks    benchmarks/cuda_trust_checks.py (conv_transpose3d and TF32, flash attention's rng_state)
+#   PART=scale     bench_models.py --device cuda --scale (ONLY: workload names, REPEATS)
+#   PART=profile   profile_scale.py for each of PROFILE (workload names)
 # Results and logs in $OUT.
 set -o pipefail
 # Installed once per machine: a second call running beside the first must not rewrite its files.
@@ -56,6 +58,13 @@ case "$part" in
     grep -A3 "=== FAILURE\|=== CRASH\|context is gone" $OUT/fuzz_cuda.log | head -60 ;;
   checks)
     timeout ${CHECKS_TIMEOUT:-240} python3 benchmarks/cuda_trust_checks.py ${CHECKS} 2>&1 | grep -v Warning | tee $OUT/cuda_trust_checks.log | tail -40 ;;
+  scale)
+    timeout ${SCALE_TIMEOUT:-570} python3 benchmarks/bench_models.py --device cuda --scale ${ONLY:+--only $ONLY} \
+      --repeats ${REPEATS:-10} --out $OUT/scale_cuda.md 2>&1 | grep -v Warning | tail -40 ;;
+  profile)
+    for w in ${PROFILE}; do
+      timeout ${PROFILE_TIMEOUT:-240} python3 benchmarks/profile_scale.py $w 2>&1 | grep -v Warning | tee -a $OUT/profile_scale.log | tail -40
+    done ;;
   opinfo-all)  # the entries of issue 22 with every sample (OPS: a regex over OpInfo names)
     for d in float32 float32-train float16 bfloat16; do
       dtype=${d%-train}; train=""; [ "$d" != "$dtype" ] && train="--train"

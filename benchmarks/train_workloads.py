@@ -77,6 +77,7 @@ def make_step(w: Training):
         opt.step()
         return loss
 
+    step.model = model  # its gradients after a call are that step's (bench_models --scale reads them)
     return step
 
 

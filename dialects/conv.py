@@ -12,7 +12,8 @@ class Conv2dOp(Dynamo.Operation, name="conv2d", traits=[Pure]):
     """Convolution over 2 or 3 spatial dims (the name predates 3-d): NC[D]HW input, FC[D]HW weight
     (C = in channels / groups); no bias (add it after). The spatial rank is the input's rank - 2.
     With the optional attribute `layout = "nhwc"` (2-d only) input and result are channels-last,
-    NHWC; the weight stays FCHW.
+    NHWC; the weight stays FCHW. On bf16/f16 operands the sums accumulate in float32 and the
+    result is rounded once to the half type (as cuDNN's kernels; see dialects/matmul.py).
 
     Example:
       %y = "dynamo.conv2d"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,

@@ -9,6 +9,12 @@ from .base import Dynamo, _checked, _require, shape_of, elem_of, dims_compatible
 class MatmulOp(Dynamo.Operation, name="matmul", traits=[Pure]):
     """Matrix product [M,K] x [K,N] -> [M,N], or batched [B,M,K] x [B,K,N] -> [B,M,N].
 
+    On bf16/f16 operands the products accumulate in float32 and each result element is rounded
+    once to the half type: what cuBLAS and every tensor-core kernel compute, so a target may hand
+    the op to them as it is, and one without fast half kernels widens it first
+    (codegen/contraction_precision.py). A float32 matmul follows torch's float32 matmul
+    precision (TF32 or not) wherever a target runs it through torch.
+
     Example:
       %c = "dynamo.matmul"(%a, %b) : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
     """

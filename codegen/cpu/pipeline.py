@@ -5,6 +5,7 @@ dumps them one by one."""
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
+from ..contraction_precision import contractions_in_float32
 from ..attributes import NOALIAS, PLANNED, READ, RETAINS, WORKSPACE_BYTES
 from ..half_bits import bf16_as_bits
 from ..memref_copies import copies_to_linalg
@@ -34,6 +35,9 @@ def _parallel_loops(module, options):
 
 
 LINALG = (
+    _pass("contractions-in-float32", lambda m, o: contractions_in_float32(m),
+          "Half matmuls and convolutions computed on float32 copies of their operands (MKL and our loops "
+          "have no fast half kernels); a reader widening the result reads it unrounded."),
     _pass("channels-last", channels_last.keep_channels_last,
           "Chained 2-d convolutions in NHWC, with no transposes between them.",
           options=("library_matmul", "channels_last")),

@@ -171,7 +171,10 @@ def _convolution(ctx, node):
     a = bind(node)
     val = ctx.out_meta(node)
     compute = compute_dtype(val.dtype)
-    xv, wv = ctx.cast(ctx.tensor(a.input), compute), ctx.cast(ctx.tensor(a.weight), compute)
+    # A transposed convolution's rewrites (col2vol's ordered sums) compute in float32; a plain
+    # one keeps half operands, which it sums in float32 (dialects/conv.py).
+    operands = compute if a.transposed else val.dtype
+    xv, wv = ctx.cast(ctx.tensor(a.input), operands), ctx.cast(ctx.tensor(a.weight), operands)
     rank = len(ctx.shape_of(xv))
     if rank not in (3, 4, 5):
         raise Unsupported(f"convolution of a rank-{rank} input (only 1-d, 2-d and 3-d, batched)")
@@ -184,7 +187,7 @@ def _convolution(ctx, node):
         params = stride, padding, dilation, _per_dim(a.output_padding, spatial, 0), a.groups
         y = _transposed_conv(ctx, xv, wv, spatial, val.dtype in HALF, *params)
     else:
-        y = _conv(ctx, xv, wv, stride, padding, dilation, a.groups)
+        y = ctx.cast(_conv(ctx, xv, wv, stride, padding, dilation, a.groups), compute)
     y = ctx.reshape(y, static_shape(val))
     if a.bias is not None:
         shape = ctx.shape_of(y)
@@ -227,7 +230,7 @@ def _convolution_backward(ctx, node):
         raise Unsupported("convolution backward: only 2-d, groups=1, not transposed")
     val = [v for v in ctx.out_meta(node) if v is not None][0]
     compute = compute_dtype(val.dtype)
-    g, xv, wv = (ctx.cast(ctx.tensor(t), compute) for t in (a.grad_output, a.input, a.weight))
+    g, xv, wv = (ctx.cast(ctx.tensor(t), val.dtype) for t in (a.grad_output, a.input, a.weight))
     stride, padding, dilation = per_dim(a.stride, 2), per_dim(a.padding, 2), per_dim(a.dilation, 2)
     mask, out = a.output_mask, [None, None, None]
     if mask[0]:
@@ -235,5 +238,5 @@ def _convolution_backward(ctx, node):
     if mask[1]:
         out[1] = ctx.cast(_grad_weight(ctx, g, xv, ctx.shape_of(wv), stride, padding, dilation), val.dtype)
     if mask[2]:
-        out[2] = ctx.cast(reduce(ctx, g, "sum", [0, 2, 3]), val.dtype)
+        out[2] = ctx.cast(reduce(ctx, ctx.cast(g, compute), "sum", [0, 2, 3]), val.dtype)
     return tuple(out)

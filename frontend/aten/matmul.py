@@ -1,7 +1,10 @@
 """Contractions: mm, bmm, addmm, addbmm, _trilinear (torch.nn.functional.bilinear).
 
 Eager contracts with BLAS calls in a fixed order; the rules take the same steps (and, for half
-types, round where eager's half-typed intermediate results round)."""
+types, round where eager's half-typed intermediate results round). mm and bmm keep their
+operands' type: a half matmul accumulates in float32 and rounds once (dialects/matmul.py), and
+the target decides where that runs (cuBLAS's tensor cores on cuda; float32 copies on cpu,
+codegen/contraction_precision.py)."""
 
 import torch
 
@@ -15,11 +18,10 @@ aten = torch.ops.aten
 
 
 def matmul(ctx, a, b, out_dtype):
-    """a @ b (batched alike), computed in out_dtype's compute type (fp32 for half types)."""
-    compute = compute_dtype(out_dtype)
-    a, b = ctx.cast(a, compute), ctx.cast(b, compute)
+    """a @ b (batched alike) in out_dtype, the operands' type."""
+    a, b = ctx.cast(a, out_dtype), ctx.cast(b, out_dtype)
     out_shape = ctx.shape_of(a)[:-1] + [ctx.shape_of(b)[-1]]
-    return ctx.cast(dy.MatmulOp(a, b, out=ctx.type_like(a, shape=out_shape)).out, out_dtype)
+    return dy.MatmulOp(a, b, out=ctx.type_like(a, shape=out_shape)).out
 
 
 @import_rule(aten.mm, aten.bmm)

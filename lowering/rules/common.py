@@ -145,10 +145,27 @@ def loop_index(dim: int) -> ir.Value:
 
 
 def matmul_init(op, value) -> ir.Value:
-    """A matmul's accumulator filled with `value`: batch and M sizes from lhs, N from rhs."""
+    """A matmul's accumulator filled with `value` (of its element type): batch and M sizes from
+    lhs, N from rhs."""
     out = ranked(op.out)
+    acc = ir.RankedTensorType.get(out.shape, value.type)
     sources = [(op.lhs, d) for d in range(out.rank - 1)] + [(op.rhs, out.rank - 1)]
-    return linalg.fill(value, outs=[empty_from(out, sources)])
+    return linalg.fill(value, outs=[empty_from(acc, sources)])
+
+
+def accumulator_element(t: ir.RankedTensorType) -> ir.Type:
+    """What a contraction with result type t sums in: float32 for a half result (the dialect's
+    contractions accumulate half products in float32, dialects/matmul.py), else t's element."""
+    elem = t.element_type
+    return ir.F32Type.get() if isinstance(elem, (ir.BF16Type, ir.F16Type)) else elem
+
+
+def stored_as(acc: ir.Value, t: ir.RankedTensorType) -> ir.Value:
+    """A contraction's accumulator as its result type t: rounded once, elementwise, where they differ."""
+    if ranked(acc).element_type == t.element_type:
+        return acc
+    return elementwise([acc], ir.RankedTensorType.get(ranked(acc).shape, t.element_type),
+                       lambda a: arith.truncf(t.element_type, a))
 
 
 # ----------------------------------------------------------------------------- windows (conv, pool)

@@ -7,30 +7,37 @@ from torch_mlir.dialects import arith, linalg, tensor
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const, is_float
-from .common import (PARALLEL, REDUCTION, affine_map, filled, generic, pad_spatial, ranked, transposed, window_attrs,
-                     window_expr)
+from .common import (PARALLEL, REDUCTION, accumulator_element, affine_map, filled, generic, pad_spatial, ranked,
+                     stored_as, transposed, window_attrs, window_expr)
 
 
 def _zero_filled(t, like=None, dim_map=None):
     return filled(t, const(t.element_type, 0), like, dim_map)
 
 
-@register_lowering(dy.Conv2dOp)
-def _lower_conv(ctx, op):
+def lower_conv(op, acc_elem: ir.Type) -> ir.Value:
+    """The convolution summing into an accumulator of acc_elem, rounded to the result type after
+    where they differ."""
+    out = ranked(op.out)
     if dy.layout_of(op) == "nhwc":
         # A correct fallback, not a fast one: the cpu target hands channels-last convolutions to
         # torch's kernel (codegen/cpu/library_conv.py) and sets the layout only then.
         x = transposed(op.x, dy.TO_NCHW)
-        out = ranked(op.out)
-        nchw = ir.RankedTensorType.get(dy.as_nchw(out.shape, "nhwc"), out.element_type)
-        return transposed(_conv_nchw(op, x, nchw), dy.TO_NHWC)
-    return _conv_nchw(op, op.x, ranked(op.out))
+        nchw = ir.RankedTensorType.get(dy.as_nchw(out.shape, "nhwc"), acc_elem)
+        return stored_as(transposed(_conv_nchw(op, x, nchw), dy.TO_NHWC), out)
+    return stored_as(_conv_nchw(op, op.x, ir.RankedTensorType.get(out.shape, acc_elem)), out)
+
+
+@register_lowering(dy.Conv2dOp)
+def _lower_conv(ctx, op):
+    return lower_conv(op, accumulator_element(ranked(op.out)))  # float32 for half operands (dialects/conv.py)
 
 
 def _conv_nchw(op, x, out):
+    """`out`: the accumulator's type (float32 for half operands)."""
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     groups = ir.IntegerAttr(op.groups).value
-    x = pad_spatial(x, padding, const(out.element_type, 0))
+    x = pad_spatial(x, padding, const(ranked(x).element_type, 0))
     if out.rank == 5:
         return _conv_generic(x, op.weight, out, groups, stride, dilation)
     attrs = window_attrs(stride, dilation)
@@ -42,10 +49,10 @@ def _conv_nchw(op, x, out):
 def _grouped_conv(x, weight, out, groups, attrs):
     """NCHW -> N,G,C/G,H,W and FCHW -> G,F/G,C,H,W, then conv_2d_ngchw_gfchw, then back."""
     xs, ws = list(ranked(x).shape), list(ranked(weight).shape)
-    elem = out.element_type
-    x5 = tensor.expand_shape(ir.RankedTensorType.get([xs[0], groups, xs[1] // groups, xs[2], xs[3]], elem),
+    elem, operand_elem = out.element_type, ranked(x).element_type
+    x5 = tensor.expand_shape(ir.RankedTensorType.get([xs[0], groups, xs[1] // groups, xs[2], xs[3]], operand_elem),
                              x, [[0], [1, 2], [3], [4]], output_shape=[], static_output_shape=[xs[0], groups, xs[1] // groups, xs[2], xs[3]])
-    w5 = tensor.expand_shape(ir.RankedTensorType.get([groups, ws[0] // groups] + ws[1:], elem),
+    w5 = tensor.expand_shape(ir.RankedTensorType.get([groups, ws[0] // groups] + ws[1:], operand_elem),
                              weight, [[0, 1], [2], [3], [4]], output_shape=[], static_output_shape=[groups, ws[0] // groups] + ws[1:])
     o = list(out.shape)
     out5 = ir.RankedTensorType.get([o[0], groups, o[1] // groups, o[2], o[3]], elem)
@@ -75,6 +82,7 @@ def _conv_generic(x, weight, out, groups, stride, dilation):
     y_map = affine_map(n_loops, [0, 1, 2, *o_dims])
     iters = [PARALLEL] * (3 + spatial) + [REDUCTION] * (1 + spatial)
     mul, add = (arith.mulf, arith.addf) if is_float(elem) else (arith.muli, arith.addi)
+    wide = lambda v: arith.extf(elem, v) if v.type != elem else v  # noqa: E731  (half operands)
     y = generic([x, weight], [_zero_filled(grouped)], [x_map, w_map, y_map], iters,
-                lambda a, b, acc: [add(acc, mul(a, b))])[0]
+                lambda a, b, acc: [add(acc, mul(wide(a), wide(b)))])[0]
     return tensor.collapse_shape(out, y, [[0], [1, 2], *[[3 + i] for i in range(spatial)]])

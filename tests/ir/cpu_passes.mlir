@@ -12,6 +12,7 @@
 // RUN: dynamo-mlir pass cpu-prebufferize-cleanup %s | check --prefix PRECLEAN
 // RUN: dynamo-mlir pass cuda-prebufferize-cleanup %s --target cuda | check --prefix PRECLEAN
 // RUN: dynamo-mlir pass cpu-bf16-as-bits %s | check --prefix BITS
+// RUN: dynamo-mlir pass cpu-contractions-in-float32 %s | check --prefix WIDEN
 
 // Named passes of the cpu target run alone (`dynamo-mlir passes` lists them). Two gemms share
 // one zero fill after CSE: cpu-unshare-zero-fills gives each its own fill right before it, what
@@ -193,4 +194,27 @@ func.func @main(%a: tensor<8xi32>) -> tensor<8xi32> {
   %z = arith.constant dense<0> : tensor<8xi32>
   %0 = arith.addi %a, %z : tensor<8xi32>
   return %0 : tensor<8xi32>
+}
+
+// -----
+
+// cpu-contractions-in-float32: a bf16 matmul and an f16 convolution computed on float32 copies
+// of their operands. The matmul's reader that widens it back (a bias add's operand) reads the
+// float32 sums directly (one rounding, at the end of the chain); the convolution's reader takes
+// the result rounded to f16, as the op's semantics say.
+// WIDEN: %[[A:[0-9]+]] = "dynamo.cast"(%arg0) : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+// WIDEN-NEXT: %[[B:[0-9]+]] = "dynamo.cast"(%arg1) : (tensor<8x3xbf16>) -> tensor<8x3xf32>
+// WIDEN-NEXT: %[[M:[0-9]+]] = "dynamo.matmul"(%[[A]], %[[B]]) : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+// WIDEN-NOT: "dynamo.cast"(%[[M]])
+// WIDEN: "dynamo.add"(%[[M]], %arg2)
+// WIDEN: %[[C:[0-9]+]] = "dynamo.conv2d"(%{{[0-9]+}}, %{{[0-9]+}}) {{.*}} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>
+// WIDEN-NEXT: %[[R:[0-9]+]] = "dynamo.cast"(%[[C]]) : (tensor<1x3x3x3xf32>) -> tensor<1x3x3x3xf16>
+// WIDEN: return %{{[0-9]+}}, %[[R]]
+func.func @main(%a: tensor<4x8xbf16>, %b: tensor<8x3xbf16>, %bias: tensor<4x3xf32>, %x: tensor<1x2x5x5xf16>, %w: tensor<3x2x3x3xf16>) -> (tensor<4x3xbf16>, tensor<1x3x3x3xf16>) {
+  %m = "dynamo.matmul"(%a, %b) : (tensor<4x8xbf16>, tensor<8x3xbf16>) -> tensor<4x3xbf16>
+  %wide = "dynamo.cast"(%m) : (tensor<4x3xbf16>) -> tensor<4x3xf32>
+  %sum = "dynamo.add"(%wide, %bias) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = "dynamo.cast"(%sum) : (tensor<4x3xf32>) -> tensor<4x3xbf16>
+  %c = "dynamo.conv2d"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x5x5xf16>, tensor<3x2x3x3xf16>) -> tensor<1x3x3x3xf16>
+  return %y, %c : tensor<4x3xbf16>, tensor<1x3x3x3xf16>
 }

@@ -6,6 +6,7 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage gpu | check --prefix LIBRARY
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda -O library_matmul=false --stage gpu | check --prefix OWN
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage host | check --prefix HOST
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda -O library_matmul=false --stage linalg | check --prefix OWN-LINALG
 
 // cpu, library_matmul off: the matmul as a generic (i, k, j): multiply, accumulate into a zero fill (the matmul
 // accumulator, common.py's), with the reduction dim k in the middle.
@@ -122,4 +123,24 @@ func.func @main(%w: tensor<128x64xf32>, %x: tensor<32x64xf32>, %k: tensor<4x16x8
   %kt = "dynamo.permute"(%k) {perm = array<i64: 0, 2, 1>} : (tensor<4x16x8xf32>) -> tensor<4x8x16xf32>
   %s = "dynamo.matmul"(%k, %kt) : (tensor<4x16x8xf32>, tensor<4x8x16xf32>) -> tensor<4x16x16xf32>
   return %y, %s : tensor<32x128xf32>, tensor<4x16x16xf32>
+}
+
+// -----
+// A bf16 matmul accumulates in float32 and rounds once (the dialect's semantics). On cuda the
+// host schedule hands it to cuBLAS as it is: bf16 in, bf16 out (tensor cores, float32
+// accumulation inside), no float32 buffer, no rounding kernel after it.
+// HOST: host main(%0: 32x64xbfloat16, %1: 64x16xbfloat16, %2: 32x16xbfloat16)
+// HOST-NEXT: torch linalg.matmul(%0[32x64|64,1+0], %1[64x16|16,1+0], %2[32x16|16,1+0]) overwrite=True
+// HOST-NOT: launch
+// Without the library: a float32 accumulator, rounded by an elementwise truncf after the sums.
+// OWN-LINALG: %[[ACC:[0-9]+]] = linalg.fill ins(%{{cst[_0-9]*}} : f32) outs(%{{[0-9]+}} : tensor<32x16xf32>)
+// OWN-LINALG: %[[SUM:[0-9]+]] = linalg.matmul ins(%arg0, %arg1 : tensor<32x64xbf16>, tensor<64x16xbf16>) outs(%[[ACC]] : tensor<32x16xf32>)
+// OWN-LINALG: linalg.generic {{.*}} ins(%[[SUM]] : tensor<32x16xf32>) outs(%{{[0-9]+}} : tensor<32x16xbf16>)
+// OWN-LINALG: arith.truncf %{{.*}} : f32 to bf16
+// cpu: float32 copies of the operands into MKL's sgemm_ (codegen/contraction_precision.py).
+// MKL-LINALG: linalg.matmul ins(%{{[0-9]+}}, %{{[0-9]+}} : tensor<32x64xf32>, tensor<64x16xf32>)
+// MKL: call @sgemm_(
+func.func @main(%arg0: tensor<32x64xbf16>, %arg1: tensor<64x16xbf16>) -> tensor<32x16xbf16> {
+  %0 = "dynamo.matmul"(%arg0, %arg1) : (tensor<32x64xbf16>, tensor<64x16xbf16>) -> tensor<32x16xbf16>
+  return %0 : tensor<32x16xbf16>
 }

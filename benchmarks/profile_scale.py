@@ -1,0 +1,60 @@
+"""Where a workload of bench_models.py --scale spends its GPU time: torch.profiler over a few
+calls of each backend asked for, the kernels (and library calls) by total CUDA time.
+
+    python benchmarks/profile_scale.py WORKLOAD [--backends eager,mlir] [--calls 3] [--top 15]
+"""
+
+import argparse
+import os
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import dynamo_mlir
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scale_workloads as scale  # noqa: E402
+from train_workloads import make_step  # noqa: E402
+
+
+def _callable(w, backend: str):
+    fn = make_step(w) if isinstance(w, scale.ScaleTraining) else w.fn
+    args = (w.inputs, w.target) if isinstance(w, scale.ScaleTraining) else w.inputs
+    if backend != "eager":
+        fn = torch.compile(fn, backend=backend)
+    return fn, args
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workload")
+    parser.add_argument("--backends", default="eager,mlir")
+    parser.add_argument("--calls", type=int, default=3, help="profiled calls (after 3 warm-up calls)")
+    parser.add_argument("--top", type=int, default=15)
+    args = parser.parse_args(argv)
+    w = scale.scale_workloads("cuda")[args.workload]
+    for backend in args.backends.split(","):
+        torch._dynamo.reset()
+        dynamo_mlir.reset()
+        fn, inputs = _callable(w, backend)
+        with torch.set_grad_enabled(isinstance(w, scale.ScaleTraining)):
+            for _ in range(3):
+                fn(*inputs)
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(args.calls):
+                    fn(*inputs)
+                torch.cuda.synchronize()
+        events = [e for e in prof.key_averages() if e.device_time_total > 0]
+        total = sum(e.device_time_total for e in events) / args.calls / 1e3
+        print(f"## {args.workload}, {backend}: {total:.2f} ms of kernels per call")
+        for e in sorted(events, key=lambda e: -e.device_time_total)[:args.top]:
+            print(f"{e.device_time_total / args.calls / 1e3:8.3f} ms  {e.count // args.calls:4d}x  {e.key[:110]}")
+        if backend == "mlir":
+            s = dynamo_mlir.stats()
+            print("mlir:", {k: s[k] for k in ("ops_compiled", "ops_library", "ops_fallback", "fallback_ops")})
+
+
+if __name__ == "__main__":
+    main()
