@@ -209,3 +209,49 @@ def test_resampling_backward_matches_eager(case):
     torch.cuda.synchronize()  # a device assert surfaces here, not later in another test
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     assert dynamo_mlir.stats()["library_ops"].get("aten.index_put.default", 0) >= 2, dynamo_mlir.explain()
+
+
+# ----------------------------------------------------------------------------- half contractions
+
+
+def _conv_then_mm(x, w, a, b):
+    return F.conv2d(x, w, padding=1).relu(), a @ b
+
+
+def _half_operands(dtype, device="cpu"):
+    g = torch.Generator().manual_seed(0)
+    r = lambda *shape: torch.randn(*shape, generator=g).to(device=device, dtype=dtype)  # noqa: E731
+    return r(2, 8, 16, 16), r(16, 8, 3, 3) / 8, r(64, 96), r(96, 32) / 10
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_contractions_reach_the_libraries_in_their_dtype(tmp_path, dtype):
+    """A half convolution and matmul are library steps on half buffers (cuDNN and cuBLAS on
+    tensor cores, float32 accumulation inside): no float32 copy of an operand, no float32
+    result buffer; the convolution pads as cuDNN reads (no padded copy)."""
+    options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, "dump_dir": str(tmp_path)}
+    with zeros_runtime("cuda"):
+        torch.compile(_conv_then_mm, backend="mlir", options=options)(*_half_operands(dtype))
+    s = dynamo_mlir.stats()
+    assert s["library_ops"] == {"aten.convolution.default": 1, "aten.mm.default": 1}, dynamo_mlir.explain()
+    host = read_stage(str(tmp_path), "host")
+    name = str(dtype).split(".")[1]
+    assert "float32" not in host, host
+    conv = next(line for line in host.splitlines() if "torch torch.convolution(" in line)
+    assert "'padding': (1, 1)" in conv and "[2x8x16x16|" in conv, host
+    assert f"%0: 2x8x16x16x{name}" in host and "torch linalg.matmul(" in host, host
+
+
+@on_gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_contractions_as_accurate_as_eager(dtype):
+    """Against float64: each result's error at most 3x eager's (PyTorch's benchmark rule)."""
+    inputs = _half_operands(dtype, "cuda")
+    got = torch.compile(_conv_then_mm, backend="mlir")(*inputs)
+    assert dynamo_mlir.stats()["library_ops"] == {"aten.convolution.default": 1, "aten.mm.default": 1}
+    eager = _conv_then_mm(*inputs)
+    reference = _conv_then_mm(*(t.double() for t in inputs))
+    for mine, theirs, ref in zip(got, eager, reference):
+        assert mine.dtype == dtype
+        error = lambda t: (t.double() - ref).pow(2).mean().sqrt().item()  # noqa: E731
+        assert error(mine) <= 3 * error(theirs), (error(mine), error(theirs))

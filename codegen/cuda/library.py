@@ -1,5 +1,6 @@
-"""Host-schedule steps that run through torch: matmul (cuBLAS), convolution (cuDNN), pooling,
-index_put, scatter and attention.
+"""Host-schedule steps that run through torch: matmul (cuBLAS), convolution (cuDNN; a
+`torch.convolution` call pads as it reads and writes its buffer itself), pooling, index_put,
+scatter and attention.
 
 Each linalg op accumulates into its output; `overwrite` says the accumulator was a zero fill
 that the gpu stage dropped, so the library result is written instead of added.
@@ -98,6 +99,29 @@ def _scatter(step: Library, index, src, out):
         out.scatter_reduce_(attrs["dim"], _long(index), src, attrs["reduce"], include_self=bool(attrs["include_self"]))
 
 
+def _cudnn_writes(x: torch.Tensor, w: torch.Tensor, groups: int) -> bool:
+    """Whether cuDNN's convolution takes these operands into our buffer as eager would run them:
+    cuDNN on, a float type it has, and not a depthwise convolution (eager runs those with its own
+    kernels)."""
+    depthwise = groups > 1 and groups == x.shape[1] and w.shape[0] % groups == 0
+    return torch.backends.cudnn.enabled and x.dtype in (torch.float32, torch.float16, torch.bfloat16) \
+        and not depthwise
+
+
+def _convolution(step: Library, x, w, out):
+    """torch.convolution's cuDNN kernel writing `out` itself (cudnn_convolution.out: no copy),
+    with torch's cuDNN settings read at the call, as eager reads them; otherwise torch's
+    convolution, copied into `out`."""
+    a = dict(step.attrs)
+    stride, padding, dilation, groups = a["stride"], a["padding"], a["dilation"], a["groups"]
+    if _cudnn_writes(x, w, groups):
+        cudnn = torch.backends.cudnn
+        torch.ops.aten.cudnn_convolution.out(x, w, padding, stride, dilation, groups, cudnn.benchmark,
+                                             cudnn.deterministic, cudnn.allow_tf32, out=out)
+    else:
+        out.copy_(torch.ops.aten.convolution(x, w, None, stride, padding, dilation, False, [0] * len(stride), groups))
+
+
 def _attention(step: Library, q, k, v, *bias_then_out):
     *bias, out = bias_then_out
     attrs = dict(step.attrs)
@@ -116,6 +140,7 @@ RUNNERS = {
     "torch.index_put": _index_put,
     "torch.scatter": _scatter,
     "torch.attention": _attention,
+    "torch.convolution": _convolution,
 }
 
 

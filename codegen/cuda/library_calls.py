@@ -28,6 +28,10 @@ node as a library call.
 The operands are buffers of the identity layout (static shapes only: the host schedule reads
 views off static memref types); a strided producer is copied contiguous by bufferization.
 
+convolution (dynamo.conv2d, 2-d or 3-d, NC[D]HW, static) is such a call too, writing a fresh
+buffer: cuDNN pads the input as it reads it (the generic rule's padded copy and its zero fill
+are two kernels and a buffer per convolution) and writes the step's output buffer itself.
+
 attention (dynamo.attention: an inference graph's F.scaled_dot_product_attention, kept whole
 by the frontend) is the same call without the copy: it writes a fresh buffer, its result
 
@@ -46,15 +50,16 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func, memref
 
+from ...dialects import dynamo as dy
 from ..attributes import LIBRARY_CALL
 from ..buffer_reads import read_only_buffer
 from ..functions import is_declaration  # noqa: F401  (the callees; schedule.py and to_gpu.py import it here)
 
 CALL_KIND = LIBRARY_CALL  # func.call attribute: which library op the call is
-INDEX_PUT, SCATTER, ATTENTION = "torch.index_put", "torch.scatter", "torch.attention"
+INDEX_PUT, SCATTER, ATTENTION, CONVOLUTION = "torch.index_put", "torch.scatter", "torch.attention", "torch.convolution"
 # kind -> the dynamo op's attributes the call keeps (the runner's arguments besides buffers)
 CALL_ATTRS = {INDEX_PUT: ("accumulate",), SCATTER: ("dim", "reduce", "include_self"),
-              ATTENTION: ("is_causal", "scale")}
+              ATTENTION: ("is_causal", "scale"), CONVOLUTION: ("stride", "padding", "dilation", "groups")}
 
 
 def _module_of(op) -> ir.Operation:
@@ -123,6 +128,18 @@ def attention(ctx, op) -> ir.Value:
     return emit_call(op, ATTENTION, [op.query, op.key, op.value, *op.bias], updates_dest=False)
 
 
+def _static(value: ir.Value) -> bool:
+    return ir.RankedTensorType(value.type).has_static_shape
+
+
+def convolution(ctx, op) -> ir.Value | None:
+    """A 2-d or 3-d NC[D]HW convolution of static shape as one cuDNN call that pads as it reads
+    and writes the step's buffer itself (library.py), or None: the generic rule's."""
+    if dy.layout_of(op) != "nchw" or not all(_static(v) for v in (op.x, op.weight, op.out)):
+        return None
+    return emit_call(op, CONVOLUTION, [op.x, op.weight], updates_dest=False)
+
+
 def is_call(op, kind: str) -> bool:
     """Whether `op` is a library call of `kind` (torch.attention, ...)."""
     return op.name == "func.call" and CALL_KIND in op.attributes and ir.StringAttr(op.attributes[CALL_KIND]).value == kind
@@ -144,7 +161,8 @@ def call_attrs(op) -> tuple:
 
 # attribute class -> its Python value
 _PLAIN = ((ir.StringAttr, lambda a: ir.StringAttr(a).value), (ir.FloatAttr, lambda a: ir.FloatAttr(a).value),
-          (ir.IntegerAttr, lambda a: ir.IntegerAttr(a).value))
+          (ir.IntegerAttr, lambda a: ir.IntegerAttr(a).value),
+          (ir.DenseI64ArrayAttr, lambda a: tuple(ir.DenseI64ArrayAttr(a))))
 
 
 def _plain(attr: ir.Attribute):

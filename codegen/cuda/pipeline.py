@@ -17,6 +17,7 @@ from torch_mlir import ir
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
+from ..own_inits import own_inits
 from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
@@ -45,6 +46,11 @@ LINALG = (
     upstream("cuda-linalg-cleanup", "canonicalize, cse", "Canonicalize and CSE the linalg module."),
     upstream("cuda-fuse-elementwise", "linalg-fuse-elementwise-ops, canonicalize, cse",
              "Producer/consumer elementwise fusion.", options=("fuse_elementwise",), enabled=_fusing),
+    # After the last CSE: it would merge the inits again.
+    _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose",)),
+          "Each library op and transpose its own empty / zero fill (CSE shared them), so that bufferization "
+          "gives each its own buffer: a transpose can become a view, a fill can fold into the library call.",
+          requires=("cuda-linalg-cleanup",)),
 )
 
 BUFFERS = stages.buffer_passes("cuda")  # read-only arguments, cleanup, distinct results, bufferize

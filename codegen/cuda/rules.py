@@ -11,11 +11,14 @@ index_put and scatter: torch calls in the host schedule (library_calls.py says h
 buffers of a copy of dest. attention: a torch call too (torch's fused SDPA kernels), writing its
 own result: the attention matrix never reaches memory.
 
-matmul and 2-d convolution on half operands: with library_matmul, cuBLAS and cuDNN run them
-(the host schedule's library steps), on tensor cores, accumulating in float32 and rounding once
-at the store, which is the dialect's semantics: the named linalg op takes the half result
-directly, with no float32 buffer and rounding kernel after it. Otherwise (and for 3-d
-convolutions, which become kernels) the generic rules' float32 accumulator.
+matmul on half operands: with library_matmul, cuBLAS runs it (a host schedule library step), on
+tensor cores, accumulating in float32 and rounding once at the store, which is the dialect's
+semantics: the named linalg op takes the half result directly, with no float32 buffer and
+rounding kernel after it. Otherwise the generic rule's float32 accumulator.
+
+convolution: with library_matmul, a static NC[D]HW one is a torch call (library_calls.py:
+cuDNN pads as it reads and writes the result buffer itself, half operands as they are);
+otherwise the generic rule.
 """
 
 from ...dialects import dynamo as dy
@@ -38,14 +41,13 @@ register_lowering(dy.ScatterOp, library_calls.scatter, target="cuda")
 register_lowering(dy.AttentionOp, library_calls.attention, target="cuda")
 
 
-def _run_by_library(lower, library_can_take):
-    """`lower` accumulating in the result's own type where a library step will run the op."""
-    def rule(ctx, op):
-        out = ranked(op.out)
-        in_library = ctx.target_option("library_matmul") and library_can_take(op)
-        return lower(op, out.element_type if in_library else accumulator_element(out))
-    return rule
+@register_lowering(dy.MatmulOp, target="cuda")
+def _lower_matmul(ctx, op):
+    out = ranked(op.out)
+    return lower_matmul(op, out.element_type if ctx.target_option("library_matmul") else accumulator_element(out))
 
 
-register_lowering(dy.MatmulOp, _run_by_library(lower_matmul, lambda op: True), target="cuda")
-register_lowering(dy.Conv2dOp, _run_by_library(lower_conv, lambda op: ranked(op.out).rank == 4), target="cuda")
+@register_lowering(dy.Conv2dOp, target="cuda")
+def _lower_conv(ctx, op):
+    call = library_calls.convolution(ctx, op) if ctx.target_option("library_matmul") else None
+    return call if call is not None else lower_conv(op, accumulator_element(ranked(op.out)))

@@ -79,6 +79,11 @@ def fold_transposes_into_matmuls(func_op) -> int:
         permutation = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
         if op_name(buffer) != "memref.alloc" or not _only_read_as_views(buffer, users, op, permutation):
             continue
+        # The readers now read the transpose's input where they are, not where the transpose
+        # was: bufferization may have let an op in between write that buffer in place (its
+        # value was dead after the transpose then).
+        if any(_written_between(root_of(view.input), op, reader) for reader in users if reader != op):
+            continue
         with ir.InsertionPoint(op), op.location:  # where the copy was: a fill before a matmul stays next to it
             transposed = _transposed_view(view.input, permutation)
         for user in users:
@@ -167,6 +172,27 @@ def _used_between(buffer: ir.Value, first, last) -> bool:
     return any(root_of(v) == buffer for o in between for v in o.operands)
 
 
+def _writes(op, buffer: ir.Value) -> bool:
+    """Whether `op` may write `buffer` (or a view of it): a linalg op's output, a copy's target,
+    any operand of another op that is no view (a library call, a store) or dealloc."""
+    if op.name in ("linalg.map", "linalg.transpose", "memref.copy"):
+        operands = [_output(op)]
+    elif op.name.startswith("linalg."):
+        operands = op.opview.outputs
+    elif op.name in VIEW_OPS or op.name == "memref.dealloc":
+        return False
+    else:
+        operands = op.operands
+    return any(isinstance(v.type, ir.MemRefType) and root_of(v) == buffer for v in operands)
+
+
+def _written_between(buffer: ir.Value, first, last) -> bool:
+    """Whether an op after `first` and before `last` (same block) may write `buffer`."""
+    block_ops = [o.operation for o in first.block.operations]
+    between = block_ops[block_ops.index(first) + 1:block_ops.index(last)]
+    return any(_writes(o, buffer) for o in between)
+
+
 def _defined_before(dest: ir.Value, call) -> bool:
     """Whether `dest` is available at `call`: a function argument, or an alloc (moved there)."""
     if isinstance(dest.owner, ir.Block):
@@ -235,15 +261,28 @@ def generalize_library_ops(func_op) -> int:
     return len(ops)
 
 
+def _touches(op, root: ir.Value) -> bool:
+    """Whether `op` reads or writes (a view of) the buffer `root`, or makes a view of it."""
+    return any(isinstance(v.type, ir.MemRefType) and root_of(v) == root for v in op.operands)
+
+
 def fold_fills_into_library_ops(func_op) -> int:
-    """A fill right before the library op that writes its buffer costs no launch: the fill is
-    erased and the op marked OVERWRITE, so the host schedule has torch write the output instead
-    of accumulating into it. A zero fill folds into any library op; max pooling's fill is -inf,
-    which the pooled result overwrites as it would zeros. Returns how many."""
+    """A fill of the buffer a library op writes costs a launch the op can do without: the fill
+    is erased and the op marked OVERWRITE, so the host schedule has torch write the output
+    instead of accumulating into it (cuBLAS's beta = 0: no memset, no read of C). The fill need
+    not be right before the op (the op's input copies and views often come between), only the
+    last op touching that buffer before it, filling exactly the view the op writes. A zero fill
+    folds into any library op; max pooling's fill is -inf, which the pooled result overwrites
+    as it would zeros. Returns how many."""
     ops = _host_ops(func_op)
     folded = 0
-    for fill, op in zip(ops, ops[1:]):
-        if op.name not in LIBRARY_OPS or op_name(fill) != "linalg.fill" or _output(op) != fill.opview.outputs[0]:
+    for j, op in enumerate(ops):
+        if op.name not in LIBRARY_OPS:
+            continue
+        out = _output(op)
+        root = root_of(out)
+        fill = next((ops[i] for i in range(j - 1, -1, -1) if _touches(ops[i], root)), None)
+        if fill is None or op_name(fill) != "linalg.fill" or fill.opview.outputs[0] != out:
             continue
         if _is_zero(fill.opview.inputs[0]) or op.name == "linalg.pooling_nchw_max":
             op.attributes[OVERWRITE] = ir.UnitAttr.get()

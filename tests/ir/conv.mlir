@@ -43,17 +43,21 @@ func.func @main(%arg0: tensor<1x5x5x2xf32>, %arg1: tensor<4x2x3x3xf32>) -> tenso
 }
 
 // -----
-// A bf16 convolution sums in float32 and rounds once (the dialect's semantics). On cuda cuDNN
-// runs it as it is: bf16 in and out, no float32 buffer or rounding kernel after it.
-// HOST: host main(%0: 2x4x8x8xbfloat16, %1: 8x4x3x3xbfloat16, %2: 2x8x6x6xbfloat16)
-// HOST-NEXT: torch linalg.conv_2d_nchw_fchw(%0[2x4x8x8|256,64,8,1+0], %1[8x4x3x3|36,9,3,1+0], %2[2x8x6x6|288,36,6,1+0]) overwrite=True
+// A bf16 convolution sums in float32 and rounds once (the dialect's semantics). On cuda it is one
+// cuDNN call (a `torch.convolution` library call): bf16 in and out, padded as cuDNN reads the
+// input (no padded copy, no zero fill), written into the result buffer itself (no copy after),
+// and no kernel launched around it.
+// HOST: host main(%0: 2x4x8x8xbfloat16, %1: 8x4x3x3xbfloat16, %2: 2x8x8x8xbfloat16)
+// HOST-NEXT: torch torch.convolution(%0[2x4x8x8|256,64,8,1+0], %1[8x4x3x3|36,9,3,1+0], %2[2x8x8x8|512,64,8,1+0]) {{.*}} {'stride': (1, 1), 'padding': (1, 1), 'dilation': (1, 1), 'groups': 1}
 // HOST-NOT: launch
-// Without the library: a float32 accumulator, then one truncf.
-// OWN: linalg.conv_2d_nchw_fchw {{.*}} ins(%arg0, %arg1 : tensor<2x4x8x8xbf16>, tensor<8x4x3x3xbf16>) outs(%{{[0-9]+}} : tensor<2x8x6x6xf32>)
+// HOST-NOT: empty
+// Without the library: the padded input, a float32 accumulator, then one truncf.
+// OWN: tensor.pad
+// OWN: linalg.conv_2d_nchw_fchw {{.*}} ins(%padded, %arg1 : tensor<2x4x10x10xbf16>, tensor<8x4x3x3xbf16>) outs(%{{[0-9]+}} : tensor<2x8x8x8xf32>)
 // OWN: arith.truncf %{{.*}} : f32 to bf16
 // The cpu convolves float32 copies (codegen/contraction_precision.py).
-// CHECK: linalg.conv_2d_nchw_fchw {{.*}} ins(%{{[0-9]+}}, %{{[0-9]+}} : tensor<2x4x8x8xf32>, tensor<8x4x3x3xf32>) outs(%{{[0-9]+}} : tensor<2x8x6x6xf32>)
-func.func @main(%x: tensor<2x4x8x8xbf16>, %w: tensor<8x4x3x3xbf16>) -> tensor<2x8x6x6xbf16> {
-  %c = "dynamo.conv2d"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x8x8xbf16>, tensor<8x4x3x3xbf16>) -> tensor<2x8x6x6xbf16>
-  return %c : tensor<2x8x6x6xbf16>
+// CHECK: linalg.conv_2d_nchw_fchw {{.*}} ins(%padded, %{{[0-9]+}} : tensor<2x4x10x10xf32>, tensor<8x4x3x3xf32>) outs(%{{[0-9]+}} : tensor<2x8x8x8xf32>)
+func.func @main(%x: tensor<2x4x8x8xbf16>, %w: tensor<8x4x3x3xbf16>) -> tensor<2x8x8x8xbf16> {
+  %c = "dynamo.conv2d"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x8x8xbf16>, tensor<8x4x3x3xbf16>) -> tensor<2x8x8x8xbf16>
+  return %c : tensor<2x8x8x8xbf16>
 }

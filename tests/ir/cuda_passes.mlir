@@ -3,6 +3,7 @@
 // RUN: dynamo-mlir pass cuda-fold-transposes-of-attention %s --target cuda | check --prefix ATTN
 // RUN: dynamo-mlir pass cuda-generalize-library-ops %s --target cuda -O library_matmul=false | check --prefix GENERAL
 // RUN: dynamo-mlir pass cuda-fold-fills-into-library-ops %s --target cuda | check --prefix FILLS
+// RUN: dynamo-mlir pass cuda-own-inits %s --target cuda | check --prefix OWN
 // RUN: dynamo-mlir pass cuda-fuse-rows %s --target cuda | check --prefix ROWS
 // RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix KERNELS
 // RUN: dynamo-mlir pass cuda-index-bitwidth %s --target cuda | check --prefix BITS
@@ -226,4 +227,71 @@ module attributes {dynamo_mlir.index_bitwidth = 32 : i64, gpu.container_module} 
       llvm.return
     }
   }
+}
+
+// -----
+
+// cuda-fold-fills-into-library-ops: the zero fill of the matmul's buffer folds even with other
+// ops between them (here a copy of another buffer), as long as none of them touches that
+// buffer; a fill followed by a copy into its buffer before the matmul stays.
+// FILLS: func.func @main
+// FILLS-NEXT: arith.constant 0.000000e+00
+// FILLS-NEXT: memref.copy %arg0, %arg3
+// FILLS-NEXT: linalg.matmul {dynamo_mlir.overwrite} ins(%arg3, %arg1 : {{.*}}) outs(%arg2 : memref<8x32xf32>)
+// FILLS-NEXT: linalg.fill ins(%{{.*}} : f32) outs(%arg4 : memref<8x32xf32>)
+// FILLS-NEXT: memref.copy %arg2, %arg4
+// FILLS-NEXT: linalg.matmul ins(%arg0, %arg1 : {{.*}}) outs(%arg4 : memref<8x32xf32>)
+func.func @main(%a: memref<8x16xf32>, %b: memref<16x32xf32>, %out: memref<8x32xf32>, %a2: memref<8x16xf32>, %acc: memref<8x32xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%out : memref<8x32xf32>)
+  memref.copy %a, %a2 : memref<8x16xf32> to memref<8x16xf32>
+  linalg.matmul ins(%a2, %b : memref<8x16xf32>, memref<16x32xf32>) outs(%out : memref<8x32xf32>)
+  linalg.fill ins(%z : f32) outs(%acc : memref<8x32xf32>)
+  memref.copy %out, %acc : memref<8x32xf32> to memref<8x32xf32>
+  linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x32xf32>) outs(%acc : memref<8x32xf32>)
+  return
+}
+
+// -----
+
+// cuda-own-inits: two transposes of one shape share the empty CSE left them, and two matmuls
+// the zero fill; each gets its own, cloned right before it, and the shared ones are erased.
+// OWN: func.func @main
+// OWN-NOT: tensor.empty
+// OWN: %[[E1:[0-9]+]] = tensor.empty() : tensor<16x8xf32>
+// OWN-NEXT: %[[T1:[a-z_0-9]+]] = linalg.transpose ins(%arg1 : tensor<8x16xf32>) outs(%[[E1]] : tensor<16x8xf32>)
+// OWN-NEXT: %[[E2:[0-9]+]] = tensor.empty() : tensor<16x8xf32>
+// OWN-NEXT: %[[T2:[a-z_0-9]+]] = linalg.transpose ins(%arg2 : tensor<8x16xf32>) outs(%[[E2]] : tensor<16x8xf32>)
+// OWN-NEXT: %[[E3:[0-9]+]] = tensor.empty() : tensor<4x8xf32>
+// OWN-NEXT: %[[F3:[0-9]+]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E3]] : tensor<4x8xf32>)
+// OWN-NEXT: linalg.matmul ins(%arg0, %[[T1]] : {{.*}}) outs(%[[F3]] : tensor<4x8xf32>)
+// OWN-NEXT: %[[E4:[0-9]+]] = tensor.empty() : tensor<4x8xf32>
+// OWN-NEXT: %[[F4:[0-9]+]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E4]] : tensor<4x8xf32>)
+// OWN-NEXT: linalg.matmul ins(%arg0, %[[T2]] : {{.*}}) outs(%[[F4]] : tensor<4x8xf32>)
+func.func @main(%x: tensor<4x16xf32>, %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x8xf32>
+  %acc = tensor.empty() : tensor<4x8xf32>
+  %zero = linalg.fill ins(%z : f32) outs(%acc : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %tk = linalg.transpose ins(%wk : tensor<8x16xf32>) outs(%e : tensor<16x8xf32>) permutation = [1, 0]
+  %tv = linalg.transpose ins(%wv : tensor<8x16xf32>) outs(%e : tensor<16x8xf32>) permutation = [1, 0]
+  %k = linalg.matmul ins(%x, %tk : tensor<4x16xf32>, tensor<16x8xf32>) outs(%zero : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %v = linalg.matmul ins(%x, %tv : tensor<4x16xf32>, tensor<16x8xf32>) outs(%zero : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %k, %v : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// cuda-fold-transposes-into-matmuls keeps a transpose whose input is written between it and
+// the matmul: bufferization let the add write %g in place once the transpose had read it (as
+// in an attention's backward), so a view of %g would show the matmul the new values.
+// FOLDT: linalg.transpose ins(%arg0 : memref<16x8xf32>) outs(%[[T:alloc[_0-9]*]] : memref<8x16xf32>)
+// FOLDT-NEXT: linalg.add ins(%arg0, %arg0 : {{.*}}) outs(%arg0 : memref<16x8xf32>)
+// FOLDT-NEXT: linalg.matmul ins(%[[T]], %arg1 : {{.*}})
+func.func @main(%g: memref<16x8xf32>, %b: memref<16x4xf32>, %out: memref<8x4xf32>) {
+  %t = memref.alloc() : memref<8x16xf32>
+  linalg.transpose ins(%g : memref<16x8xf32>) outs(%t : memref<8x16xf32>) permutation = [1, 0]
+  linalg.add ins(%g, %g : memref<16x8xf32>, memref<16x8xf32>) outs(%g : memref<16x8xf32>)
+  linalg.matmul ins(%t, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%out : memref<8x4xf32>)
+  return
 }

@@ -1,0 +1,67 @@
+"""Each op of a chosen kind writing an init of its own, on tensors, before bufferization.
+
+CSE makes one `tensor.empty` (and one zero `linalg.fill` of it) of every shape, however many ops
+start from it: the k and v projections of an attention layer share their weights' transposes'
+empty and their products' zero fill. One-shot bufferization then gives those ops one buffer
+(the second transpose writes where the first did) or copies a shared fill into each op's
+buffer. A GPU target that hands these ops to a library reads a transpose as a strided view
+only if nothing else writes its buffer, and folds a zero fill into the library call only when
+the fill writes the op's own buffer; `own_inits` gives each op its own empty (and fill) again,
+cloned right before it, and erases what no op reads any more.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+
+def _producer(value: ir.Value):
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def _shared(op) -> bool:
+    """Whether op's init (its last operand) is an empty or a fill of one that others use too."""
+    init = op.operands[len(op.operands) - 1]
+    producer = _producer(init)
+    if producer is None:
+        return False
+    if producer.name == "tensor.empty":
+        return len(list(init.uses)) > 1
+    if producer.name == "linalg.fill":
+        empty = _producer(producer.operands[1])
+        return empty is not None and empty.name == "tensor.empty" and (
+            len(list(init.uses)) > 1 or len(list(producer.operands[1].uses)) > 1)
+    return False
+
+
+def _give_own(op) -> None:
+    k = len(op.operands) - 1
+    producer = _producer(op.operands[k])
+    ip = ir.InsertionPoint(op)
+    if producer.name == "tensor.empty":
+        op.operands[k] = producer.clone(ip=ip).results[0]
+    else:  # a fill of an empty
+        empty = _producer(producer.operands[1]).clone(ip=ip)
+        fill = producer.clone(ip=ip)
+        fill.operands[1] = empty.results[0]
+        op.operands[k] = fill.results[0]
+    for old in (producer, _producer(producer.operands[1]) if producer.name == "linalg.fill" else None):
+        if old is not None and not any(list(r.uses) for r in old.results):
+            old.erase()
+
+
+def own_inits(module: ir.Module, names: tuple[str, ...]) -> int:
+    """Every op named in `names` whose init is shared gets its own (module docstring); returns
+    how many did."""
+    found = []
+
+    def visit(op):
+        if op.name in names and _shared(op):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in found:
+        _give_own(op)
+    return len(found)
