@@ -87,12 +87,12 @@ def _llama_1b():
 
 def _vit_b16():
     t = _transformers()
-    return t.ViTForImageClassification(t.ViTConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+    return t.ViTForImageClassification(t.ViTConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=1000))
 
 
 def _resnet50():
     t = _transformers()
-    return t.ResNetForImageClassification(t.ResNetConfig())  # its defaults are ResNet-50's layout
+    return t.ResNetForImageClassification(t.ResNetConfig(num_labels=1000))  # the defaults: ResNet-50's layout
 
 
 def _padding_mask(rows: int, length: int, padded: int) -> torch.Tensor:
