@@ -92,7 +92,8 @@ class PermuteOp(Dynamo.Operation, name="permute", traits=[Pure]):
 
 
 class SliceOp(Dynamo.Operation, name="slice", traits=[Pure]):
-    """Strided slice: result[i...] = x[start + i * step ...]; sizes come from the result type.
+    """Strided slice: result[i...] = x[start + i * step ...]; sizes come from the result type. A
+    dynamic result dim is the rest of the operand's (dynamic) dim from `start`, step 1.
 
     Example (every other row):
       %y = "dynamo.slice"(%x) {start = array<i64: 0, 0>, step = array<i64: 2, 1>}
@@ -115,7 +116,7 @@ class SliceOp(Dynamo.Operation, name="slice", traits=[Pure]):
             if dyn not in (n, m) and n > 0:
                 _require(b + (n - 1) * s < m, f"dim {d}: slice runs past the operand (size {m})")
             if n == dyn:  # the lowering reads a dynamic result size off the operand
-                _require(m == dyn and b == 0 and s == 1, f"dim {d}: a dynamic result dim must be the whole operand dim")
+                _require(m == dyn and s == 1, f"dim {d}: a dynamic result dim must be the operand's dim from start, step 1")
 
 
 class ConcatOp(Dynamo.Operation, name="concat", traits=[Pure]):

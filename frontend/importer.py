@@ -175,9 +175,12 @@ class ImportContext:
         if symbolic:
             return dy.BroadcastOp(value, self.dims(symbolic_shape)[1], dims=dims, out=out).out
         like = like if like is not None else self.like_of(self.node.all_input_nodes if self.node else [], shape)
-        if like is None or self.shape_of(like) != shape:
-            raise Unsupported(f"broadcast to dynamic shape {shape} with no value to read the sizes from")
-        return dy.BroadcastLikeOp(value, like, dims=dims, out=out).out
+        if like is not None and self.shape_of(like) == shape:
+            return dy.BroadcastLikeOp(value, like, dims=dims, out=out).out
+        target = self.symbolic_target(shape)  # the node's result shape: its SymInts give the sizes
+        if any(isinstance(s, torch.SymInt) for s in target):
+            return dy.BroadcastOp(value, self.dims(target)[1], dims=dims, out=out).out
+        raise Unsupported(f"broadcast to dynamic shape {shape} with no value to read the sizes from")
 
     def pin_stretched_dims(self, value: ir.Value, shape, source) -> ir.Value:
         """An operand's `?` that broadcasts against another `?` of the result ([1, s0 // 2, s0]

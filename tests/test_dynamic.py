@@ -142,3 +142,51 @@ def test_a_target_without_dynamic_shapes_leaves_symbolic_nodes_eager_with_the_re
     assert s["partitions_failed"] == 0 and s["ops_compiled"] == 0, dynamo_mlir.explain()
     assert s["fallback_reasons"] and all("cuda target compiles static shapes only" in why
                                          for _, why in s["fallback_reasons"]), s["fallback_reasons"]
+
+
+# ----------------------------------------------------------------------------- a language model's inputs
+
+TABLE = torch.randn(100, 8, generator=torch.Generator().manual_seed(0))
+TOKEN_OPS = {  # name -> fn(ids [3, n]), what each must compile to with `?` sequence lengths
+    "embedding": lambda ids: torch.nn.functional.embedding(ids, TABLE) * 2,
+    "positions": lambda ids: ids + torch.arange(ids.shape[1]),
+    "shifted": lambda ids: ids[:, 1:] * 2,
+    # A causal mask: [n, 1] <= [1, n] broadcast to [n, n], the sizes read off the symbols.
+    "causal_mask": lambda ids: (torch.arange(ids.shape[1])[:, None] <= torch.arange(ids.shape[1])[None, :]) * ids[:, None, :],
+    # GPT-2's qkv split: along the static hidden dim, the sequence dim `?`.
+    "qkv_split": lambda ids: [t * 2 for t in torch.nn.functional.embedding(ids, TABLE).split([2, 2, 4], dim=-1)],
+}
+
+
+@pytest.mark.parametrize("name", list(TOKEN_OPS))
+def test_token_ops_over_sequence_lengths_compile_once_with_no_eager_op(name):
+    fn = TOKEN_OPS[name]
+    compiled = torch.compile(fn, backend="mlir", dynamic=True)
+    for n in SIZES[1:]:  # from 7: x[:, 1:] of 2 would be a size-1 result, which Dynamo specializes
+        ids = torch.randint(0, 100, (3, n), generator=torch.Generator().manual_seed(n))  # 3: no duck-sized dims
+        got, want = compiled(ids), fn(ids)
+        for g, w in zip(got if isinstance(got, list) else [got], want if isinstance(want, list) else [want]):
+            assert g.shape == w.shape
+            torch.testing.assert_close(g, w)
+    assert_all_compiled()
+    assert dynamo_mlir.stats()["graphs"] == 1, dynamo_mlir.explain()
+
+
+DYNAMIC_LEFT_EAGER = {  # forms whose result sizes the rules cannot build yet: eager, never wrong
+    "slice_short_of_the_end": (lambda x: x[:, : x.shape[1] - 1] * 2, "aten.slice.Tensor"),
+    "split_along_the_dynamic_dim": (lambda x: [t * 2 for t in torch.cat([x, x], 1).split([x.shape[1]] * 2, 1)],
+                                    "aten.split_with_sizes.default"),
+}
+
+
+@pytest.mark.parametrize("name", list(DYNAMIC_LEFT_EAGER))
+def test_dynamic_forms_without_a_rule_run_eagerly_and_match(name):
+    fn, op = DYNAMIC_LEFT_EAGER[name]
+    compiled = torch.compile(fn, backend="mlir", dynamic=True)
+    for n in SIZES:
+        x = torch.randn(2, n)
+        got, want = compiled(x), fn(x)
+        for g, w in zip(got if isinstance(got, list) else [got], want if isinstance(want, list) else [want]):
+            torch.testing.assert_close(g, w)
+    s = dynamo_mlir.stats()
+    assert op in s["fallback_ops"] and s["ops_compiled"] > 0, dynamo_mlir.explain()

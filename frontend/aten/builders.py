@@ -103,7 +103,7 @@ def const(ctx, array: np.ndarray, dtype: torch.dtype = I64) -> ir.Value:
 
 def iota(ctx, shape, dim: int, start=0, step=1, dtype: torch.dtype = I64) -> ir.Value:
     """start + step * (index along dim), shaped `shape`."""
-    return dy.IotaOp(ctx.scalar(start, dtype), ctx.scalar(step, dtype), i64(dim),
+    return dy.IotaOp(ctx.scalar(start, dtype), ctx.scalar(step, dtype), [], i64(dim),
                      out=dtypes.tensor_type(list(shape), dtype)).out
 
 

@@ -45,5 +45,7 @@ def _arange(ctx, node):
     acc = ARANGE_ACC.get(val.dtype, compute_dtype(val.dtype))
     zero = ctx.scalar(0, acc)
     start, step = ctx.scalar(a.get("start", 0), acc), ctx.scalar(a.get("step", 1), acc)
-    values = dy.IotaOp(start, step, i64(0), out=ctx.type_like(zero, acc, list(static_shape(val)))).out
+    # A symbolic length (arange(0, s0)) comes with a fill of that length to read it from.
+    like = [ctx.full(0, list(val.shape), acc)] if any(isinstance(s, torch.SymInt) for s in val.shape) else []
+    values = dy.IotaOp(start, step, like, i64(0), out=ctx.type_like(zero, acc, list(static_shape(val)))).out
     return ctx.cast(values, val.dtype)

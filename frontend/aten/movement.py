@@ -11,11 +11,13 @@ has its own rule (_as_strided).
 """
 
 import numpy as np
+import sympy
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from ...dialects import dynamo as dy
 from ..importer import DYN, fake_value, static_shape
+from ..sizes import expr_of
 from ..registry import Unsupported, import_rule
 from .args import bind, norm_dim
 from .builders import const, i64, i64s, slice_box
@@ -73,7 +75,20 @@ def _slice_tensor(ctx, node):
     start, step = 0 if a.start is None else a.start, a.step
     if not isinstance(start, int) or not isinstance(step, int):
         raise Unsupported("symbolic slice bounds")
+    if shape[dim] == DYN:
+        return _slice_dynamic_dim(ctx, node, x, dim, start, step)
     start = max(0, min(start + shape[dim] if start < 0 else start, shape[dim]))
+    return _strided_slice(ctx, node, x, dim, start, step)
+
+
+def _slice_dynamic_dim(ctx, node, x, dim: int, start: int, step: int):
+    """A slice along a dynamic dim: only x[start:] (step 1, start >= 0, to the end), the one form
+    whose result size the lowering knows (the operand's size minus start); torch's symbolic
+    sizes must say the result is exactly that, else the node stays eager."""
+    size_in = expr_of(ctx.symbolic_shape(x)[dim]) if ctx.symbolic_shape(x) else None
+    size_out = expr_of(ctx.out_meta(node).shape[dim])
+    if step != 1 or start < 0 or size_in is None or sympy.simplify(size_in - start - size_out) != 0:
+        raise Unsupported(f"slice of a dynamic dim other than x[{start}:] to its end (step {step})")
     return _strided_slice(ctx, node, x, dim, start, step)
 
 
@@ -113,6 +128,8 @@ def _split(ctx, node):
     x = ctx.tensor(a.self)
     rank = len(ctx.shape_of(x))
     dim = norm_dim(a.dim, rank)
+    if ctx.shape_of(x)[dim] == DYN:  # the pieces' offsets would be symbolic
+        raise Unsupported("split along a dynamic dim")
     parts, start = [], 0
     for i, piece in enumerate(ctx.out_meta(node)):
         starts = [0] * rank

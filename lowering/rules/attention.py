@@ -86,7 +86,7 @@ class _Emitter:
         zero = ir.DenseElementsAttr.get_splat(self.type([], i64), ir.IntegerAttr.get(i64, 0))
         one = ir.DenseElementsAttr.get_splat(self.type([], i64), ir.IntegerAttr.get(i64, 1))
         start, step = (dy.ConstantOp(v, out=self.type([], i64)).out for v in (zero, one))
-        rows, cols = (dy.IotaOp(start, step, _i64(d), out=self.type(shape[2:], i64)).out for d in (0, 1))
+        rows, cols = (dy.IotaOp(start, step, [], _i64(d), out=self.type(shape[2:], i64)).out for d in (0, 1))
         keep = dy.CompareOp(rows, cols, ir.StringAttr.get("ge"), out=self.type(shape[2:], ir.IntegerType.get_signless(1))).out
         return self.broadcast(keep, [2, 3], shape)
 

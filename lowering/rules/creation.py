@@ -26,4 +26,5 @@ def _lower_iota(ctx, op):
         scaled = arith.mulf(i, step) if is_float(elem) else arith.muli(i, step)
         return [arith.addf(scaled, start) if is_float(elem) else arith.addi(scaled, start)]
 
-    return generic([], [empty(out)], [identity(out.rank)], [PARALLEL] * out.rank, body)[0]
+    like = op.like[0] if len(op.like) else None
+    return generic([], [empty(out, like)], [identity(out.rank)], [PARALLEL] * out.rank, body)[0]

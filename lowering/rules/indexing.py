@@ -6,7 +6,7 @@ from torch_mlir.dialects import arith, tensor
 
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
-from .common import PARALLEL, affine_map, dim_value, empty, generic, identity, index_in_range, loop_index, ranked
+from .common import PARALLEL, affine_map, dim_value, empty, empty_from, generic, identity, index_in_range, loop_index, ranked
 
 
 @register_lowering(dy.GatherOp)
@@ -20,7 +20,9 @@ def _lower_gather(ctx, op):
         rest = [loop_index(d) for d in range(n_idx, out.rank)]
         return [tensor.extract(op.x, [row, *rest])]
 
-    return generic([op.indices], [empty(out)], [affine_map(out.rank, range(n_idx)), identity(out.rank)],
+    # A dynamic result dim has the size of the indices' dim it comes from, or of x's.
+    sources = [(op.indices, d) if d < n_idx else (op.x, d - n_idx + 1) for d in range(out.rank)]
+    return generic([op.indices], [empty_from(out, sources)], [affine_map(out.rank, range(n_idx)), identity(out.rank)],
                    [PARALLEL] * out.rank, body)[0]
 
 
@@ -34,4 +36,4 @@ def _lower_gather_along(ctx, op):
         coords[dim] = index_in_range(i, size)
         return [tensor.extract(op.x, coords)]
 
-    return generic([op.indices], [empty(out)], [identity(out.rank)] * 2, [PARALLEL] * out.rank, body)[0]
+    return generic([op.indices], [empty(out, op.indices)], [identity(out.rank)] * 2, [PARALLEL] * out.rank, body)[0]

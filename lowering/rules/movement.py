@@ -7,7 +7,7 @@ from torch_mlir.dialects import arith, linalg, tensor
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const, index
-from .common import PARALLEL, affine_map, dynamic_sizes, empty, generic, identity, ranked, sized_shape
+from .common import PARALLEL, affine_map, empty, generic, identity, ranked, sized_shape
 
 
 @register_lowering(dy.BroadcastOp)
@@ -62,12 +62,13 @@ def _lower_permute(ctx, op):
 def _lower_slice(ctx, op):
     out = ranked(op.out)
     start, step = dy.int_list(op.start), dy.int_list(op.step)
-    # A dynamic result dim is the operand's whole dim (the verifier checks start 0, step 1).
+    # A dynamic result dim is the operand's dim from start (the verifier checks step 1).
     if 0 in out.shape:
         # An empty slice has no elements to read, and tensor.extract_slice rejects its offset
         # whenever the source dim is empty too or the slice starts at the end (x[5:5]).
         return empty(out, op.x)
-    sizes = dynamic_sizes(out, op.x)
+    sizes = [arith.subi(tensor.dim(op.x, index(d)), index(start[d])) if start[d] else tensor.dim(op.x, index(d))
+             for d, n in enumerate(out.shape) if n == dy.DYN]
     return tensor.extract_slice(out, op.x, [], sizes, [], start, list(out.shape), step)
 
 

@@ -12,7 +12,7 @@
 func.func @main() -> tensor<8xi64> {
   %0 = "dynamo.constant"() {value = dense<2> : tensor<i64>} : () -> tensor<i64>
   %1 = "dynamo.constant"() {value = dense<3> : tensor<i64>} : () -> tensor<i64>
-  %2 = "dynamo.iota"(%0, %1) {dim = 0 : i64} : (tensor<i64>, tensor<i64>) -> tensor<8xi64>
+  %2 = "dynamo.iota"(%0, %1) {dim = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 0>} : (tensor<i64>, tensor<i64>) -> tensor<8xi64>
   return %2 : tensor<8xi64>
 }
 
