@@ -18,6 +18,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from ..dialects import dynamo as dy
+from .walk import ops_where
 
 CONTRACTIONS = ("dynamo.matmul", "dynamo.conv2d")
 
@@ -56,14 +57,8 @@ def _widened(op) -> None:
 def contractions_in_float32(module: ir.Module) -> int:
     """Every matmul / conv2d on half operands computed on float32 copies of them (module
     docstring); returns how many were rewritten."""
-    found = []
-
-    def visit(op):
-        if op.name in CONTRACTIONS and _is_half(ir.RankedTensorType(op.operands[0].type).element_type):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    found = ops_where(module, lambda op: op.name in CONTRACTIONS
+                      and _is_half(ir.RankedTensorType(op.operands[0].type).element_type))
     for op in found:
         _widened(op)
     return len(found)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from .walk import ops_where
+
 
 def _producer(value: ir.Value):
     owner = value.owner
@@ -54,14 +56,7 @@ def _give_own(op) -> None:
 def own_inits(module: ir.Module, names: tuple[str, ...]) -> int:
     """Every op named in `names` whose init is shared gets its own (module docstring); returns
     how many did."""
-    found = []
-
-    def visit(op):
-        if op.name in names and _shared(op):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    found = ops_where(module, lambda op: op.name in names and _shared(op))
     for op in found:
         _give_own(op)
     return len(found)

@@ -32,6 +32,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, func, linalg, llvm, memref, scf
 
 from ..provenance import nodes_of
+from ..walk import ops_where
 
 # element type name -> the BLAS routine
 GEMM = {"f32": "sgemm_", "f64": "dgemm_"}
@@ -84,15 +85,7 @@ def _maps(rank: int, transposed: tuple[bool, bool]) -> list[ir.AffineMap]:
 
 
 def ops_named(root, names) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if op.name in names:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    root.operation.walk(visit)
-    return found
+    return ops_where(root, lambda op: op.name in names)
 
 
 def _transpose_source(value: ir.Value, rank: int) -> ir.Value | None:
