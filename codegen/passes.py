@@ -85,6 +85,9 @@ class Pass:
     produces / consumes: the IR attributes (codegen/attributes.py) it sets / relies on.
     requires: passes that must have run before it in the same stage (checked by `run_passes`):
     the order a later pass depends on, declared instead of a convention.
+    upstream: it runs MLIR's own passes, whose pass manager verifies the IR; a Python rewrite's
+    result is verified by `run_passes` (invalid IR would crash the next upstream pass, and the
+    process with it, where a verifier error fails the stage and the graph runs eagerly).
     """
 
     name: str
@@ -96,6 +99,7 @@ class Pass:
     consumes: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
     converts: bool = False
+    upstream: bool = False
 
 
 _PASSES: dict[str, Pass] = {}
@@ -132,7 +136,7 @@ def upstream(name: str, pipeline: str | Callable[[ir.Module, Any], str], doc: st
     function of the module and options returning it)."""
     def run(module, options):
         return run_pipeline(module, pipeline(module, options) if callable(pipeline) else pipeline, name, options)
-    return register_pass(Pass(name, run, doc, **contract))
+    return register_pass(Pass(name, run, doc, upstream=True, **contract))
 
 
 @dataclass
@@ -186,9 +190,16 @@ def _run_one(p: Pass, module: ir.Module, options, stage: str) -> ir.Module:
                            e.repro, e.op) from None
     except Exception as e:  # noqa: BLE001 - a Python pass's bug: name it (the driver saves the stage's input)
         raise CompileError(stage, f"pass '{p.name}': {type(e).__name__}: {e}", None, getattr(e, "op", None)) from e
-    if p.converts or isinstance(result, ir.Module):
+    if p.converts:
         return result
-    return module  # it rewrote `module` in place
+    module = result if isinstance(result, ir.Module) else module  # else it rewrote `module` in place
+    if not p.upstream:
+        try:
+            module.operation.verify()
+        except ir.MLIRError as e:
+            raise CompileError(stage, f"pass '{p.name}' left invalid IR: {e}", None,
+                               failing_op(str(e))) from None
+    return module
 
 
 def _dump_pass(options, stage: str, index: int, name: str, module: ir.Module) -> str:

@@ -241,3 +241,32 @@ def test_a_failed_library_call_raises():
     with pytest.raises(RuntimeError, match="torch library call of the compiled code failed"):
         region(x, w)
     torch.testing.assert_close(region(x, w)[0], want, rtol=1e-4, atol=1e-5)  # the status was reset
+
+
+class TwoHeads(torch.nn.Module):
+    """Two linears of one output shape off one input: CSE shares their zero accumulator."""
+
+    def __init__(self):
+        super().__init__()
+        self.k, self.v = torch.nn.Linear(64, 32), torch.nn.Linear(64, 32)
+
+    def forward(self, x):
+        return torch.relu(self.k(x)) + self.v(x).sigmoid()
+
+
+def test_linears_over_a_dynamic_row_count_call_sgemm(tmp_path):
+    """Rows `?`, features static: the sizes go to sgemm_ at run time (a memref.dim each), the
+    strides are static; one graph serves every row count."""
+    torch.manual_seed(0)
+    model = TwoHeads().eval()
+    compiled = torch.compile(model, backend="mlir", options={"dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        for n in (5, 9, 300):
+            x = torch.randn(n, 64)
+            torch._dynamo.mark_dynamic(x, 0)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    s = assert_all_compiled(min_ops=0, library={"aten.mm.default": 2})
+    assert s["graphs"] == 1, dynamo_mlir.explain()
+    loops = read_stage(str(tmp_path), "loops")
+    assert "tensor<?x64xf32>" in read_stage(str(tmp_path), "linalg")
+    assert loops.count("call @sgemm_(") == 2 and "memref.dim" in loops, loops

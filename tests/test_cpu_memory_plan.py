@@ -122,7 +122,7 @@ def test_dynamic_function_passes_its_workspace(tmp_path):
         torch.testing.assert_close(compiled(x), fn(x), rtol=1e-4, atol=1e-5)
     loops = read_stage(str(tmp_path), "loops")
     assert "memref<?x8xf32>" in loops and _planned(loops)[0] > 0, loops[:400]
-    assert_all_compiled(min_ops=3)
+    assert_all_compiled(min_ops=3, library={"aten.mm.default": 1})  # sgemm_, its sizes read at run time
 
 
 def test_forward_and_backward_graphs_planned_gradients_match(tmp_path):

@@ -28,9 +28,10 @@ def _options(**kw):
 
 
 def _marker(name):
-    """A pass that records its run by setting a unit attribute `name` on the module."""
+    """A pass that records its run by setting a unit attribute `test.<name>` on the module (a
+    module's attributes are dialect-prefixed, which the verifier after a Python pass checks)."""
     def run(module, options):
-        module.operation.attributes[name] = ir.UnitAttr.get()
+        module.operation.attributes[f"test.{name}"] = ir.UnitAttr.get()
     return run
 
 
@@ -51,7 +52,7 @@ def test_requires_is_checked_in_order():
             run_passes(module, [second, first], _options(), "s")
         module, records = run_passes(module, [first, second], _options(), "s")
         assert [r.name for r in records] == ["test-first", "test-second"]
-        assert "first" in module.operation.attributes and "second" in module.operation.attributes
+        assert "test.first" in module.operation.attributes and "test.second" in module.operation.attributes
 
 
 def test_call_blas_without_unshared_zero_fills_fails_naming_both():
@@ -84,7 +85,7 @@ def test_disabled_pass_does_not_run():
     off = Pass("test-off", _marker("off"), "never", enabled=lambda o: False)
     with new_context(), ir.Location.unknown():
         module, records = run_passes(ir.Module.parse(MODULE), [off], _options(), "s")
-        assert records == [] and "off" not in module.operation.attributes
+        assert records == [] and "test.off" not in module.operation.attributes
 
 
 def test_a_python_pass_that_raises_names_itself_and_leaves_its_stages_input(tmp_path):

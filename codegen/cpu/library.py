@@ -33,6 +33,7 @@ from torch_mlir.dialects import arith, func, linalg, llvm, memref, scf
 
 from ..provenance import nodes_of
 from ..walk import ops_where
+from ...dialects.base import DYN
 
 # element type name -> the BLAS routine
 GEMM = {"f32": "sgemm_", "f64": "dgemm_"}
@@ -61,10 +62,12 @@ def load_libtorch() -> None:
 
 
 def blas_can_take(op) -> bool:
-    """A dynamo.matmul BLAS can take: float32/float64, every shape static and non-empty."""
+    """A dynamo.matmul BLAS can take: float32/float64, no static size 0; a dynamic size only in
+    a 2-d matmul (its m, n, k go to the call at run time; a batched one's strides would not be
+    known until then)."""
     types = [ir.RankedTensorType(v.type) for v in (op.lhs, op.rhs, op.out)]
-    return (str(types[0].element_type) in GEMM
-            and all(t.has_static_shape and 0 not in t.shape for t in types))
+    return (str(types[0].element_type) in GEMM and all(0 not in t.shape for t in types)
+            and (types[2].rank == 2 or all(t.has_static_shape for t in types)))
 
 
 def _dims(n: int, *positions: int) -> ir.AffineMap:
@@ -133,11 +136,18 @@ def _dynamic(stride: int) -> bool:
 
 def _operand_layout(t: ir.MemRefType, rows: int, cols: int, row_dim: int, col_dim: int):
     """How BLAS reads a logical rows x cols matrix stored as memref `t` (dims row_dim, col_dim):
-    ('N', ld) row-major, ('T', ld) column-major, or None (not a BLAS matrix)."""
+    ('N', ld) row-major, ('T', ld) column-major, or None (not a BLAS matrix). A dynamic size
+    (DYN) may be any size at run time; the strides, and so ld, must be static."""
     strides, _ = t.get_strides_and_offset()
     if any(_dynamic(s) for s in strides):
         return None
     s_r, s_c = strides[row_dim], strides[col_dim]
+    if DYN in (rows, cols):  # ld must hold for every size: the dynamic side must be the strided one
+        if s_c == 1 and cols != DYN and s_r >= max(1, cols):
+            return ("N", s_r)
+        if s_r == 1 and rows != DYN and s_c >= max(1, rows):
+            return ("T", s_c)
+        return None
     if s_c == 1 or cols == 1:
         ld = s_r if rows > 1 else max(1, cols)
         return ("N", ld) if ld >= max(1, cols) else None
@@ -209,7 +219,8 @@ def _plan(op):
     c = view.outputs[0]
     types = [ir.MemRefType(v.type) for v in (a, b, c)]
     elem = str(types[2].element_type)
-    if elem not in GEMM or not all(t.has_static_shape and 0 not in t.shape for t in types):
+    dynamic = not all(t.has_static_shape for t in types)
+    if elem not in GEMM or any(0 in t.shape for t in types) or (dynamic and types[2].rank != 2):
         return None
     (a_m, a_k), (b_k, b_n), (c_m, c_n) = _positions(op)
     m, k, n = types[0].shape[a_m], types[0].shape[a_k], types[1].shape[b_n]
@@ -220,7 +231,18 @@ def _plan(op):
         return None
     if types[2].rank == 3 and any(_batch_stride(t) is None for t in types):
         return None
-    return GEMM[elem], layout_b, layout_a, layout_c[1], (m, n, k)
+    # A dynamic size: (operand, dim) to read it from at run time.
+    sizes = tuple(size if size != DYN else (v, d) for size, v, d in ((m, a, a_m), (n, b, b_n), (k, a, a_k)))
+    return GEMM[elem], layout_b, layout_a, layout_c[1], sizes
+
+
+def _i32_size(size) -> ir.Value:
+    """A BLAS size argument: a constant, or (memref, dim) read at run time."""
+    i32 = ir.IntegerType.get_signless(32)
+    if isinstance(size, int):
+        return arith.constant(i32, size)
+    buffer, dim = size
+    return arith.index_cast(i32, memref.dim(buffer, arith.constant(ir.IndexType.get(), dim)))
 
 
 def _batch_stride(t: ir.MemRefType) -> int | None:
@@ -258,7 +280,7 @@ def _emit_call(name, slots, op, layout_b, layout_a, ldc, sizes, batch_offsets=No
     args = [
         _store(slots.trans[0], arith.constant(i8, ord(layout_b[0]))),
         _store(slots.trans[1], arith.constant(i8, ord(layout_a[0]))),
-        *[_store(slot, arith.constant(i32, v)) for slot, v in zip(slots.ints[:3], (n, m, k))],
+        *[_store(slot, _i32_size(v)) for slot, v in zip(slots.ints[:3], (n, m, k))],
         _store(slots.scalars[0], arith.constant(elem, 1.0)),
         pointer_to(b, offsets[1]), _store(slots.ints[3], arith.constant(i32, layout_b[1])),
         pointer_to(a, offsets[0]), _store(slots.ints[4], arith.constant(i32, layout_a[1])),

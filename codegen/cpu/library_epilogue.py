@@ -17,7 +17,7 @@ beta = 0 (it only writes C).
 from __future__ import annotations
 
 from torch_mlir import ir
-from torch_mlir.dialects import linalg, tensor
+from torch_mlir.dialects import arith, linalg, tensor
 
 from .library import NAMED, ops_named
 
@@ -149,7 +149,10 @@ def unshare_zero_fills(module: ir.Module) -> None:
         fill = _owner(out)
         with ir.InsertionPoint(op), op.location:
             t = ir.RankedTensorType(out.type)
-            empty = tensor.empty(t.shape, t.element_type)
+            # A dynamic size is the shared fill's, read off it.
+            sizes = [tensor.dim(out, arith.constant(ir.IndexType.get(), d)) if n == ir.ShapedType.get_dynamic_size()
+                     else n for d, n in enumerate(t.shape)]
+            empty = tensor.empty(sizes, t.element_type)
             own = linalg.fill(fill.operands[0], outs=[empty])
         op.operands[len(op.operands) - 1] = own
         if not list(fill.results[0].uses):  # the last matmul sharing it has its own now

@@ -98,6 +98,8 @@ def _lower_concat(ctx, op):
     out_sizes = list(lhs_sizes)
     out_sizes[dim] = _add_sizes(lhs_sizes[dim], rhs_sizes[dim])
     result = tensor.empty([index(s) if n == dy.DYN else n for s, n in zip(out_sizes, out.shape)], out.element_type)
+    if 0 in out.shape:  # no element to write (an insert into an empty dim is not even valid IR)
+        return result
     result = _insert_slice(op.lhs, result, [0] * out.rank, lhs_sizes)
     offsets = [0] * out.rank
     offsets[dim] = lhs_sizes[dim]
