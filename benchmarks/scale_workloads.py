@@ -22,8 +22,7 @@ from __future__ import annotations
 import copy
 import math
 import os
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
