@@ -83,13 +83,19 @@ def test_integer_matmul_stays_in_our_loops():
     _check(torch.mm, a, b, library={})
 
 
-def test_dynamic_shapes_stay_in_our_loops():
-    fn = torch.compile(torch.mm, backend="mlir", dynamic=True)
-    for m in (5, 9):
-        a, b = torch.randn(m, 12), torch.randn(12, 7)
-        torch.testing.assert_close(fn(a, b), torch.mm(a, b))
-    assert dynamo_mlir.stats()["ops_library"] == 0
-    assert "aten.mm.default" in dynamo_mlir.stats()["compiled_ops"]
+@pytest.mark.parametrize("fn", [torch.mm, torch.bmm], ids=["mm", "bmm"])
+def test_dynamic_shapes_call_blas_with_sizes_and_strides_read_at_run_time(fn, tmp_path):
+    """Every size `?` (dynamic=True): m, n, k, the leading dimensions and a batch's stride are
+    read off the buffers when the call runs (memref.dim, extract_strided_metadata)."""
+    compiled = torch.compile(fn, backend="mlir", dynamic=True, options={"dump_dir": str(tmp_path)})
+    batch = (3,) if fn is torch.bmm else ()
+    for m, k, n in ((5, 12, 7), (9, 4, 11), (64, 33, 2)):
+        a, b = torch.randn(*batch, m, k), torch.randn(*batch, k, n)
+        torch.testing.assert_close(compiled(a, b), fn(a, b))
+    assert_all_compiled(min_ops=0, library=MM if fn is torch.mm else BMM)
+    assert dynamo_mlir.stats()["graphs"] == 1, dynamo_mlir.explain()
+    loops = read_stage(str(tmp_path), "loops")
+    assert "call @sgemm_(" in loops and "extract_strided_metadata" in loops and "memref.dim" in loops, loops
 
 
 def test_library_call_is_listed_by_explain():

@@ -62,12 +62,10 @@ def load_libtorch() -> None:
 
 
 def blas_can_take(op) -> bool:
-    """A dynamo.matmul BLAS can take: float32/float64, no static size 0; a dynamic size only in
-    a 2-d matmul (its m, n, k go to the call at run time; a batched one's strides would not be
-    known until then)."""
+    """A dynamo.matmul BLAS can take: float32/float64, no static size 0. Dynamic sizes (and the
+    strides that follow from them) go to the calls at run time (`_plan`)."""
     types = [ir.RankedTensorType(v.type) for v in (op.lhs, op.rhs, op.out)]
-    return (str(types[0].element_type) in GEMM and all(0 not in t.shape for t in types)
-            and (types[2].rank == 2 or all(t.has_static_shape for t in types)))
+    return str(types[0].element_type) in GEMM and all(0 not in t.shape for t in types)
 
 
 def _dims(n: int, *positions: int) -> ir.AffineMap:
@@ -134,26 +132,41 @@ def _dynamic(stride: int) -> bool:
     return stride == ir.ShapedType.get_dynamic_stride_or_offset()
 
 
-def _operand_layout(t: ir.MemRefType, rows: int, cols: int, row_dim: int, col_dim: int):
+def _identity(t: ir.MemRefType) -> bool:
+    """Rows of contiguous elements one after another (no layout, or the identity map)."""
+    return isinstance(t.layout, ir.AffineMapAttr) and t.layout.value == ir.AffineMap.get_identity(t.rank)
+
+
+def _operand_layout(t: ir.MemRefType, rows: int, cols: int, row_dim: int, col_dim: int, buffer: ir.Value):
     """How BLAS reads a logical rows x cols matrix stored as memref `t` (dims row_dim, col_dim):
-    ('N', ld) row-major, ('T', ld) column-major, or None (not a BLAS matrix). A dynamic size
-    (DYN) may be any size at run time; the strides, and so ld, must be static."""
+    ('N', ld) row-major, ('T', ld) column-major, or None (not a BLAS matrix). ld is an int, or
+    ("stride", buffer, dim) read at run time where the stride is dynamic."""
     strides, _ = t.get_strides_and_offset()
-    if any(_dynamic(s) for s in strides):
-        return None
     s_r, s_c = strides[row_dim], strides[col_dim]
-    if DYN in (rows, cols):  # ld must hold for every size: the dynamic side must be the strided one
-        if s_c == 1 and cols != DYN and s_r >= max(1, cols):
-            return ("N", s_r)
-        if s_r == 1 and rows != DYN and s_c >= max(1, rows):
-            return ("T", s_c)
-        return None
+    if DYN in (rows, cols) or _dynamic(s_r) or _dynamic(s_c):
+        return _run_time_layout(t, buffer, ((s_c, s_r, cols, row_dim, "N"), (s_r, s_c, rows, col_dim, "T")))
     if s_c == 1 or cols == 1:
         ld = s_r if rows > 1 else max(1, cols)
         return ("N", ld) if ld >= max(1, cols) else None
     if s_r == 1 or rows == 1:
         ld = s_c if cols > 1 else max(1, rows)
         return ("T", ld) if ld >= max(1, rows) else None
+    return None
+
+
+def _run_time_layout(t, buffer, candidates):
+    """A layout with sizes or strides known at run time only. The unit stride must be static;
+    BLAS's ld is the other one: static and at least the contiguous extent, or read at run time
+    off a buffer of rows one after another (identity layout), whose row stride is that extent
+    (Dynamo specializes sizes 0 and 1, so a dynamic size is at least 2 and ld at least 1)."""
+    for unit, other, extent, other_dim, kind in candidates:
+        if unit != 1:
+            continue
+        if not _dynamic(other):
+            if extent != DYN and other >= max(1, extent):
+                return kind, other
+        elif _identity(t):
+            return kind, ("stride", buffer, other_dim)
     return None
 
 
@@ -219,38 +232,49 @@ def _plan(op):
     c = view.outputs[0]
     types = [ir.MemRefType(v.type) for v in (a, b, c)]
     elem = str(types[2].element_type)
-    dynamic = not all(t.has_static_shape for t in types)
-    if elem not in GEMM or any(0 in t.shape for t in types) or (dynamic and types[2].rank != 2):
+    if elem not in GEMM or any(0 in t.shape for t in types):
         return None
     (a_m, a_k), (b_k, b_n), (c_m, c_n) = _positions(op)
     m, k, n = types[0].shape[a_m], types[0].shape[a_k], types[1].shape[b_n]
-    layout_a = _operand_layout(types[0], m, k, a_m, a_k)
-    layout_b = _operand_layout(types[1], k, n, b_k, b_n)
-    layout_c = _operand_layout(types[2], m, n, c_m, c_n)
+    layout_a = _operand_layout(types[0], m, k, a_m, a_k, a)
+    layout_b = _operand_layout(types[1], k, n, b_k, b_n, b)
+    layout_c = _operand_layout(types[2], m, n, c_m, c_n, c)
     if None in (layout_a, layout_b) or layout_c is None or layout_c[0] != "N":
         return None
-    if types[2].rank == 3 and any(_batch_stride(t) is None for t in types):
+    if types[2].rank == 3 and any(_batch_stride(t, v) is None for t, v in zip(types, (a, b, c))):
         return None
-    # A dynamic size: (operand, dim) to read it from at run time.
-    sizes = tuple(size if size != DYN else (v, d) for size, v, d in ((m, a, a_m), (n, b, b_n), (k, a, a_k)))
+    # A dynamic size: ("dim", operand, dim), read at run time.
+    sizes = tuple(size if size != DYN else ("dim", v, d) for size, v, d in ((m, a, a_m), (n, b, b_n), (k, a, a_k)))
     return GEMM[elem], layout_b, layout_a, layout_c[1], sizes
 
 
-def _i32_size(size) -> ir.Value:
-    """A BLAS size argument: a constant, or (memref, dim) read at run time."""
+def _index(spec) -> ir.Value:
+    """An int, or ("dim" | "stride", memref, dim) read at run time, as an index value."""
+    index = ir.IndexType.get()
+    if isinstance(spec, int):
+        return arith.constant(index, spec)
+    kind, buffer, dim = spec
+    if kind == "dim":
+        return memref.dim(buffer, arith.constant(index, dim))
+    rank = ir.MemRefType(buffer.type).rank
+    return memref.extract_strided_metadata(buffer)[2 + rank + dim]  # base, offset, sizes, strides
+
+
+def _i32(spec) -> ir.Value:
+    """A BLAS integer argument (a size or an ld)."""
     i32 = ir.IntegerType.get_signless(32)
-    if isinstance(size, int):
-        return arith.constant(i32, size)
-    buffer, dim = size
-    return arith.index_cast(i32, memref.dim(buffer, arith.constant(ir.IndexType.get(), dim)))
+    return arith.constant(i32, spec) if isinstance(spec, int) else arith.index_cast(i32, _index(spec))
 
 
-def _batch_stride(t: ir.MemRefType) -> int | None:
-    """Elements between two batches of a rank-3 memref (None: known only at run time)."""
+def _batch_stride(t: ir.MemRefType, buffer: ir.Value):
+    """Elements between two batches of a rank-3 memref: an int, ("stride", buffer, 0) read at run
+    time off a buffer of identity layout, or None (BLAS cannot walk it)."""
     stride = t.get_strides_and_offset()[0][0]
     if t.shape[0] == 1:
         return 0
-    return None if _dynamic(stride) else stride
+    if _dynamic(stride):
+        return ("stride", buffer, 0) if _identity(t) else None
+    return stride
 
 
 def _zero_fill_before(op) -> ir.Operation | None:
@@ -280,26 +304,28 @@ def _emit_call(name, slots, op, layout_b, layout_a, ldc, sizes, batch_offsets=No
     args = [
         _store(slots.trans[0], arith.constant(i8, ord(layout_b[0]))),
         _store(slots.trans[1], arith.constant(i8, ord(layout_a[0]))),
-        *[_store(slot, _i32_size(v)) for slot, v in zip(slots.ints[:3], (n, m, k))],
+        *[_store(slot, _i32(v)) for slot, v in zip(slots.ints[:3], (n, m, k))],
         _store(slots.scalars[0], arith.constant(elem, 1.0)),
-        pointer_to(b, offsets[1]), _store(slots.ints[3], arith.constant(i32, layout_b[1])),
-        pointer_to(a, offsets[0]), _store(slots.ints[4], arith.constant(i32, layout_a[1])),
+        pointer_to(b, offsets[1]), _store(slots.ints[3], _i32(layout_b[1])),
+        pointer_to(a, offsets[0]), _store(slots.ints[4], _i32(layout_a[1])),
         _store(slots.scalars[1], arith.constant(elem, beta)),
-        pointer_to(c, offsets[2]), _store(slots.ints[5], arith.constant(i32, ldc)),
+        pointer_to(c, offsets[2]), _store(slots.ints[5], _i32(ldc)),
     ]
     func.call([], name, args)
 
 
 def _batch_loop(name, slots, op, plan_rest, beta) -> None:
-    """One call per batch: each operand's pointer advanced by its batch stride."""
+    """One call per batch: each operand's pointer advanced by its batch stride (in bytes)."""
     index = ir.IndexType.get()
     operands = [*op.opview.inputs, op.opview.outputs[0]]
-    batch = ir.MemRefType(operands[2].type).shape[0]
-    steps = [_batch_stride(ir.MemRefType(v.type)) * ir.MemRefType(v.type).element_type.width // 8 for v in operands]
-    loop = scf.ForOp(arith.constant(index, 0), arith.constant(index, batch), arith.constant(index, 1))
+    c_type = ir.MemRefType(operands[2].type)
+    batch = _index(c_type.shape[0] if c_type.shape[0] != DYN else ("dim", operands[2], 0))
+    steps = [arith.muli(_index(_batch_stride(ir.MemRefType(v.type), v)),
+                        arith.constant(index, ir.MemRefType(v.type).element_type.width // 8)) for v in operands]
+    loop = scf.ForOp(arith.constant(index, 0), batch, arith.constant(index, 1))
     with ir.InsertionPoint(loop.body):
         i = loop.induction_variable
-        offsets = [arith.muli(i, arith.constant(index, s)) for s in steps]
+        offsets = [arith.muli(i, s) for s in steps]
         _emit_call(name, slots, op, *plan_rest, batch_offsets=offsets, beta=beta)
         scf.yield_([])
 
