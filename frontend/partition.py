@@ -42,7 +42,7 @@ DYNAMIC_SHAPE_OPS = frozenset({
     aten.expand, aten.mm, aten.bmm, aten.select, aten.var_mean, aten.var, aten.any, aten.all, aten.cat,
     aten.full, aten.full_like, aten.zeros, aten.zeros_like, aten.ones, aten.ones_like,
     aten.new_zeros, aten.new_ones, aten.new_full, aten.empty_like,
-    aten.embedding, aten.slice, aten.arange, aten.cumsum, aten.index, aten.split_with_sizes,
+    aten.embedding, aten.slice, aten.arange, aten.split_with_sizes,
 })
 
 
