@@ -180,7 +180,8 @@ class ImportContext:
         target = self.symbolic_target(shape)  # the node's result shape: its SymInts give the sizes
         if any(isinstance(s, torch.SymInt) for s in target):
             return dy.BroadcastOp(value, self.dims(target)[1], dims=dims, out=out).out
-        raise Unsupported(f"broadcast to dynamic shape {shape} with no value to read the sizes from")
+        shown = "[" + ", ".join("?" if d == DYN else str(d) for d in shape) + "]"
+        raise Unsupported(f"broadcast to dynamic shape {shown} with no value to read the sizes from")
 
     def pin_stretched_dims(self, value: ir.Value, shape, source) -> ir.Value:
         """An operand's `?` that broadcasts against another `?` of the result ([1, s0 // 2, s0]

@@ -164,12 +164,21 @@ def _sole_attention_writer(buffer: ir.Value, transpose):
     return others[0]
 
 
+def _between(first, last) -> list:
+    """The ops after `first` and before `last` (same block)."""
+    block_ops = [o.operation for o in first.block.operations]
+    return block_ops[block_ops.index(first) + 1:block_ops.index(last)]
+
+
+def _touches(op, root: ir.Value) -> bool:
+    """Whether `op` reads or writes (a view of) the buffer `root`, or makes a view of it."""
+    return any(isinstance(v.type, ir.MemRefType) and root_of(v) == root for v in op.operands)
+
+
 def _used_between(buffer: ir.Value, first, last) -> bool:
     """Whether an op after `first` and before `last` touches `buffer` (or a view of it): the
     call, moved to write it at `first`, must not change what those ops see."""
-    block_ops = [o.operation for o in first.block.operations]
-    between = block_ops[block_ops.index(first) + 1:block_ops.index(last)]
-    return any(root_of(v) == buffer for o in between for v in o.operands)
+    return any(_touches(o, buffer) for o in _between(first, last))
 
 
 def _writes(op, buffer: ir.Value) -> bool:
@@ -188,9 +197,7 @@ def _writes(op, buffer: ir.Value) -> bool:
 
 def _written_between(buffer: ir.Value, first, last) -> bool:
     """Whether an op after `first` and before `last` (same block) may write `buffer`."""
-    block_ops = [o.operation for o in first.block.operations]
-    between = block_ops[block_ops.index(first) + 1:block_ops.index(last)]
-    return any(_writes(o, buffer) for o in between)
+    return any(_writes(o, buffer) for o in _between(first, last))
 
 
 def _defined_before(dest: ir.Value, call) -> bool:
@@ -259,11 +266,6 @@ def generalize_library_ops(func_op) -> int:
     for op in ops:
         generalize(op)
     return len(ops)
-
-
-def _touches(op, root: ir.Value) -> bool:
-    """Whether `op` reads or writes (a view of) the buffer `root`, or makes a view of it."""
-    return any(isinstance(v.type, ir.MemRefType) and root_of(v) == root for v in op.operands)
 
 
 def fold_fills_into_library_ops(func_op) -> int:
