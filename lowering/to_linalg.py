@@ -23,12 +23,13 @@ class LoweringError(RuntimeError):
 MAX_ROUNDS = 8
 
 
-def _dynamo_ops(module: ir.Module) -> list[ir.OpView]:
-    """The ops of our dialects (dynamo's and the registered plugin dialects') in program order."""
+def _dynamo_ops(module: ir.Module, only=None) -> list[ir.OpView]:
+    """The ops of our dialects (dynamo's and the registered plugin dialects') in program order;
+    `only`: just the ops of these names."""
     found = []
 
     def visit(op):
-        if is_ours(op.name):
+        if is_ours(op.name) and (only is None or op.name in only):
             found.append(op)
         return ir.WalkResult.ADVANCE
 
@@ -43,17 +44,18 @@ def _as_value(produced) -> ir.Value:
     return (produced.operation if hasattr(produced, "operation") else produced).result
 
 
-def lower_dynamo_ops(module: ir.Module, target: str | None = None, options=None) -> ir.Module:
+def lower_dynamo_ops(module: ir.Module, target: str | None = None, options=None, only=None) -> ir.Module:
     """Rewrite, in place and in program order, each op of our dialects with its lowering rule,
     until none is left (a rule may expand an op into other ops of ours). Rules get a
-    LoweringContext of `target` and `options` (the compile's, bound to the target)."""
+    LoweringContext of `target` and `options` (the compile's, bound to the target). `only`: op
+    names to lower, leaving the rest (and the dynamo ops their rules build) for a later stage."""
     ctx = registry.context_for(target, options)
     for _ in range(MAX_ROUNDS):
-        ops = _dynamo_ops(module)
+        ops = _dynamo_ops(module, only)
         if not ops:
             return module
         _lower_round(ops, ctx)
-    left = sorted({op.name for op in _dynamo_ops(module)})
+    left = sorted({op.name for op in _dynamo_ops(module, only)})
     if left:
         raise LoweringError(f"lowering rules kept producing {left} after {MAX_ROUNDS} rounds (target {target}): "
                             "a rule expands into an op whose rule expands back", left[0])

@@ -242,6 +242,65 @@ def test_half_contractions_reach_the_libraries_in_their_dtype(tmp_path, dtype):
     assert f"%0: 2x8x16x16x{name}" in host and "torch linalg.matmul(" in host, host
 
 
+# (stride, padding, dilation, kernel): ResNet-50's stem and its strided 1x1 and 3x3, a dilated one
+CONV_BACKWARDS = {"stem": (2, 3, 1, 7), "downsample": (2, 0, 1, 1), "strided": (2, 1, 1, 3), "dilated": (1, 2, 2, 3)}
+
+
+def _conv_step(window, dtype, device="cpu"):
+    """A convolution's training step on `dtype` operands: the function and its inputs (x and w
+    requiring gradients)."""
+    stride, padding, dilation, k = window
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 8, 15, 15, generator=g).to(device=device, dtype=dtype).requires_grad_()
+    w = (torch.randn(16, 8, k, k, generator=g) / (8 * k)).to(device=device, dtype=dtype).requires_grad_()
+    fn = lambda x, w: F.conv2d(x, w, stride=stride, padding=padding, dilation=dilation).relu().sum()  # noqa: E731
+    return fn, x, w
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_conv_backward_for_cuda_is_one_cudnn_call_per_gradient(tmp_path, dtype):
+    """The input and weight gradients are one torch convolution_backward call each, on buffers of
+    the operands' type, writing the gradients' buffers: no kernel of ours computes them (the
+    generic rule's forward convolutions of a dilated gradient ran cuDNN's slowest kernels)."""
+    fn, x, w = _conv_step(CONV_BACKWARDS["strided"], dtype)
+    options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, "dump_dir": str(tmp_path)}
+    with zeros_runtime("cuda"):
+        torch.compile(fn, backend="mlir", options=options)(x, w).backward()
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0, dynamo_mlir.explain()
+    assert s["library_ops"] == {"aten.convolution.default": 1, "aten.convolution_backward.default": 1}, dynamo_mlir.explain()
+    host = read_stage(str(tmp_path), "host")
+    backward = host.split("host main(")[2]  # the forward's schedule, then the backward's
+    name = str(dtype).split(".")[1]
+    grad_input = next(line for line in backward.splitlines() if "torch torch.conv_grad_input(" in line)
+    grad_weight = next(line for line in backward.splitlines() if "torch torch.conv_grad_weight(" in line)
+    assert "[16x8x3x3|" in grad_input and grad_input.endswith("for convolution_backward"), host
+    assert "[2x8x15x15|" in grad_weight and "'stride': (2, 2), 'padding': (1, 1)" in grad_weight, host
+    assert f"x{name}" in backward.splitlines()[0] and (name == "float32" or "float32" not in backward), host
+    assert backward.count("launch ") == 1, host  # relu's backward, before them
+
+
+@on_gpu
+@pytest.mark.parametrize("case", sorted(CONV_BACKWARDS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_conv_backward_matches_eager(case, dtype):
+    """Both gradients against eager's (float32: within TF32-free float tolerance; bf16: error
+    against float64 at most 3x eager's, PyTorch's benchmark rule)."""
+    fn, x, w = _conv_step(CONV_BACKWARDS[case], dtype, "cuda")
+    got = torch.autograd.grad(torch.compile(fn, backend="mlir", options={"strict": True})(x, w), (x, w))
+    assert dynamo_mlir.stats()["library_ops"].get("aten.convolution_backward.default") == 1, dynamo_mlir.explain()
+    eager = torch.autograd.grad(fn(x, w), (x, w))
+    x64, w64 = (t.detach().double().requires_grad_() for t in (x, w))
+    reference = torch.autograd.grad(fn(x64, w64), (x64, w64))
+    for mine, theirs, ref in zip(got, eager, reference):
+        assert mine.dtype == dtype
+        if dtype == torch.float32:
+            torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-4)
+        else:
+            error = lambda t: (t.double() - ref).pow(2).mean().sqrt().item()  # noqa: E731
+            assert error(mine) <= 3 * error(theirs) + 1e-6, (error(mine), error(theirs))
+
+
 @on_gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_contractions_as_accurate_as_eager(dtype):

@@ -3,6 +3,7 @@ named passes (codegen/passes.py): each declares the options it reads, the attrib
 relies on and the passes it needs before it; the driver runs, times and (with dump_passes)
 dumps them one by one."""
 
+from ...dialects import dynamo as dy
 from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..contraction_precision import contractions_in_float32
@@ -35,6 +36,9 @@ def _parallel_loops(module, options):
 
 
 LINALG = (
+    # Before the convolution passes, so that torch's convolution runs the gradients' convolutions.
+    _pass("expand-conv-grads", lambda m, o: lower_dynamo_ops(m, target="cpu", options=o, only=dy.CONV_GRADS),
+          "Convolution gradients -> the dynamo.conv2d of their generic rule (torch's forward kernel runs it)."),
     _pass("contractions-in-float32", lambda m, o: contractions_in_float32(m),
           "Half matmuls and convolutions computed on float32 copies of their operands (MKL and our loops "
           "have no fast half kernels); a reader widening the result reads it unrounded."),

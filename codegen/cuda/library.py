@@ -1,5 +1,6 @@
 """Host-schedule steps that run through torch: matmul (cuBLAS), convolution (cuDNN; a
-`torch.convolution` call pads as it reads and writes its buffer itself), pooling, index_put,
+`torch.convolution` call pads as it reads and writes its buffer itself) and its input and
+weight gradients (cuDNN's backward kernels, copied into the step's buffer), pooling, index_put,
 scatter and attention.
 
 Each linalg op accumulates into its output; `overwrite` says the accumulator was a zero fill
@@ -122,6 +123,18 @@ def _convolution(step: Library, x, w, out):
         out.copy_(torch.ops.aten.convolution(x, w, None, stride, padding, dilation, False, [0] * len(stride), groups))
 
 
+def _conv_grad(step: Library, grad, given, out, which: int):
+    """Gradient `which` (0: input, 1: weight) of the convolution by torch's convolution_backward,
+    which runs cuDNN's backward-data or backward-filter kernel as eager does. The operand whose
+    gradient is asked for only lends its shape (as torch.nn.grad's functions do): `out` has it."""
+    a = dict(step.attrs)
+    x, w = (out, given) if which == 0 else (given, out)
+    mask = [which == 0, which == 1, False]
+    result = torch.ops.aten.convolution_backward(grad, x, w, None, a["stride"], a["padding"], a["dilation"], False,
+                                                 [0] * len(a["stride"]), a["groups"], mask)[which]
+    out.copy_(result)
+
+
 def _attention(step: Library, q, k, v, *bias_then_out):
     *bias, out = bias_then_out
     attrs = dict(step.attrs)
@@ -141,6 +154,8 @@ RUNNERS = {
     "torch.scatter": _scatter,
     "torch.attention": _attention,
     "torch.convolution": _convolution,
+    "torch.conv_grad_input": lambda step, grad, w, out: _conv_grad(step, grad, w, out, 0),
+    "torch.conv_grad_weight": lambda step, grad, x, out: _conv_grad(step, grad, x, out, 1),
 }
 
 

@@ -30,7 +30,12 @@ views off static memref types); a strided producer is copied contiguous by buffe
 
 convolution (dynamo.conv2d, 2-d or 3-d, NC[D]HW, static) is such a call too, writing a fresh
 buffer: cuDNN pads the input as it reads it (the generic rule's padded copy and its zero fill
-are two kernels and a buffer per convolution) and writes the step's output buffer itself.
+are two kernels and a buffer per convolution) and writes the step's output buffer itself. So
+are its gradients (dynamo.conv_grad_input / conv_grad_weight): torch's convolution_backward,
+cuDNN's backward-data and backward-filter kernels, where the generic rule's forward
+convolutions of a dilated gradient, or of the input by a gradient as large as an image
+("kernels" of 56x56 in ResNet-50), run kernels cuDNN never tuned for those shapes (73 of the
+117 ms of a bf16 ResNet-50 training step went to one such kernel, 2026-11-27, H200).
 
 attention (dynamo.attention: an inference graph's F.scaled_dot_product_attention, kept whole
 by the frontend) is the same call without the copy: it writes a fresh buffer, its result
@@ -57,9 +62,12 @@ from ..functions import is_declaration  # noqa: F401  (the callees; schedule.py 
 
 CALL_KIND = LIBRARY_CALL  # func.call attribute: which library op the call is
 INDEX_PUT, SCATTER, ATTENTION, CONVOLUTION = "torch.index_put", "torch.scatter", "torch.attention", "torch.convolution"
+CONV_GRAD_INPUT, CONV_GRAD_WEIGHT = "torch.conv_grad_input", "torch.conv_grad_weight"
+_WINDOW = ("stride", "padding", "dilation", "groups")
 # kind -> the dynamo op's attributes the call keeps (the runner's arguments besides buffers)
 CALL_ATTRS = {INDEX_PUT: ("accumulate",), SCATTER: ("dim", "reduce", "include_self"),
-              ATTENTION: ("is_causal", "scale"), CONVOLUTION: ("stride", "padding", "dilation", "groups")}
+              ATTENTION: ("is_causal", "scale"), CONVOLUTION: _WINDOW, CONV_GRAD_INPUT: _WINDOW,
+              CONV_GRAD_WEIGHT: _WINDOW}
 
 
 def _module_of(op) -> ir.Operation:
@@ -138,6 +146,20 @@ def convolution(ctx, op) -> ir.Value | None:
     if dy.layout_of(op) != "nchw" or not all(_static(v) for v in (op.x, op.weight, op.out)):
         return None
     return emit_call(op, CONVOLUTION, [op.x, op.weight], updates_dest=False)
+
+
+def conv_grad_input(ctx, op) -> ir.Value | None:
+    """The input gradient as one cuDNN backward call (library.py), or None: the generic rule's."""
+    if not all(_static(v) for v in (op.grad, op.weight, op.out)):
+        return None
+    return emit_call(op, CONV_GRAD_INPUT, [op.grad, op.weight], updates_dest=False)
+
+
+def conv_grad_weight(ctx, op) -> ir.Value | None:
+    """The weight gradient as one cuDNN backward call (library.py), or None: the generic rule's."""
+    if not all(_static(v) for v in (op.grad, op.x, op.out)):
+        return None
+    return emit_call(op, CONV_GRAD_WEIGHT, [op.grad, op.x], updates_dest=False)
 
 
 def is_call(op, kind: str) -> bool:

@@ -18,13 +18,14 @@ rounding kernel after it. Otherwise the generic rule's float32 accumulator.
 
 convolution: with library_matmul, a static NC[D]HW one is a torch call (library_calls.py:
 cuDNN pads as it reads and writes the result buffer itself, half operands as they are);
-otherwise the generic rule.
+otherwise the generic rule. Its input and weight gradients likewise: torch's
+convolution_backward (cuDNN's backward kernels), else the generic expansion.
 """
 
 from ...dialects import dynamo as dy
 from ...lowering import register_lowering
 from ...lowering.rules.common import accumulator_element, ranked
-from ...lowering.rules.conv import lower_conv
+from ...lowering.rules.conv import lower_conv, lower_conv_grad_input, lower_conv_grad_weight
 from ...lowering.rules.matmul import lower_matmul
 from ...lowering.rules.reduction import SUM_BLOCK, lower_reduce
 from . import library_calls
@@ -45,6 +46,18 @@ register_lowering(dy.AttentionOp, library_calls.attention, target="cuda")
 def _lower_matmul(ctx, op):
     out = ranked(op.out)
     return lower_matmul(op, out.element_type if ctx.target_option("library_matmul") else accumulator_element(out))
+
+
+@register_lowering(dy.ConvGradInputOp, target="cuda")
+def _lower_conv_grad_input(ctx, op):
+    call = library_calls.conv_grad_input(ctx, op) if ctx.target_option("library_matmul") else None
+    return call if call is not None else lower_conv_grad_input(ctx, op)
+
+
+@register_lowering(dy.ConvGradWeightOp, target="cuda")
+def _lower_conv_grad_weight(ctx, op):
+    call = library_calls.conv_grad_weight(ctx, op) if ctx.target_option("library_matmul") else None
+    return call if call is not None else lower_conv_grad_weight(ctx, op)
 
 
 @register_lowering(dy.Conv2dOp, target="cuda")

@@ -3,10 +3,9 @@
 - transposed convolution is a convolution of the stride-dilated, padded input with the flipped,
   in/out-swapped weight; float 3-d transposed convolution follows eager's slow kernel instead
   (a column matmul and col2vol), for its order of sums;
-- convolution_backward (2-d, groups=1): the input gradient is a convolution of the (stride-
-  dilated) output gradient with the flipped, transposed weight; the weight gradient is a
-  convolution of the input by the output gradient with batch and channels swapped (the forward
-  stride becomes a dilation); the bias gradient is a sum.
+- convolution_backward (2-d, groups=1): the input and weight gradients are dynamo.conv_grad_input
+  and conv_grad_weight (a target may run them whole: cuDNN's backward on cuda; the generic rule
+  is a convolution each, lowering/rules/conv.py); the bias gradient is a sum.
 """
 
 import numpy as np
@@ -199,30 +198,6 @@ def _convolution(ctx, node):
 # ----------------------------------------------------------------------------- backward
 
 
-def _grad_input(ctx, g, w, x_shape, stride, padding, dilation):
-    k = ctx.shape_of(w)[2:]
-    reach = [dilation[i] * (k[i] - 1) - padding[i] for i in (0, 1)]
-    if min(reach) < 0:
-        raise Unsupported("convolution backward with padding larger than the kernel reach")
-    w_t = flip(ctx, permute(ctx, w, [1, 0, 2, 3]), (2, 3))
-    g = _dilate(ctx, g, stride)
-    # Conv2dOp pads symmetrically; where the forward's last window stopped short of the input's
-    # end (or used less than its high padding), the transposed conv needs more padding on the
-    # high side to give the input's size: those input positions get zero gradient or partial sums.
-    got = [ctx.shape_of(g)[2 + i] + 2 * reach[i] - dilation[i] * (k[i] - 1) for i in (0, 1)]
-    g = pad(ctx, g, [0] * 4, [0, 0, x_shape[2] - got[0], x_shape[3] - got[1]])
-    return _conv(ctx, g, w_t, [1, 1], reach, dilation, 1)
-
-
-def _grad_weight(ctx, g, x, w_shape, stride, padding, dilation):
-    # Batch and channels swap roles; the forward stride becomes the dilation over g.
-    xt, gt = permute(ctx, x, [1, 0, 2, 3]), permute(ctx, g, [1, 0, 2, 3])
-    r = _conv(ctx, xt, gt, dilation, padding, stride, 1)  # (C, F, >=kh, >=kw)
-    c, f = ctx.shape_of(r)[:2]
-    r = slice_box(ctx, r, [0, 0, 0, 0], [c, f, w_shape[2], w_shape[3]])
-    return permute(ctx, r, [1, 0, 2, 3])
-
-
 @import_rule(aten.convolution_backward)
 def _convolution_backward(ctx, node):
     a = bind(node)
@@ -232,11 +207,15 @@ def _convolution_backward(ctx, node):
     compute = compute_dtype(val.dtype)
     g, xv, wv = (ctx.cast(ctx.tensor(t), val.dtype) for t in (a.grad_output, a.input, a.weight))
     stride, padding, dilation = per_dim(a.stride, 2), per_dim(a.padding, 2), per_dim(a.dilation, 2)
-    mask, out = a.output_mask, [None, None, None]
+    mask = a.output_mask
+    window = dict(stride=i64s(stride), padding=i64s(padding), dilation=i64s(dilation), groups=i64(1))
+    if mask[0] and min(d * (k - 1) - p for d, k, p in zip(dilation, ctx.shape_of(wv)[2:], padding)) < 0:
+        raise Unsupported("convolution backward with padding larger than the kernel reach")
+    out = [None, None, None]
     if mask[0]:
-        out[0] = ctx.cast(_grad_input(ctx, g, wv, ctx.shape_of(xv), stride, padding, dilation), val.dtype)
+        out[0] = dy.ConvGradInputOp(g, wv, **window, out=ctx.type_like(xv)).out
     if mask[1]:
-        out[1] = ctx.cast(_grad_weight(ctx, g, xv, ctx.shape_of(wv), stride, padding, dilation), val.dtype)
+        out[1] = dy.ConvGradWeightOp(g, xv, **window, out=ctx.type_like(wv)).out
     if mask[2]:
         out[2] = ctx.cast(reduce(ctx, ctx.cast(g, compute), "sum", [0, 2, 3]), val.dtype)
     return tuple(out)

@@ -1,5 +1,15 @@
 """Convolutions -> linalg named ops (2-d, grouped or not) or one generic (3-d, which linalg names
-only channels-last or ungrouped); a channels-last (NHWC) one is the NCHW one between transposes."""
+only channels-last or ungrouped); a channels-last (NHWC) one is the NCHW one between transposes.
+
+The gradients (dynamo.conv_grad_input / conv_grad_weight, 2-d, groups = 1) expand into a
+dynamo.conv2d between layout ops, which the next lowering round gives to the target's own
+convolution rule (a target that runs the backward whole, cuda's cuDNN call, registers its own):
+- input gradient: the output gradient, stride-dilated (its values every `stride` positions of a
+  zero tensor) and padded by the window's reach, convolved with the weight flipped in space and
+  with in/out channels swapped;
+- weight gradient: the input by the output gradient with batch and channels swapped (the forward
+  stride becomes the dilation, the forward dilation the stride), cut to the kernel's size.
+"""
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
@@ -7,8 +17,8 @@ from torch_mlir.dialects import arith, linalg, tensor
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const, is_float
-from .common import (PARALLEL, REDUCTION, accumulator_element, affine_map, filled, generic, pad_spatial, ranked,
-                     stored_as, transposed, window_attrs, window_expr)
+from .common import (PARALLEL, REDUCTION, accumulator_element, affine_map, empty, filled, generic, pad_spatial,
+                     ranked, stored_as, transposed, window_attrs, window_expr)
 
 
 def _zero_filled(t, like=None, dim_map=None):
@@ -86,3 +96,65 @@ def _conv_generic(x, weight, out, groups, stride, dilation):
     y = generic([x, weight], [_zero_filled(grouped)], [x_map, w_map, y_map], iters,
                 lambda a, b, acc: [add(acc, mul(wide(a), wide(b)))])[0]
     return tensor.collapse_shape(out, y, [[0], [1, 2], *[[3 + i] for i in range(spatial)]])
+
+
+# ----------------------------------------------------------------------------- gradients
+
+
+def _conv2d(x, w, out_shape, stride, padding, dilation) -> ir.Value:
+    i64s = ir.DenseI64ArrayAttr.get
+    out = ir.RankedTensorType.get(out_shape, ranked(x).element_type)
+    return dy.Conv2dOp(x, w, stride=i64s(stride), padding=i64s(padding), dilation=i64s(dilation),
+                       groups=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1), out=out).out
+
+
+def _window(op) -> tuple[list[int], list[int], list[int]]:
+    if ranked(op.out).rank != 4 or ir.IntegerAttr(op.groups).value != 1:
+        raise NotImplementedError(f"the generic {op.OPERATION_NAME} takes 2-d convolutions of groups = 1")
+    return tuple(dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
+
+
+def _flipped_transpose(w) -> ir.Value:
+    """FCHW -> CFHW, reversed along H and W: one generic reading w[f, c, kh - 1 - i, kw - 1 - j]."""
+    f, c, kh, kw = ranked(w).shape
+    t = ir.RankedTensorType.get([c, f, kh, kw], ranked(w).element_type)
+    last = lambda d, k: ir.AffineConstantExpr.get(k - 1) - ir.AffineDimExpr.get(d)  # noqa: E731
+    read = affine_map(4, [1, 0, last(2, kh), last(3, kw)])
+    return generic([w], [empty(t)], [read, affine_map(4, [0, 1, 2, 3])], [PARALLEL] * 4, lambda a, _: [a])[0]
+
+
+def _spread(g, stride, low, high) -> ir.Value:
+    """g's values every `stride` positions of a zero tensor, with low/high zeros around them."""
+    n, f, *size = ranked(g).shape
+    shape = [n, f] + [(s - 1) * st + 1 + lo + hi for s, st, lo, hi in zip(size, stride, low, high)]
+    t = ir.RankedTensorType.get(shape, ranked(g).element_type)
+    zeros = _zero_filled(t)
+    return tensor.insert_slice(g, zeros, [], [], [], [0, 0, *low], [n, f, *size], [1, 1, *stride])
+
+
+@register_lowering(dy.ConvGradInputOp)
+def lower_conv_grad_input(ctx, op):
+    stride, padding, dilation = _window(op)
+    x_shape, k = list(ranked(op.out).shape), list(ranked(op.weight).shape)[2:]
+    reach = [d * (kk - 1) - p for d, kk, p in zip(dilation, k, padding)]
+    if min(reach) < 0:
+        raise NotImplementedError("the generic conv_grad_input takes padding up to the window's reach")
+    # Where the forward's last window stopped short of the input's end, the input positions after
+    # it get zero gradient: more zeros on the high side give the input's size.
+    got = [(s - 1) * st + 1 + 2 * r - d * (kk - 1)
+           for s, st, r, d, kk in zip(ranked(op.grad).shape[2:], stride, reach, dilation, k)]
+    g = _spread(op.grad, stride, reach, [r + x - n for r, x, n in zip(reach, x_shape[2:], got)])
+    return _conv2d(g, _flipped_transpose(op.weight), x_shape, [1, 1], [0, 0], dilation)
+
+
+@register_lowering(dy.ConvGradWeightOp)
+def lower_conv_grad_weight(ctx, op):
+    stride, padding, dilation = _window(op)
+    f, c, *k = ranked(op.out).shape
+    x, g = transposed(op.x, [1, 0, 2, 3]), transposed(op.grad, [1, 0, 2, 3])  # CNHW, FNHW
+    reach = [(s + 2 * p - st * (o - 1) - 1) // d + 1
+             for s, p, st, o, d in zip(ranked(x).shape[2:], padding, stride, ranked(g).shape[2:], dilation)]
+    r = _conv2d(x, g, [c, f, *reach], dilation, padding, stride)  # at least the kernel's size
+    elem = ranked(op.out).element_type
+    cut = tensor.extract_slice(ir.RankedTensorType.get([c, f, *k], elem), r, [], [], [], [0] * 4, [c, f, *k], [1] * 4)
+    return transposed(cut, [1, 0, 2, 3])

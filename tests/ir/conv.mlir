@@ -61,3 +61,33 @@ func.func @main(%x: tensor<2x4x8x8xbf16>, %w: tensor<8x4x3x3xbf16>) -> tensor<2x
   %c = "dynamo.conv2d"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<2x4x8x8xbf16>, tensor<8x4x3x3xbf16>) -> tensor<2x8x8x8xbf16>
   return %c : tensor<2x8x8x8xbf16>
 }
+
+// -----
+// The gradients of a stride-2 convolution. Generic rule: the input gradient convolves the output
+// gradient, spread every 2 positions of a zero tensor and padded by the window's reach (one
+// strided insert_slice: 5 -> 9 positions, 1 zero low, 2 high: the forward's last window stopped
+// one short of the input's end), with the weight flipped in space and its channels swapped (one
+// generic reading w[f, c, 2 - kh, 2 - kw]); the weight gradient convolves the input by the
+// gradient with batch and channels swapped, stride 2 becoming dilation 2, cut to 3x3.
+// CHECK: #[[FLIP:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d1, d0, -d2 + 2, -d3 + 2)>
+// CHECK: %[[SPREAD:inserted_slice[_0-9]*]] = tensor.insert_slice %arg0 into %{{[0-9]+}}[0, 0, 1, 1] [2, 8, 5, 5] [1, 1, 2, 2] : tensor<2x8x5x5xf32> into tensor<2x8x12x12xf32>
+// CHECK: %[[WT:[0-9]+]] = linalg.generic {indexing_maps = [#[[FLIP]], #{{map[0-9]*}}]{{.*}} ins(%arg1 : tensor<8x4x3x3xf32>) outs(%{{[0-9]+}} : tensor<4x8x3x3xf32>)
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%[[SPREAD]], %[[WT]] : tensor<2x8x12x12xf32>, tensor<4x8x3x3xf32>) outs(%{{[0-9]+}} : tensor<2x4x10x10xf32>)
+// CHECK: linalg.transpose ins(%arg2 : tensor<2x4x10x10xf32>) outs(%{{[0-9]+}} : tensor<4x2x10x10xf32>) permutation = [1, 0, 2, 3]
+// CHECK: linalg.transpose ins(%arg0 : tensor<2x8x5x5xf32>) outs(%{{[0-9]+}} : tensor<8x2x5x5xf32>) permutation = [1, 0, 2, 3]
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<2> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%padded{{[_0-9]*}}, %transposed{{[_0-9]*}} : tensor<4x2x12x12xf32>, tensor<8x2x5x5xf32>) outs(%{{[0-9]+}} : tensor<4x8x4x4xf32>)
+// CHECK: tensor.extract_slice %{{[0-9]+}}[0, 0, 0, 0] [4, 8, 3, 3] [1, 1, 1, 1] : tensor<4x8x4x4xf32> to tensor<4x8x3x3xf32>
+// On cuda both are one torch call each (cuDNN's backward-data and backward-filter kernels),
+// writing the results' buffers: no kernel, no buffer of our own.
+// HOST: host main(%0: 2x8x5x5xfloat32, %1: 8x4x3x3xfloat32, %2: 2x4x10x10xfloat32, %3: 2x4x10x10xfloat32, %4: 8x4x3x3xfloat32)
+// HOST-NEXT: torch torch.conv_grad_input(%0[2x8x5x5|200,25,5,1+0], %1[8x4x3x3|36,9,3,1+0], %3[2x4x10x10|400,100,10,1+0]) {{.*}} {'stride': (2, 2), 'padding': (1, 1), 'dilation': (1, 1), 'groups': 1}
+// HOST-NEXT: torch torch.conv_grad_weight(%0[2x8x5x5|200,25,5,1+0], %2[2x4x10x10|400,100,10,1+0], %4[8x4x3x3|36,9,3,1+0]) {{.*}} {'stride': (2, 2), 'padding': (1, 1), 'dilation': (1, 1), 'groups': 1}
+// HOST-NOT: launch
+// HOST-NOT: empty
+// OWN: tensor.insert_slice %arg0 into %{{[0-9]+}}[0, 0, 1, 1] [2, 8, 5, 5] [1, 1, 2, 2]
+// OWN: linalg.conv_2d_nchw_fchw {dilations = dense<2> : tensor<2xi64>
+func.func @main(%g: tensor<2x8x5x5xf32>, %w: tensor<8x4x3x3xf32>, %x: tensor<2x4x10x10xf32>) -> (tensor<2x4x10x10xf32>, tensor<8x4x3x3xf32>) {
+  %dx = "dynamo.conv_grad_input"(%g, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<2x8x5x5xf32>, tensor<8x4x3x3xf32>) -> tensor<2x4x10x10xf32>
+  %dw = "dynamo.conv_grad_weight"(%g, %x) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<2x8x5x5xf32>, tensor<2x4x10x10xf32>) -> tensor<8x4x3x3xf32>
+  return %dx, %dw : tensor<2x4x10x10xf32>, tensor<8x4x3x3xf32>
+}

@@ -13,6 +13,7 @@
 // RUN: dynamo-mlir pass cuda-prebufferize-cleanup %s --target cuda | check --prefix PRECLEAN
 // RUN: dynamo-mlir pass cpu-bf16-as-bits %s | check --prefix BITS
 // RUN: dynamo-mlir pass cpu-contractions-in-float32 %s | check --prefix WIDEN
+// RUN: dynamo-mlir pass cpu-expand-conv-grads %s | check --prefix GRADS
 
 // Named passes of the cpu target run alone (`dynamo-mlir passes` lists them). Two gemms share
 // one zero fill after CSE: cpu-unshare-zero-fills gives each its own fill right before it, what
@@ -217,4 +218,19 @@ func.func @main(%a: tensor<4x8xbf16>, %b: tensor<8x3xbf16>, %bias: tensor<4x3xf3
   %y = "dynamo.cast"(%sum) : (tensor<4x3xf32>) -> tensor<4x3xbf16>
   %c = "dynamo.conv2d"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x2x5x5xf16>, tensor<3x2x3x3xf16>) -> tensor<1x3x3x3xf16>
   return %y, %c : tensor<4x3xbf16>, tensor<1x3x3x3xf16>
+}
+
+// -----
+// cpu-expand-conv-grads: the gradients become the dynamo.conv2d of their generic rule (torch's
+// forward kernel then runs them, library_conv.py); every other dynamo op stays for the lowering.
+// GRADS: tensor.insert_slice %arg0 into %{{[0-9]+}}[0, 0, 1, 1] [2, 8, 5, 5] [1, 1, 2, 2]
+// GRADS: "dynamo.conv2d"(%inserted_slice{{[_0-9]*}}, %{{[0-9]+}}) {{.*}} -> tensor<2x4x10x10xbf16>
+// GRADS: "dynamo.conv2d"(%transposed{{[_0-9]*}}, %transposed{{[_0-9]*}}) {{.*}}dilation = array<i64: 2, 2>{{.*}} -> tensor<4x8x4x4xbf16>
+// GRADS: "dynamo.relu"
+// GRADS-NOT: conv_grad
+func.func @main(%g: tensor<2x8x5x5xbf16>, %w: tensor<8x4x3x3xbf16>, %x: tensor<2x4x10x10xbf16>) -> (tensor<2x4x10x10xbf16>, tensor<8x4x3x3xbf16>) {
+  %dx = "dynamo.conv_grad_input"(%g, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<2x8x5x5xbf16>, tensor<8x4x3x3xbf16>) -> tensor<2x4x10x10xbf16>
+  %dw = "dynamo.conv_grad_weight"(%g, %x) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<2x8x5x5xbf16>, tensor<2x4x10x10xbf16>) -> tensor<8x4x3x3xbf16>
+  %r = "dynamo.relu"(%dx) : (tensor<2x4x10x10xbf16>) -> tensor<2x4x10x10xbf16>
+  return %r, %dw : tensor<2x4x10x10xbf16>, tensor<8x4x3x3xbf16>
 }
