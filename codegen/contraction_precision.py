@@ -39,6 +39,10 @@ def _widened(op) -> None:
         operands = [dy.CastOp(v, out=_with_element(v.type, f32)).out for v in op.operands]
         wide = ir.Operation.create(op.name, results=[_with_element(result.type, f32)], operands=operands,
                                    attributes={name: op.attributes[name] for name in op.attributes}).result
+        if ir.RankedTensorType(result.type).element_type == f32:  # a float32 result: the sums unrounded
+            result.replace_all_uses_with(wide)
+            op.erase()
+            return
         rounded = dy.CastOp(wide, out=result.type).out
     for use in list(result.uses):
         reader = use.owner

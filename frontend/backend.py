@@ -17,6 +17,7 @@ from torch._functorch.partitioners import default_partition
 from ..codegen import config, driver
 from ..codegen.target import NoTargetForDevice
 from . import aten as _rules  # noqa: F401  (registers the import rules)
+from . import half_attention
 from .compile import choose_target, compile_graph, direct_call, graph_devices, new_graph_name
 from .half_precision import half_overrides
 from .inference_path import InferencePath
@@ -71,6 +72,8 @@ def _math_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
     # kernel; the math kernel called directly would add the booleans as 0/1 instead.
     if attn_mask is not None and attn_mask.dtype == torch.bool:
         attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(attn_mask.logical_not(), float("-inf"))
+    if half_attention.applies(query, key, value, attn_mask, dropout_p, enable_gqa):
+        return half_attention.half_math_attention(query, key, value, attn_mask, is_causal, scale)
     return aten._scaled_dot_product_attention_math(
         query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)[0]
 

@@ -1,7 +1,8 @@
 """scaled_dot_product_attention on the cuda target: an inference graph keeps SDPA whole, AOTAutograd
 traces the fused op torch's dispatcher picks (efficient, flash or cuDNN attention), it imports as
 one dynamo.attention, and the cuda target runs it as one torch call (codegen/cuda/library_calls.py):
-the attention matrix never reaches memory. Training graphs keep the math form (frontend/backend.py).
+the attention matrix never reaches memory. Training graphs keep the math form (frontend/backend.py);
+on half CUDA tensors, the half one of frontend/half_attention.py.
 
 Without a GPU: the fused ops are traced on fake CUDA tensors (a CPU-only torch cannot pick a CUDA
 kernel, so the graphs are built with the ops themselves, as AOTAutograd hands them over on a GPU),
@@ -18,7 +19,9 @@ from torch.fx.experimental.proxy_tensor import make_fx
 import dynamo_mlir
 from dynamo_mlir.codegen.config import resolve
 from dynamo_mlir.codegen.target import get_target
+from dynamo_mlir.frontend import half_attention
 from dynamo_mlir.frontend.backend import decompositions, keeps_fused_attention
+from dynamo_mlir.frontend.half_attention import half_math_attention
 from dynamo_mlir.frontend.compile import compile_graph
 from helpers import assert_close_to_float32, read_stage, zeros_runtime
 
@@ -382,3 +385,87 @@ def test_two_attention_layers_fold_their_transposes_and_the_ir_stays_valid(tmp_p
     calls = [line for line in host.splitlines() if "torch torch.attention(" in line]
     assert len(calls) == 2, host
     assert "memref.transpose" in read_stage(str(tmp_path), "gpu")  # the folds took place
+
+
+# ----------------------------------------------------------------------------- half training
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", ["plain", "causal", "mask"])
+def test_half_math_attention_as_accurate_as_torch_sdpa(dtype, case):
+    """The half math form of training graphs (frontend/half_attention.py), its output and the
+    three gradients, against float64: each error at most 3x that of torch's own SDPA in the
+    same dtype (PyTorch's benchmark rule)."""
+    torch.manual_seed(0)
+    q, k, v = (2 * torch.randn(2, 4, 48, 32, dtype=torch.float64) for _ in range(3))
+    mask = torch.randn(2, 1, 48, 48, dtype=torch.float64) if case == "mask" else None
+    grad_out = torch.randn(2, 4, 48, 32, dtype=torch.float64)
+
+    def run(fn, t):
+        inputs = [x.to(t).requires_grad_() for x in (q, k, v)]
+        out = fn(*inputs, attn_mask=None if mask is None else mask.to(t), is_causal=case == "causal")
+        return (out, *torch.autograd.grad(out, inputs, grad_out.to(t)))
+
+    mine, torch_half = run(half_math_attention, dtype), run(F.scaled_dot_product_attention, dtype)
+    reference = run(F.scaled_dot_product_attention, torch.float64)
+    for a, b, ref in zip(mine, torch_half, reference):
+        assert a.dtype == dtype
+        error = lambda t: (t.double() - ref).pow(2).mean().sqrt().item()  # noqa: E731
+        assert error(a) <= 3 * error(b), (error(a), error(b))
+
+
+def test_half_math_attention_applies_to_half_cuda_tensors_only():
+    with FakeTensorMode():
+        half = [torch.empty(B, H, L, E, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
+        single = [torch.empty(B, H, L, E, device="cuda") for _ in range(3)]
+        gqa_kv = torch.empty(B, 2, L, E, device="cuda", dtype=torch.bfloat16)
+    assert half_attention.applies(*half, None, 0.0, False)
+    assert not half_attention.applies(*single, None, 0.0, False)  # float32: torch's math form
+    assert not half_attention.applies(*half, None, 0.1, False)  # dropout
+    assert not half_attention.applies(half[0], gqa_kv, gqa_kv, None, 0.0, True)  # grouped-query broadcast
+    assert not half_attention.applies(*(t.to(torch.bfloat16) for t in _qkv()), None, 0.0, False)  # CPU tensors
+
+
+def _slot_dtypes(host: str) -> dict[str, str]:
+    """Host schedule slot (%n) -> its element type, from the header and the `empty` lines."""
+    header = host[host.index("(") + 1:host.index(")")]
+    slots = {name.strip(): spec.split("x")[-1] for name, spec in (p.split(":") for p in header.split(","))}
+    for line in host.splitlines():
+        if " = empty(" in line:
+            name, rest = line.strip().split(" = empty(")
+            slots[name] = rest.split(",")[1].strip(" )")
+    return slots
+
+
+@on_gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_training_attention_runs_its_matmuls_on_half_operands(dtype, tmp_path):
+    """A half training graph's attention takes the half math form: its gradients as accurate as
+    eager's against float64 (3x rule), and every batched matmul of the forward and backward
+    schedules reads half buffers (tensor cores; the scores in float32 from widened ones)."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 64, 32, device="cuda", dtype=dtype, requires_grad=True) for _ in range(3))
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    grad_out = torch.randn(2, 4, 64, 32, device="cuda", dtype=dtype)
+    compiled = torch.compile(fn, backend="mlir", options={"strict": True, "dump_dir": str(tmp_path)})
+    got = torch.autograd.grad(compiled(q, k, v), (q, k, v), grad_out)
+    eager = torch.autograd.grad(fn(q, k, v), (q, k, v), grad_out)
+    wide = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    reference = torch.autograd.grad(fn(*wide), wide, grad_out.double())
+    for a, b, ref in zip(got, eager, reference):
+        error = lambda t: (t.double() - ref).pow(2).mean().sqrt().item()  # noqa: E731
+        assert error(a) <= 3 * error(b), (error(a), error(b))
+    s = dynamo_mlir.stats()
+    assert s["graphs_by_kind"] == {"forward": 1, "backward": 1} and s["ops_fallback"] == 0, dynamo_mlir.explain()
+    name = str(dtype).split(".")[1]
+    matmuls = 0
+    for host in read_stage(str(tmp_path), "host").split("host main(")[1:]:
+        slots = _slot_dtypes("host main(" + host)
+        for line in host.splitlines():
+            if "torch linalg.batch_matmul(" in line:
+                operands = [a.split("[")[0].strip() for a in line.split("(", 1)[1].split("]")[:2]]
+                assert [slots[o.lstrip(", ")] for o in operands] == [name, name], (line, slots)
+                matmuls += 1
+    # 2 forward, 4 backward, and the scores recomputed in the backward unless AOTAutograd's
+    # CSE and partitioner save them from the forward instead
+    assert matmuls in (6, 7), matmuls

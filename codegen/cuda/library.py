@@ -39,7 +39,13 @@ def _accumulate(out: torch.Tensor, value: torch.Tensor, overwrite: bool) -> None
 
 
 def _matmul(step: Library, a, b, c):
-    if step.overwrite:
+    if a.dtype != c.dtype:  # half operands, float32 sums (dialects/matmul.py): cuBLAS's mixed kernels
+        op = torch.ops.aten.mm if c.dim() == 2 else torch.ops.aten.bmm
+        if step.overwrite:
+            op.dtype_out(a, b, c.dtype, out=c)
+        else:
+            c.add_(op.dtype(a, b, c.dtype))
+    elif step.overwrite:
         torch.matmul(a, b, out=c)
     elif c.dim() == 2:
         c.addmm_(a, b)

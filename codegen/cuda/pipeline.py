@@ -21,6 +21,7 @@ from ..own_inits import own_inits
 from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
+from .widened_matmuls import widened_matmuls_on_half
 from .loopnest import Unsupported
 
 
@@ -38,8 +39,12 @@ def _pass(name, run, doc, **contract) -> Pass:
 
 
 _fusing = lambda o: o.fuse_elementwise  # noqa: E731
+_library = lambda o: o.target_options.library_matmul  # noqa: E731
 
 LINALG = (
+    _pass("widened-matmuls-on-half", lambda m, o: widened_matmuls_on_half(m),
+          "A float32 matmul of two widened half tensors reads the half ones (float32 result): cuBLAS's "
+          "tensor-core kernels, the same sums.", options=("library_matmul",), enabled=_library),
     _pass("lower-dynamo-ops", lambda m, o: lower_dynamo_ops(m, target="cuda", options=o),
           "Every dynamo op -> linalg on tensors by the cuda rules (library calls: index_put, scatter, "
           "attention), then the generic ones.", produces=(LIBRARY_CALL, READ)),
@@ -54,8 +59,6 @@ LINALG = (
 )
 
 BUFFERS = stages.buffer_passes("cuda")  # read-only arguments, cleanup, distinct results, bufferize
-
-_library = lambda o: o.target_options.library_matmul  # noqa: E731
 
 GPU = (
     _pass("fold-transposes-into-matmuls", _per_host(to_gpu.fold_transposes_into_matmuls),

@@ -234,3 +234,16 @@ func.func @main(%g: tensor<2x8x5x5xbf16>, %w: tensor<8x4x3x3xbf16>, %x: tensor<2
   %r = "dynamo.relu"(%dx) : (tensor<2x4x10x10xbf16>) -> tensor<2x4x10x10xbf16>
   return %r, %dw : tensor<2x4x10x10xbf16>, tensor<8x4x3x3xbf16>
 }
+
+// -----
+// A half matmul with a float32 result (the float32 sums unrounded, dialects/matmul.py): the cpu
+// computes it on float32 copies, and its readers read that float32 result, with no rounding.
+// WIDEN: %[[A:[0-9]+]] = "dynamo.cast"(%arg0) : (tensor<4x8xbf16>) -> tensor<4x8xf32>
+// WIDEN-NEXT: %[[B:[0-9]+]] = "dynamo.cast"(%arg1) : (tensor<8x3xbf16>) -> tensor<8x3xf32>
+// WIDEN-NEXT: %[[M:[0-9]+]] = "dynamo.matmul"(%[[A]], %[[B]]) : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+// WIDEN-NEXT: "dynamo.exp"(%[[M]])
+func.func @main(%a: tensor<4x8xbf16>, %b: tensor<8x3xbf16>) -> tensor<4x3xf32> {
+  %m = "dynamo.matmul"(%a, %b) : (tensor<4x8xbf16>, tensor<8x3xbf16>) -> tensor<4x3xf32>
+  %e = "dynamo.exp"(%m) : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %e : tensor<4x3xf32>
+}

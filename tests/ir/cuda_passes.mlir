@@ -9,6 +9,7 @@
 // RUN: dynamo-mlir pass cuda-index-bitwidth %s --target cuda | check --prefix BITS
 // RUN: dynamo-mlir pass cuda-to-nvvm %s --target cuda | check --prefix NVVM
 // RUN: not dynamo-mlir pass cuda-to-nvvm %s --target cuda | check --prefix NOBITS
+// RUN: dynamo-mlir pass cuda-widened-matmuls-on-half %s --target cuda | check --prefix WIDENED
 // RUN: dynamo-mlir pass cuda-program %s --target cuda | check --prefix PROGRAM
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
@@ -294,4 +295,43 @@ func.func @main(%g: memref<16x8xf32>, %b: memref<16x4xf32>, %out: memref<8x4xf32
   linalg.add ins(%g, %g : memref<16x8xf32>, memref<16x8xf32>) outs(%g : memref<16x8xf32>)
   linalg.matmul ins(%t, %b : memref<8x16xf32>, memref<16x4xf32>) outs(%out : memref<8x4xf32>)
   return
+}
+
+// -----
+// cuda-widened-matmuls-on-half: a float32 matmul of two widened bf16 tensors reads the bf16 ones,
+// its result float32 (cuBLAS's tensor-core kernels, the same sums); the cast still read
+// elsewhere stays, the other goes. A matmul with one float32 operand is left as it is.
+// WIDENED: %[[K:[0-9]+]] = "dynamo.cast"(%arg1)
+// WIDENED-NEXT: "dynamo.matmul"(%arg0, %arg1) : (tensor<4x8x16xbf16>, tensor<4x16x8xbf16>) -> tensor<4x8x8xf32>
+// WIDENED-NOT: "dynamo.cast"(%arg0)
+// WIDENED: %[[W:[0-9]+]] = "dynamo.cast"(%arg3)
+// WIDENED-NEXT: "dynamo.matmul"(%arg2, %[[W]]) : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+// WIDENED: return %{{[0-9]+}}, %{{[0-9]+}}, %[[K]]
+func.func @main(%q: tensor<4x8x16xbf16>, %k: tensor<4x16x8xbf16>, %x: tensor<8x16xf32>, %w: tensor<16x4xbf16>) -> (tensor<4x8x8xf32>, tensor<8x4xf32>, tensor<4x16x8xf32>) {
+  %qf = "dynamo.cast"(%q) : (tensor<4x8x16xbf16>) -> tensor<4x8x16xf32>
+  %kf = "dynamo.cast"(%k) : (tensor<4x16x8xbf16>) -> tensor<4x16x8xf32>
+  %s = "dynamo.matmul"(%qf, %kf) : (tensor<4x8x16xf32>, tensor<4x16x8xf32>) -> tensor<4x8x8xf32>
+  %wf = "dynamo.cast"(%w) : (tensor<16x4xbf16>) -> tensor<16x4xf32>
+  %y = "dynamo.matmul"(%x, %wf) : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %s, %y, %kf : tensor<4x8x8xf32>, tensor<8x4xf32>, tensor<4x16x8xf32>
+}
+
+// -----
+// The widening casts of a 4-d matmul are followed by reshapes and permutes (a bmm of reshaped
+// operands): those are replayed on the bf16 tensors, and the matmul reads bf16 views.
+// WIDENED: %[[Q:[0-9]+]] = "dynamo.reshape"(%arg0) {{.*}} : (tensor<2x4x8x16xbf16>) -> tensor<8x8x16xbf16>
+// WIDENED-NEXT: %[[KT:[0-9]+]] = "dynamo.permute"(%arg1) {{.*}} : (tensor<2x4x16x8xbf16>) -> tensor<2x4x8x16xbf16>
+// WIDENED-NEXT: %[[KR:[0-9]+]] = "dynamo.reshape"(%[[KT]]) {{.*}} -> tensor<8x8x16xbf16>
+// WIDENED-NEXT: %[[K:[0-9]+]] = "dynamo.permute"(%[[KR]]) {{.*}} -> tensor<8x16x8xbf16>
+// WIDENED-NEXT: "dynamo.matmul"(%[[Q]], %[[K]]) : (tensor<8x8x16xbf16>, tensor<8x16x8xbf16>) -> tensor<8x8x8xf32>
+// WIDENED-NOT: xf32>) -> tensor<8x8x16xf32>
+func.func @main(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x4x16x8xbf16>) -> tensor<8x8x8xf32> {
+  %qf = "dynamo.cast"(%q) : (tensor<2x4x8x16xbf16>) -> tensor<2x4x8x16xf32>
+  %kf = "dynamo.cast"(%k) : (tensor<2x4x16x8xbf16>) -> tensor<2x4x16x8xf32>
+  %qr = "dynamo.reshape"(%qf) {operandSegmentSizes = array<i32: 1, 0>} : (tensor<2x4x8x16xf32>) -> tensor<8x8x16xf32>
+  %kt = "dynamo.permute"(%kf) {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x4x16x8xf32>) -> tensor<2x4x8x16xf32>
+  %kr = "dynamo.reshape"(%kt) {operandSegmentSizes = array<i32: 1, 0>} : (tensor<2x4x8x16xf32>) -> tensor<8x8x16xf32>
+  %kp = "dynamo.permute"(%kr) {perm = array<i64: 0, 2, 1>} : (tensor<8x8x16xf32>) -> tensor<8x16x8xf32>
+  %s = "dynamo.matmul"(%qr, %kp) : (tensor<8x8x16xf32>, tensor<8x16x8xf32>) -> tensor<8x8x8xf32>
+  return %s : tensor<8x8x8xf32>
 }
