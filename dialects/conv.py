@@ -103,6 +103,3 @@ class ConvGradWeightOp(Dynamo.Operation, name="conv_grad_weight", traits=[Pure])
     @_checked
     def verify_invariants(self):
         _verify_forward(self, shape_of(self.x), shape_of(self.out), shape_of(self.grad))
-
-
-CONV_GRADS = (ConvGradInputOp.OPERATION_NAME, ConvGradWeightOp.OPERATION_NAME)

@@ -25,11 +25,11 @@ MAX_ROUNDS = 8
 
 def _dynamo_ops(module: ir.Module, only=None) -> list[ir.OpView]:
     """The ops of our dialects (dynamo's and the registered plugin dialects') in program order;
-    `only`: just the ops of these names."""
+    `only`: just the ops it accepts (a predicate on ops)."""
     found = []
 
     def visit(op):
-        if is_ours(op.name) and (only is None or op.name in only):
+        if is_ours(op.name) and (only is None or only(op)):
             found.append(op)
         return ir.WalkResult.ADVANCE
 
@@ -47,8 +47,9 @@ def _as_value(produced) -> ir.Value:
 def lower_dynamo_ops(module: ir.Module, target: str | None = None, options=None, only=None) -> ir.Module:
     """Rewrite, in place and in program order, each op of our dialects with its lowering rule,
     until none is left (a rule may expand an op into other ops of ours). Rules get a
-    LoweringContext of `target` and `options` (the compile's, bound to the target). `only`: op
-    names to lower, leaving the rest (and the dynamo ops their rules build) for a later stage."""
+    LoweringContext of `target` and `options` (the compile's, bound to the target). `only`: a
+    predicate on ops, to lower those it accepts and leave the rest (and the dynamo ops their
+    rules build, unless it accepts them too) for a later stage."""
     ctx = registry.context_for(target, options)
     for _ in range(MAX_ROUNDS):
         ops = _dynamo_ops(module, only)

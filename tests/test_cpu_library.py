@@ -186,6 +186,44 @@ def test_bfloat16_conv_computes_in_float32():
     assert_all_compiled(min_ops=0, library=CONV)
 
 
+@pytest.mark.parametrize("stride,padding,dilation", [(1, 1, 1), (2, 1, 1), (2, 3, 1), (1, 2, 2)])
+def test_conv_backward_is_torch_convolution_backward(stride, padding, dilation, tmp_path):
+    """The input and weight gradients of a float32 convolution are torch's convolution_backward,
+    one call each (library_conv.py), not convolutions of our own or torch's forward kernel, and
+    give eager's gradients."""
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 3, 13, 13, requires_grad=True), torch.randn(8, 3, 3, 3, requires_grad=True)
+    fn = lambda x, w: F.conv2d(x, w, stride=stride, padding=padding, dilation=dilation).tanh().sum()  # noqa: E731
+    compiled = torch.compile(fn, backend="mlir", options={"strict": True, "dump_dir": str(tmp_path)})
+    got = torch.autograd.grad(compiled(x, w), (x, w))
+    want = torch.autograd.grad(fn(x, w), (x, w))
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
+    s = dynamo_mlir.stats()
+    assert s["library_ops"] == {"aten.convolution.default": 1, "aten.convolution_backward.default": 1}, dynamo_mlir.explain()
+    backward = "".join(open(p).read() for p in tmp_path.glob("*backward*.linalg.*"))
+    assert backward.count("call @aoti_torch_cpu_convolution_backward(") == 2, backward
+    assert "call @aoti_torch_cpu_convolution(" not in backward and "linalg.conv" not in backward, backward
+
+
+@pytest.mark.parametrize("stride,padding,dilation", [(2, 1, 1), (2, 3, 1), (1, 2, 2), (3, 4, 1)])
+def test_conv_backward_generic_rule_matches_eager(stride, padding, dilation):
+    """Without the library the gradients are the generic rule's convolutions in our own loops
+    (lowering/rules/conv.py), padding beyond the window's reach included (the spread gradient
+    cut instead of padded)."""
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 3, 13, 13, requires_grad=True), torch.randn(4, 3, 3, 3, requires_grad=True)
+    fn = lambda x, w: F.conv2d(x, w, stride=stride, padding=padding, dilation=dilation).tanh().sum()  # noqa: E731
+    compiled = torch.compile(fn, backend="mlir", options={"strict": True, "library_matmul": False})
+    got = torch.autograd.grad(compiled(x, w), (x, w))
+    want = torch.autograd.grad(fn(x, w), (x, w))
+    for g, e in zip(got, want):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["library_ops"] == {}, dynamo_mlir.explain()
+    assert s["compiled_ops"].get("aten.convolution_backward.default") == 1, dynamo_mlir.explain()
+
+
 def test_integer_conv_stays_in_our_loops():
     x, w = torch.randint(-3, 3, (1, 2, 6, 6)), torch.randint(-3, 3, (3, 2, 3, 3))
     got = compile_and_run(lambda x, w: torch.ops.aten.convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1),

@@ -78,6 +78,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, bufferization, func, llvm, memref
 
 from ...dialects import dynamo as dy
+from ...lowering import lower_dynamo_ops
 from ...lowering.loops import if_else
 from ..attributes import RETAINS
 from ..buffer_reads import read_only_buffer
@@ -86,8 +87,11 @@ from .library import LIBTORCH_CPU, declare, nodes_calling, ops_named, pointer_to
 ELEMENT_DTYPE = {"f32": "aoti_torch_dtype_float32", "f64": "aoti_torch_dtype_float64"}
 STATUS = "dynamo_library_status"  # the module's global, symbol `_mlir_<STATUS>` (see status_name)
 FROM_BLOB, CONVOLUTION = "aoti_torch_create_tensor_from_blob", "aoti_torch_cpu_convolution"
+BACKWARD = "aoti_torch_cpu_convolution_backward"
 COPY, DELETE = "aoti_torch_copy_", "aoti_torch_delete_tensor_object"
-HANDLES = ("x", "w", "y", "out")  # the tensor handles of one convolution, in their slots' order
+# The tensor handles of one call, in their slots' order: its two operands, torch's result (y;
+# a backward's three, r0..r2: the unasked two are undefined tensors) and our output buffer.
+HANDLES = ("x", "w", "y", "out", "r0", "r1", "r2")
 
 
 def _signatures() -> dict[str, tuple[list[ir.Type], list[ir.Type]]]:
@@ -96,12 +100,13 @@ def _signatures() -> dict[str, tuple[list[ir.Type], list[ir.Type]]]:
     return {
         FROM_BLOB: ([ptr, i64, ptr, ptr, i64, i32, i32, i32, ptr], [i32]),
         CONVOLUTION: ([ptr, ptr, ptr, ptr, i64, ptr, i64, ptr, i64, i32, ptr, i64, i64, ptr], [i32]),
+        BACKWARD: ([ptr, ptr, ptr, ptr, i64, ptr, i64, ptr, i64, ptr, i64, i32, ptr, i64, i64, ptr, i64, ptr, ptr, ptr], [i32]),
         COPY: ([ptr, ptr, i32], [i32]),
         DELETE: ([ptr], [i32]),
     }
 
 
-SYMBOLS = frozenset({FROM_BLOB, CONVOLUTION, COPY, DELETE})
+SYMBOLS = frozenset({FROM_BLOB, CONVOLUTION, BACKWARD, COPY, DELETE})
 
 
 @functools.cache
@@ -121,8 +126,9 @@ def status_name() -> str:
 
 
 def eligible(op) -> bool:
-    """A dynamo.conv2d torch's kernel can take here: float32/float64, every shape static, non-empty."""
-    types = [ir.RankedTensorType(v.type) for v in (op.x, op.weight, op.out)]
+    """A dynamo.conv2d (or a gradient of one) torch's kernel can take here: float32/float64, every
+    shape static, non-empty."""
+    types = [ir.RankedTensorType(v.type) for v in (*_operands(op), op.out)]
     return (str(types[2].element_type) in ELEMENT_DTYPE
             and all(t.has_static_shape and 0 not in t.shape for t in types))
 
@@ -152,6 +158,7 @@ class _Frame:
         with ir.InsertionPoint.at_block_begin(entry):
             self.ints = memref.alloca(ir.MemRefType.get([6 * rank + 4 * self.spatial], i64), [], [])
             self.handles = memref.alloca(ir.MemRefType.get([len(HANDLES)], i64), [], [])
+            self.mask = memref.alloca(ir.MemRefType.get([3], ir.IntegerType.get_signless(32)), [], [])
         self.used = 0
 
     def array(self, values: list[ir.Value]) -> ir.Value:
@@ -162,6 +169,12 @@ class _Frame:
             memref.store(v, self.ints, [arith.constant(ir.IndexType.get(), start + k)])
         self.used += len(values)
         return pointer_to(self.ints, arith.constant(ir.IndexType.get(), 8 * start))
+
+    def output_mask(self, which: int) -> ir.Value:
+        """A pointer to three int32 flags, only gradient `which` asked for (convolution_backward)."""
+        for k in range(3):
+            memref.store(_i32(int(k == which)), self.mask, [arith.constant(ir.IndexType.get(), k)])
+        return pointer_to(self.mask)
 
     def clear_handles(self) -> None:
         for k in range(len(HANDLES)):
@@ -226,6 +239,35 @@ def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
     _record(status)
 
 
+def _emit_grad(frame: _Frame, op, grad: ir.Value, given: ir.Value, y: ir.Value, which: int) -> None:
+    """The calls computing gradient `which` (0: input, 1: weight) of the convolution into the
+    buffer y: torch's convolution_backward, given the output gradient and the other operand; the
+    operand whose gradient is asked lends only its shape (as torch.nn.grad's functions do),
+    and y has it. Statuses and deletes as in _emit."""
+    stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
+    n = frame.spatial
+    frame.clear_handles()
+    status = _wrap(frame, grad, "x")
+    status = _then(status, lambda: _wrap(frame, given, "w"))
+    status = _then(status, lambda: _wrap(frame, y, "out"))
+    x, w = ("out", "w") if which == 0 else ("w", "out")
+
+    def backward():
+        windows = [frame.array([_i64(v) for v in values]) for values in (stride, padding, dilation, [0] * n)]
+        null = llvm.mlir_zero(llvm.PointerType.get())
+        return _call(BACKWARD, [
+            frame.handle("x"), frame.handle(x), frame.handle(w), null, _i64(0),
+            windows[0], _i64(n), windows[1], _i64(n), windows[2], _i64(n), _i32(0), windows[3], _i64(n),
+            _i64(ir.IntegerAttr(op.groups).value), frame.output_mask(which), _i64(3),
+            frame.handle_slot("r0"), frame.handle_slot("r1"), frame.handle_slot("r2")])
+
+    status = _then(status, backward)
+    status = _then(status, lambda: _call(COPY, [frame.handle("out"), frame.handle(f"r{which}"), _i32(0)]))
+    for name in HANDLES:
+        status = arith.ori(status, _call(DELETE, [frame.handle(name)]))
+    _record(status)
+
+
 def _then(status: ir.Value, call) -> ir.Value:
     """`call()`'s status if `status` is success (0), else `status`."""
     ok = arith.cmpi(arith.CmpIPredicate.eq, status, _i32(0))
@@ -253,15 +295,20 @@ def _declare_all(module: ir.Module) -> None:
                                                                     ir.IntegerAttr.get(i32, 0)))
 
 
+# op name -> (its operands besides the result's gradient, the emitter's `which`)
+_GRADS = {"dynamo.conv_grad_input": ("weight", 0), "dynamo.conv_grad_weight": ("x", 1)}
+
+
 def call_library_convs(module: ir.Module, options) -> None:
     """Before lowering (when library_matmul is on): each eligible dynamo.conv2d becomes torch's
-    convolution, called on its operands' buffers, writing a buffer handed back as its tensor."""
+    convolution, and each eligible gradient of one torch's convolution_backward, called on the
+    operands' buffers, writing a buffer handed back as its tensor."""
     if not options.target_options.library_matmul:
         return
     for fn in list(module.body.operations):
         if fn.operation.name != "func.func" or not fn.regions[0].blocks:
             continue
-        for op in ops_named(fn, ("dynamo.conv2d",)):
+        for op in ops_named(fn, ("dynamo.conv2d", *_GRADS)):
             view = op.opview
             if not eligible(view):
                 continue
@@ -269,12 +316,30 @@ def call_library_convs(module: ir.Module, options) -> None:
             out = ir.RankedTensorType(view.out.type)
             frame = _Frame(fn.regions[0].blocks[0], out.rank)
             with ir.InsertionPoint(op), op.location:
-                x, w = (read_only_buffer(_strided(ir.RankedTensorType(v.type)), v, op) for v in (view.x, view.weight))
+                operands = _operands(view)
+                a, b = (read_only_buffer(_strided(ir.RankedTensorType(v.type)), v, op) for v in operands)
                 y = memref.alloc(ir.MemRefType.get(out.shape, out.element_type), [], [])
-                _emit(frame, view, x, w, y)
+                if op.name == "dynamo.conv2d":
+                    _emit(frame, view, a, b, y)
+                else:
+                    _emit_grad(frame, view, a, b, y, _GRADS[op.name][1])
                 result = bufferization.to_tensor(out, y, restrict=True, writable=True)
             op.results[0].replace_all_uses_with(result)
             op.erase()
+
+
+def _operands(view) -> tuple[ir.Value, ir.Value]:
+    if view.operation.name == "dynamo.conv2d":
+        return view.x, view.weight
+    return view.grad, getattr(view, _GRADS[view.operation.name][0])
+
+
+def expand_conv_grads(module: ir.Module, options) -> None:
+    """Each gradient call_library_convs will not take (half types, which the widening pass must
+    see as convolutions; library_matmul off) expanded by its generic rule into a dynamo.conv2d."""
+    library = options.target_options.library_matmul
+    lower_dynamo_ops(module, target="cpu", options=options,
+                     only=lambda op: op.name in _GRADS and not (library and eligible(op.opview)))
 
 
 # ----------------------------------------------------------------------------- after the llvm stage
@@ -282,5 +347,5 @@ def call_library_convs(module: ir.Module, options) -> None:
 
 def library_nodes(module: ir.Module) -> frozenset[str]:
     """FX node names whose convolutions run as torch calls in the final LLVM-dialect module."""
-    return nodes_calling(module, {CONVOLUTION})
+    return nodes_calling(module, {CONVOLUTION, BACKWARD})
 

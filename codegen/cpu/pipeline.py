@@ -3,7 +3,6 @@ named passes (codegen/passes.py): each declares the options it reads, the attrib
 relies on and the passes it needs before it; the driver runs, times and (with dump_passes)
 dumps them one by one."""
 
-from ...dialects import dynamo as dy
 from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..contraction_precision import contractions_in_float32
@@ -36,9 +35,9 @@ def _parallel_loops(module, options):
 
 
 LINALG = (
-    # Before the convolution passes, so that torch's convolution runs the gradients' convolutions.
-    _pass("expand-conv-grads", lambda m, o: lower_dynamo_ops(m, target="cpu", options=o, only=dy.CONV_GRADS),
-          "Convolution gradients -> the dynamo.conv2d of their generic rule (torch's forward kernel runs it)."),
+    _pass("expand-conv-grads", library_conv.expand_conv_grads,
+          "Convolution gradients torch's backward will not take here -> the dynamo.conv2d of their generic "
+          "rule (before the passes that widen or hand convolutions to torch).", options=("library_matmul",)),
     _pass("contractions-in-float32", lambda m, o: contractions_in_float32(m),
           "Half matmuls and convolutions computed on float32 copies of their operands (MKL and our loops "
           "have no fast half kernels); a reader widening the result reads it unrounded."),
@@ -46,7 +45,7 @@ LINALG = (
           "Chained 2-d convolutions in NHWC, with no transposes between them.",
           options=("library_matmul", "channels_last")),
     _pass("library-convs", library_conv.call_library_convs,
-          "Convolutions -> calls of torch's kernel, their inputs read apart.",
+          "Convolutions and their gradients -> calls of torch's kernels, their inputs read apart.",
           options=("library_matmul",), produces=(READ, RETAINS)),
     _pass("lower-dynamo-ops", lambda m, o: lower_dynamo_ops(m, target="cpu", options=o),
           "Every dynamo op -> linalg/tensor/arith/math by the cpu rules, then the generic ones (a matmul "

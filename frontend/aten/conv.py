@@ -209,8 +209,6 @@ def _convolution_backward(ctx, node):
     stride, padding, dilation = per_dim(a.stride, 2), per_dim(a.padding, 2), per_dim(a.dilation, 2)
     mask = a.output_mask
     window = dict(stride=i64s(stride), padding=i64s(padding), dilation=i64s(dilation), groups=i64(1))
-    if mask[0] and min(d * (k - 1) - p for d, k, p in zip(dilation, ctx.shape_of(wv)[2:], padding)) < 0:
-        raise Unsupported("convolution backward with padding larger than the kernel reach")
     out = [None, None, None]
     if mask[0]:
         out[0] = dy.ConvGradInputOp(g, wv, **window, out=ctx.type_like(xv)).out

@@ -124,21 +124,26 @@ def _flipped_transpose(w) -> ir.Value:
 
 
 def _spread(g, stride, low, high) -> ir.Value:
-    """g's values every `stride` positions of a zero tensor, with low/high zeros around them."""
+    """g's values every `stride` positions of a zero tensor, with low/high zeros around them (a
+    negative count cuts that many positions off instead: padding beyond the window's reach)."""
     n, f, *size = ranked(g).shape
-    shape = [n, f] + [(s - 1) * st + 1 + lo + hi for s, st, lo, hi in zip(size, stride, low, high)]
-    t = ir.RankedTensorType.get(shape, ranked(g).element_type)
-    zeros = _zero_filled(t)
-    return tensor.insert_slice(g, zeros, [], [], [], [0, 0, *low], [n, f, *size], [1, 1, *stride])
+    spread = [(s - 1) * st + 1 for s, st in zip(size, stride)]
+    shape = [n, f] + [s + max(lo, 0) + max(hi, 0) for s, lo, hi in zip(spread, low, high)]
+    elem = ranked(g).element_type
+    zeros = _zero_filled(ir.RankedTensorType.get(shape, elem))
+    y = tensor.insert_slice(g, zeros, [], [], [], [0, 0, *(max(lo, 0) for lo in low)], [n, f, *size], [1, 1, *stride])
+    if min(low + high) >= 0:
+        return y
+    cut = [n, f] + [s + lo + hi for s, lo, hi in zip(spread, low, high)]
+    start = [0, 0, *(max(-lo, 0) for lo in low)]
+    return tensor.extract_slice(ir.RankedTensorType.get(cut, elem), y, [], [], [], start, cut, [1] * 4)
 
 
 @register_lowering(dy.ConvGradInputOp)
 def lower_conv_grad_input(ctx, op):
     stride, padding, dilation = _window(op)
     x_shape, k = list(ranked(op.out).shape), list(ranked(op.weight).shape)[2:]
-    reach = [d * (kk - 1) - p for d, kk, p in zip(dilation, k, padding)]
-    if min(reach) < 0:
-        raise NotImplementedError("the generic conv_grad_input takes padding up to the window's reach")
+    reach = [d * (kk - 1) - p for d, kk, p in zip(dilation, k, padding)]  # < 0: padding beyond it
     # Where the forward's last window stopped short of the input's end, the input positions after
     # it get zero gradient: more zeros on the high side give the input's size.
     got = [(s - 1) * st + 1 + 2 * r - d * (kk - 1)

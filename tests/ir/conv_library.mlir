@@ -1,6 +1,7 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix LOOPS
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage llvm | check --prefix LLVM
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check --prefix GRADS
 
 // cpu, library_matmul (the default): a float32 convolution (stride 2, padding 1) is torch's
 // kernel (codegen/cpu/library_conv.py). Its operands become buffers of any layout (read only),
@@ -35,4 +36,29 @@
 func.func @main(%arg0: tensor<1x2x5x5xf32>, %arg1: tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32> {
   %0 = "dynamo.conv2d"(%arg0, %arg1) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<1x2x5x5xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32>
   return %0 : tensor<1x3x3x3xf32>
+}
+
+// -----
+// The gradients of a float32 convolution are torch's convolution_backward, one call each, with
+// only the asked gradient in its output mask (1 0 0: input, 0 1 0: weight); the operand whose
+// gradient is asked lends its shape only: the result buffer, wrapped, stands in for it and
+// receives the copy. No convolution of our own, and no forward convolution either.
+// GRADS: %[[DX:alloc[_0-9]*]] = memref.alloc() : memref<2x4x10x10xf32>
+// GRADS: memref.store %c1_i32, %[[MASK:alloca[_0-9]*]][%c0] : memref<3xi32>
+// GRADS-NEXT: memref.store %c0_i32, %[[MASK]][%c1] : memref<3xi32>
+// GRADS-NEXT: memref.store %c0_i32, %[[MASK]][%c2] : memref<3xi32>
+// GRADS: call @aoti_torch_cpu_convolution_backward(
+// GRADS: call @aoti_torch_copy_(
+// GRADS: bufferization.to_tensor %[[DX]] restrict writable
+// GRADS: %[[DW:alloc[_0-9]*]] = memref.alloc() : memref<8x4x3x3xf32>
+// GRADS: memref.store %c0_i32, %[[MASK2:alloca[_0-9]*]][%c0] : memref<3xi32>
+// GRADS-NEXT: memref.store %c1_i32, %[[MASK2]][%c1] : memref<3xi32>
+// GRADS: call @aoti_torch_cpu_convolution_backward(
+// GRADS: bufferization.to_tensor %[[DW]] restrict writable
+// GRADS-NOT: call @aoti_torch_cpu_convolution(
+// GRADS-NOT: linalg.conv
+func.func @main(%g: tensor<2x8x5x5xf32>, %w: tensor<8x4x3x3xf32>, %x: tensor<2x4x10x10xf32>) -> (tensor<2x4x10x10xf32>, tensor<8x4x3x3xf32>) {
+  %dx = "dynamo.conv_grad_input"(%g, %w) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<2x8x5x5xf32>, tensor<8x4x3x3xf32>) -> tensor<2x4x10x10xf32>
+  %dw = "dynamo.conv_grad_weight"(%g, %x) {dilation = array<i64: 1, 1>, groups = 1 : i64, padding = array<i64: 1, 1>, stride = array<i64: 2, 2>} : (tensor<2x8x5x5xf32>, tensor<2x4x10x10xf32>) -> tensor<8x4x3x3xf32>
+  return %dx, %dw : tensor<2x4x10x10xf32>, tensor<8x4x3x3xf32>
 }
