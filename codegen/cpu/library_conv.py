@@ -1,4 +1,5 @@
-"""Convolution on the cpu target through torch's own kernel, the one eager runs (`library_matmul`).
+"""Convolution (and its gradients) on the cpu target through torch's own kernels, the ones eager runs
+(`library_matmul`).
 
 A float32/float64 `dynamo.conv2d` (1-d as 2-d over a unit height, 2-d, 3-d; any groups, stride,
 padding, dilation) with static, non-empty shapes becomes, before lowering, calls to torch's stable
@@ -61,12 +62,18 @@ after each call and raises on (runtime.py); torch has printed why. (Threads call
 at once share that global: a failure may be reported to another thread's call.)
 
 The calls carry the convolution's location, so `library_nodes` counts its FX node as a library
-call for stats(). convolution_backward's input and weight gradients are imported as
-convolutions too (frontend/aten/conv.py), so they take this path as well: for cnn_b8's second
-layer both together cost about what eager's convolution_backward does (400 + 402 vs 956 us), but
-the first layer's weight gradient (a convolution over a 32x32 "kernel") 700 vs 318 us. Calling
-aoti_torch_cpu_convolution_backward instead would need the backward as one dialect op, with
-today's decomposition as its lowering.
+call for stats().
+
+The gradients (dynamo.conv_grad_input / conv_grad_weight, float32/float64, static) are torch's
+convolution_backward through the same shim (aoti_torch_cpu_convolution_backward), one call per
+gradient with only that gradient in its output mask, given the output gradient and the other
+operand; the operand whose gradient is asked lends only its shape, and our result buffer, which
+has it, stands in for it (as torch.nn.grad's functions pass an empty tensor). So eager's backward
+kernels run, where the generic rule's forward convolutions ran before (2026-11-26: for cnn_b8's
+first layer the weight gradient, a convolution over a 32x32 "kernel", took 700 us against
+eager's 318). Gradients this path does not take (half types, which the widening pass must see as
+convolutions; library_matmul off) are expanded by their generic rule first (expand_conv_grads,
+the pass cpu-expand-conv-grads).
 """
 
 from __future__ import annotations
