@@ -157,9 +157,12 @@ def lower_conv_grad_weight(ctx, op):
     stride, padding, dilation = _window(op)
     f, c, *k = ranked(op.out).shape
     x, g = transposed(op.x, [1, 0, 2, 3]), transposed(op.grad, [1, 0, 2, 3])  # CNHW, FNHW
-    reach = [(s + 2 * p - st * (o - 1) - 1) // d + 1
-             for s, p, st, o, d in zip(ranked(x).shape[2:], padding, stride, ranked(g).shape[2:], dilation)]
-    r = _conv2d(x, g, [c, f, *reach], dilation, padding, stride)  # at least the kernel's size
+    # The swapped convolution's size: g's spatial dims the "kernel", dilated by the forward stride,
+    # stepping by the forward dilation; at least the kernel's size (the forward may have left
+    # input positions unread at the high end), so cut to it.
+    span = [(s + 2 * p - st * (o - 1) - 1) // d + 1
+            for s, p, st, o, d in zip(ranked(x).shape[2:], padding, stride, ranked(g).shape[2:], dilation)]
+    r = _conv2d(x, g, [c, f, *span], dilation, padding, stride)
     elem = ranked(op.out).element_type
     cut = tensor.extract_slice(ir.RankedTensorType.get([c, f, *k], elem), r, [], [], [], [0] * 4, [c, f, *k], [1] * 4)
     return transposed(cut, [1, 0, 2, 3])
