@@ -14,6 +14,7 @@ from helpers import assert_all_compiled, read_stage
 
 CASES = {
     "2d_k3_s1": (F.max_pool2d, [2, 3, 9, 9], dict(kernel_size=3, stride=1)),
+    "2d_k2_s2_disjoint": (F.max_pool2d, [2, 3, 8, 8], dict(kernel_size=2, stride=2)),
     "2d_k3_s2": (F.max_pool2d, [2, 3, 11, 11], dict(kernel_size=3, stride=2)),
     "2d_k3_s2_p1_ceil": (F.max_pool2d, [2, 3, 10, 10], dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
     "2d_k3_s1_dilation2": (F.max_pool2d, [2, 3, 10, 10], dict(kernel_size=3, stride=1, dilation=2)),
@@ -22,25 +23,39 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("values", ["ties", "randn"])
+@pytest.fixture(params=["gathered", "large"])
+def window_form(request, monkeypatch):
+    """The backward's forms: gathered, for small tensors (a gather of every window that holds
+    an input position); large, for tensors whose gathered windows would be too large
+    (MAX_WINDOW_ELEMENTS made 1): the scatter-add."""
+    if request.param == "large":
+        from dynamo_mlir.frontend.aten import max_pool_backward
+        monkeypatch.setattr(max_pool_backward, "MAX_WINDOW_ELEMENTS", 1)
+    return request.param
+
+
+@pytest.mark.parametrize("values", ["ties", "randn", "nan"])
 @pytest.mark.parametrize("name", CASES)
-def test_gradient_accumulates_over_overlapping_windows(name, values):
+def test_gradient_accumulates_over_overlapping_windows(name, values, window_form):
     pool, shape, kwargs = CASES[name]
     torch.manual_seed(0)
     x = torch.randint(0, 3, shape).float() if values == "ties" else torch.randn(shape)
+    if values == "nan":  # eager's kernels take a NaN as the window's maximum (the last one)
+        x.flatten()[::7] = float("nan")
     x.requires_grad_()
     fn = lambda t: pool(t, **kwargs)  # noqa: E731
     out = torch.compile(fn, backend="mlir")(x)
     weight = torch.randn(out.shape)
     got, = torch.autograd.grad((out * weight).sum(), x)
     want, = torch.autograd.grad((fn(x) * weight).sum(), x)
-    torch.testing.assert_close(out, fn(x), rtol=0, atol=0)
-    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(out, fn(x), rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6, equal_nan=True)
     assert_all_compiled(min_ops=2)
     spatial = len(shape) - 2 if pool is not F.max_pool1d else 2  # max_pool1d runs as a 2-d pool
     backward = dynamo_mlir.stats()["compiled_ops"].get(f"aten.max_pool{spatial}d_with_indices_backward.default")
     assert backward == 1, dynamo_mlir.stats()["compiled_ops"]
-    if values == "ties":  # the case this guards: some input elements are the max of several windows
+    overlapping = kwargs["stride"] < kwargs["kernel_size"]
+    if values == "ties" and overlapping:  # the case this guards: some input elements are the max of several windows
         _, indices = pool(x.detach(), **kwargs, return_indices=True)
         assert _most_repeated(indices) > 1
 

@@ -11,10 +11,13 @@ the same input with the same windows, in the graph itself or, for a training ste
 AOTAutograd's joint graph before it is split (`mark_window_indices` marks such a backward node;
 the mark stays on its copy in the backward graph, whose indices and input are that forward's,
 saved). The window forms:
-- disjoint, unpadded 2-d windows: recompute each window's argmax from the input (`Windows`);
+- disjoint, unpadded 2-d windows: each window's gradient to the slot its index names, the
+  windows scattered back by reshapes (`Windows`);
 - otherwise each input position sums grad_output over the (at most K) windows that can contain
   it and whose index names it; the candidate windows are a constant table, so the scatter-add
-  becomes a gather and a sum, in eager's order (ascending output position).
+  becomes a gather and a sum, in eager's order (ascending output position). Where that gathered
+  [in, K, planes] tensor would be too large (a ResNet-50's first pooling), the scatter-add
+  itself, which is right for these indices too.
 """
 
 import operator
@@ -125,8 +128,8 @@ def _window_backward(ctx, node, spatial: int):
     geom = _max_geometry(ctx, a, x, gshape, spatial)
     planes, k = int(np.prod(shape[:-spatial])), int(np.prod(geom.kernel))
     n_in, n_out = int(np.prod(geom.ins)), int(np.prod(geom.outs))
-    if n_in * k * planes > MAX_WINDOW_ELEMENTS:
-        raise Unsupported("max-pool backward windows too large to gather")
+    if n_in * k * planes > MAX_WINDOW_ELEMENTS:  # the gathered [in, K, planes] would be too large
+        return _scatter_backward(ctx, node, spatial)
     table, ok = _candidates(geom)
     table = const(ctx, table.reshape(n_in, k), torch.int64)
     wide = [n_in, k, planes]
@@ -147,16 +150,17 @@ def _window_backward(ctx, node, spatial: int):
 
 
 def _disjoint_backward(ctx, a):
-    """Recomputes each window's argmax from the input (the forward's indices say the same) and
-    routes the gradient there: no scatter needed because windows are disjoint."""
-    grad, x = ctx.tensor(a.grad_output), ctx.tensor(a.self)
-    windows = Windows(a, ctx.shape_of(x))
+    """Routes each window's gradient to the slot its index names (the forward's: a position in
+    its own window) and scatters the windows back by reshapes: no gather, no scatter-add, as
+    windows are disjoint."""
+    grad, indices = ctx.tensor(a.grad_output), ctx.tensor(a.indices)
+    windows = Windows(a, ctx.shape_of(ctx.tensor(a.self)))
     if any(windows.padding):
-        # an all -inf window's argmax can land on a padding slot, whose gradient has nowhere to go
-        raise Unsupported("max-pool backward with padding (eager routes -inf windows' gradients)")
+        # a padded slot's row * W + col may name a position of the next row
+        raise Unsupported("max-pool backward with padding over disjoint windows")
     shape = windows.window_shape
-    best = ctx.broadcast(ctx.reshape(windows.argmax(ctx, x), shape[:4] + [1]), shape)
-    hit = compare(ctx, iota(ctx, shape, 4), best, "eq")
+    here = windows.flat_indices(ctx, iota(ctx, shape, 4))
+    hit = compare(ctx, here, ctx.broadcast(ctx.reshape(indices, shape[:4] + [1]), shape), "eq")
     g = ctx.broadcast(ctx.reshape(grad, shape[:4] + [1]), shape)
     zero = ctx.broadcast(ctx.scalar(0, ctx.dtype_of(grad)), shape)
     return windows.scatter(ctx, select(ctx, hit, g, zero))

@@ -5,11 +5,9 @@ dilation/ceil_mode over 2 or 3 spatial dims, and adaptive average/max pooling.
   the input is padded on the high side first (-inf for max, 0 for sums).
 - Average pooling with count_include_pad=False, divisor_override or ceil_mode divides a sum pool
   by a per-output-position constant table of divisors (`_divisors`).
-- Max-pool indices: 2-d disjoint unpadded windows (stride == kernel) are a reshape of the input,
-  and the argmax inside each window gives both torch's indices and the backward's routing
-  (`Windows`). Otherwise every window's elements are gathered with a constant index (the window's
-  positions in the -inf-padded volume): [planes, out..., K]. The argmax over K gives the window
-  slot, and a constant table maps (window, slot) to torch's index in the unpadded volume.
+- Max-pool indices: a running maximum over the K window slots, each slot a strided slice of the
+  -inf-padded input, taken over where larger or NaN as eager's kernels do; a constant table per
+  slot gives torch's index in the unpadded volume (`_window_max_indices`).
 - Max-pool backward: max_pool_backward.py.
 - Adaptive pooling: output i of a dim of size n pooled to o reads [floor(i*n/o), ceil((i+1)*n/o)).
   The windows are separable, so each pooled dim is one masked reduction of x broadcast to
@@ -24,7 +22,7 @@ from ...dialects import dynamo as dy
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, output_read, per_dim
-from .builders import (HALF, arg_reduce, compare, compute_dtype, const, emit_like, gather_along, i64s, iota,
+from .builders import (HALF, arg_reduce, compare, compute_dtype, const, emit_like, i64s, iota, isnan,
                        outer, pad, permute, reduce, row_major_strides, select, slice_box)
 
 aten = torch.ops.aten
@@ -149,41 +147,49 @@ def _max_geometry(ctx, a, x, out_shape, spatial: int) -> Geometry:
                     out_shape[-spatial:])
 
 
-def _index_tables(geom: Geometry):
-    """(gather index into the flattened padded volume, torch index per slot), both [out..., K]."""
+def _index_table(geom: Geometry) -> np.ndarray:
+    """torch's index of each window slot in the unpadded input, [out..., K]; slot 0 of a window
+    names the window's first position inside the input even where it lies in the padding: a
+    window of -inf keeps its initial index, and eager reports that position for it."""
     spatial = len(geom.kernel)
-    padded = [n + 2 * p + h for n, p, h in zip(geom.ins, geom.padding, geom.high)]
     pos, inside = zip(*(geom.positions(i) for i in range(spatial)))
-    gather = outer([q * st for q, st in zip(pos, row_major_strides(padded))], np.add)
     torch_index = outer([(q - p) * st for q, p, st in zip(pos, geom.padding, row_major_strides(geom.ins))], np.add)
     inside = outer(list(inside), np.logical_and)
     k = int(np.prod(geom.kernel))
-    gather, torch_index, inside = (t.reshape(geom.outs + [k]) for t in (gather, torch_index, inside))
-    # A window of -inf only keeps slot 0 (argmax sees nothing larger): there eager reports the
-    # window's first position inside the input, so slot 0 maps to that.
+    torch_index, inside = torch_index.reshape(geom.outs + [k]), inside.reshape(geom.outs + [k])
     first_inside = np.take_along_axis(torch_index, inside.argmax(axis=-1)[..., None], axis=-1)[..., 0]
     torch_index[..., 0] = np.where(inside[..., 0], torch_index[..., 0], first_inside)
-    return gather, torch_index, padded
+    return torch_index
 
 
-def _general_max_pool(ctx, x, geom: Geometry, out_shape, out_dtype):
+def _window_max_indices(ctx, x, geom: Geometry, out_shape, out_dtype):
+    """torch's indices of the window maxima: a running maximum over the K window slots, each slot
+    a strided slice of the padded input, in eager's scan order; a slot takes over where its
+    value is larger or NaN (eager's kernels: `val > max || isnan(val)`, so the last NaN wins),
+    from -inf and the window's first position inside the input. Elementwise over [planes,
+    out...] only: no [planes, out..., K] tensor of gathered windows (whose argmax took the first
+    NaN: wrong indices, and gradients, for windows holding two NaNs)."""
     spatial = len(geom.kernel)
-    shape = ctx.shape_of(x)
-    planes, k = int(np.prod(shape[:-spatial])), int(np.prod(geom.kernel))
-    if planes * int(np.prod(geom.outs)) * k > MAX_WINDOW_ELEMENTS:
-        raise Unsupported("max pooling windows too large to gather")
-    gather, torch_index, padded = _index_tables(geom)
-    xp = ctx.reshape(ctx.cast(x, compute_dtype(out_dtype)), [planes] + geom.ins)
-    xp = pad(ctx, xp, [0, *geom.padding], [0] + [p + h for p, h in zip(geom.padding, geom.high)], float("-inf"))
-    rows = permute(ctx, ctx.reshape(xp, [planes, int(np.prod(padded))]), [1, 0])
-    g = dy.GatherOp(rows, const(ctx, gather, torch.int64), out=ctx.type_like(rows, shape=geom.outs + [k, planes])).out
-    g = permute(ctx, g, [spatial + 1] + list(range(spatial + 1)))  # planes, out..., K
-    values = reduce(ctx, g, "max", [spatial + 1], False)
+    planes = int(np.prod(ctx.shape_of(x)[:-spatial]))
+    compute = compute_dtype(out_dtype)
+    floating = compute.is_floating_point
+    lowest = float("-inf") if floating else torch.iinfo(compute).min
+    xp = ctx.reshape(ctx.cast(x, compute), [planes] + geom.ins)
+    xp = pad(ctx, xp, [0, *geom.padding], [0] + [p + h for p, h in zip(geom.padding, geom.high)], lowest)
     window = [planes] + geom.outs
-    slot = arg_reduce(ctx, g, "max", spatial + 1)
-    table = ctx.broadcast(const(ctx, torch_index, torch.int64), window + [k])
-    index = gather_along(ctx, table, ctx.reshape(slot, window + [1]), spatial + 1)
-    return ctx.cast(ctx.reshape(values, out_shape), out_dtype), ctx.reshape(index, out_shape)
+    torch_index = _index_table(geom)
+    best = ctx.broadcast(ctx.scalar(lowest, compute), window)
+    index = ctx.broadcast(const(ctx, torch_index[..., 0], torch.int64), window)
+    for slot, offsets in enumerate(np.ndindex(*geom.kernel)):
+        start = [0] + [o * d for o, d in zip(offsets, geom.dilation)]
+        v = slice_box(ctx, xp, start, window, [1, *geom.stride])
+        take = compare(ctx, v, best, "gt")
+        if floating:
+            take = emit_like(ctx, "or", take, isnan(ctx, v))
+        best = select(ctx, take, v, best)
+        here = ctx.broadcast(const(ctx, torch_index[..., slot], torch.int64), window)
+        index = select(ctx, take, here, index)
+    return ctx.reshape(index, out_shape)
 
 
 def _max_pool(ctx, node, spatial: int):
@@ -194,17 +200,9 @@ def _max_pool(ctx, node, spatial: int):
     if 0 in ctx.shape_of(x) or 0 in out_shape:
         raise Unsupported("max pooling of an empty tensor")
     geom = _max_geometry(ctx, a, x, out_shape, spatial)
-    if not output_read(node, 1):
-        compute = compute_dtype(val.dtype)
-        return ctx.cast(_pooled(ctx, ctx.cast(x, compute), "max", geom, out_shape), val.dtype), None
-    if spatial == 2 and not any(geom.padding):
-        # Disjoint, unpadded windows: `Windows` (its backward matches it). With padding, its argmax
-        # may pick a padded slot of an all -inf window, where eager names an input position.
-        try:
-            return _disjoint_max_pool(ctx, a, x, val)
-        except Unsupported:
-            pass
-    return _general_max_pool(ctx, x, geom, out_shape, val.dtype)
+    # The values are one pooling op (which the cpu target's channels-last pass keeps NHWC).
+    values = ctx.cast(_pooled(ctx, ctx.cast(x, compute_dtype(val.dtype)), "max", geom, out_shape), val.dtype)
+    return values, (_window_max_indices(ctx, x, geom, out_shape, val.dtype) if output_read(node, 1) else None)
 
 
 @import_rule(aten.max_pool2d_with_indices)
@@ -231,8 +229,8 @@ def _pool2d(ctx, x, kind, out_val, kernel, stride, padding, dilation):
 
 class Windows:
     """Disjoint pooling windows of an NCHW tensor (stride == kernel, dilation 1): the windows
-    are a reshape of the input, so the argmax inside each one gives both torch's indices and
-    the backward's routing. `a`: the bound arguments of max_pool2d_with_indices or its backward."""
+    are a reshape of the input, so a gradient routed per window slot is scattered back by the
+    inverse reshape (max_pool_backward.py). `a`: the bound arguments of the backward."""
 
     def __init__(self, a, x_shape):
         kernel = per_dim(a.kernel_size, 2)
@@ -265,15 +263,11 @@ class Windows:
         x = pad(ctx, x, [0] * 4, [0, 0, self.h + 2 * ph - self.oh * kh, self.w + 2 * pw - self.ow * kw])
         return slice_box(ctx, x, [0, 0, ph, pw], [self.n, self.c, self.h, self.w])
 
-    def argmax(self, ctx, x):
-        """Position (0..kh*kw-1) of the first maximum of each window, as torch picks it."""
-        windows = self.gather(ctx, x)
-        return arg_reduce(ctx, windows, "max", 4)
-
     def flat_indices(self, ctx, arg):
-        """torch's indices: row * W + col in the unpadded input."""
+        """torch's indices (row * W + col in the unpadded input) of window slots `arg`
+        (0..kh*kw-1), shaped [N, C, OH, OW, ...]."""
         (kh, kw), (ph, pw) = self.kernel, self.padding
-        shape = self.window_shape[:4]
+        shape = ctx.shape_of(arg)
 
         def scalar(v):
             return ctx.broadcast(ctx.scalar(v, torch.int64), shape)
@@ -283,13 +277,6 @@ class Windows:
         row = emit_like(ctx, "add", iota(ctx, shape, 2, -ph, kh), i)
         col = emit_like(ctx, "add", iota(ctx, shape, 3, -pw, kw), j)
         return emit_like(ctx, "add", emit_like(ctx, "mul", row, scalar(self.w)), col)
-
-
-def _disjoint_max_pool(ctx, a, x, val):
-    """(values, indices) of max_pool2d_with_indices over disjoint windows (`Windows`)."""
-    windows = Windows(a, ctx.shape_of(x))
-    values = _pool2d(ctx, x, "max", val, a.kernel_size, a.stride, a.padding or 0, a.dilation or 1)
-    return values, windows.flat_indices(ctx, windows.argmax(ctx, x))
 
 
 # ----------------------------------------------------------------------------- adaptive pooling
