@@ -123,3 +123,18 @@ def test_indices_from_the_forward_in_the_same_graph_use_the_window_form(tmp_path
     torch.testing.assert_close(got, fn(g, x), rtol=0, atol=0)
     assert_all_compiled(min_ops=2)
     assert '"dynamo.scatter"' not in read_stage(str(tmp_path), "dynamo")
+
+
+def test_resnet_stem_pooling_backward_compiles():
+    """ResNet-50's first pooling (3x3, stride 2, padding 1 over 112x112, 64 channels): its
+    gathered windows would be too large, so the backward is the scatter-add of the forward's
+    indices (it ran eagerly before), and matches eager's gradient exactly."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 64, 112, 112, requires_grad=True)
+    fn = lambda t: F.max_pool2d(t, 3, 2, 1).relu()  # noqa: E731
+    weight = torch.randn(2, 64, 56, 56)
+    got, = torch.autograd.grad((torch.compile(fn, backend="mlir")(x) * weight).sum(), x)
+    want, = torch.autograd.grad((fn(x) * weight).sum(), x)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert_all_compiled(min_ops=2)
+    assert dynamo_mlir.stats()["compiled_ops"].get("aten.max_pool2d_with_indices_backward.default") == 1
