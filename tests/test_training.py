@@ -20,8 +20,8 @@ MODELS = {
 # The float32 matmuls the cpu target runs as MKL calls (library_matmul), forward and backward:
 # each linear is one mm forward and two backward (input and weight gradients) except the first
 # one's input gradient, which nothing needs; attention's bmm likewise, 2 forward and 4 backward.
-# The mlp: 3 + 5 mm. Float32 convolutions run torch's kernel (library_conv.py), forward and backward
-# (the backward's input and weight gradients are convolutions too).
+# The mlp: 3 + 5 mm. Float32 convolutions run torch's kernels (library_conv.py), forward and backward
+# (convolution_backward, one call per gradient).
 MLP_MATMULS = {"aten.mm.default": 8}
 ONE_CONV = {"aten.convolution.default": 1, "aten.convolution_backward.default": 1}
 LIBRARY = {
