@@ -51,6 +51,15 @@ def _gpt2_step(g) -> Training:
     return Training(model, _adamw, ids, ids.roll(-1, dims=1), _token_loss)
 
 
+def _resnet50_step(g) -> Training:
+    """ResNet-50 (transformers' default ResNetConfig, 1000 classes) at batch 2, SGD: issue 27's
+    CPU training row (convolution and max-pool backward, batch norm in training mode)."""
+    import transformers as t
+    model = Logits(t.ResNetForImageClassification(t.ResNetConfig(num_labels=1000)), "pixel_values")
+    return Training(model, _sgd, torch.randn(2, 3, 224, 224, generator=g), torch.randint(0, 1000, (2,), generator=g),
+                    F.cross_entropy)
+
+
 def train_workloads(device: str, everything: bool = True) -> dict[str, Training]:
     """name -> Training on `device`: all of them, or (everything=False) the GPT-2 step only
     (none without transformers). Each is built from seed 0."""
@@ -67,6 +76,8 @@ def train_workloads(device: str, everything: bool = True) -> dict[str, Training]
             "train_cnn_b32_sgd": lambda: Training(cnn(), _sgd, torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,)),
                                                   F.cross_entropy),
         }
+        if HAVE_TRANSFORMERS:
+            builders["train_resnet50_b2_sgd"] = lambda: _resnet50_step(torch.Generator().manual_seed(0))
     table = {}
     for name, build in builders.items():
         torch.manual_seed(0)
