@@ -99,6 +99,9 @@ COPY, DELETE = "aoti_torch_copy_", "aoti_torch_delete_tensor_object"
 # The tensor handles of one call, in their slots' order: its two operands, torch's result (y;
 # a backward's three, r0..r2: the unasked two are undefined tensors) and our output buffer.
 HANDLES = ("x", "w", "y", "out", "r0", "r1", "r2")
+# Those each kind of call sets, cleared before it and deleted after it (a call that stops early
+# leaves later ones null, which delete ignores).
+FORWARD_HANDLES, BACKWARD_HANDLES = ("x", "w", "y", "out"), ("x", "w", "out", "r0", "r1", "r2")
 
 
 def _signatures() -> dict[str, tuple[list[ir.Type], list[ir.Type]]]:
@@ -183,9 +186,9 @@ class _Frame:
             memref.store(_i32(int(k == which)), self.mask, [arith.constant(ir.IndexType.get(), k)])
         return pointer_to(self.mask)
 
-    def clear_handles(self) -> None:
-        for k in range(len(HANDLES)):
-            memref.store(_i64(0), self.handles, [arith.constant(ir.IndexType.get(), k)])
+    def clear_handles(self, names) -> None:
+        for name in names:
+            memref.store(_i64(0), self.handles, [arith.constant(ir.IndexType.get(), HANDLES.index(name))])
 
     def handle_slot(self, name: str) -> ir.Value:
         return pointer_to(self.handles, arith.constant(ir.IndexType.get(), 8 * HANDLES.index(name)))
@@ -227,7 +230,7 @@ def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
     groups = ir.IntegerAttr(op.groups).value
     n = frame.spatial
     torch_dims = dy.TO_NCHW if dy.layout_of(op) == "nhwc" else None
-    frame.clear_handles()
+    frame.clear_handles(FORWARD_HANDLES)
     status = _wrap(frame, x, "x", torch_dims)
     status = _then(status, lambda: _wrap(frame, w, "w"))
 
@@ -241,7 +244,7 @@ def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
     status = _then(status, convolve)
     status = _then(status, lambda: _wrap(frame, y, "out", torch_dims))
     status = _then(status, lambda: _call(COPY, [frame.handle("out"), frame.handle("y"), _i32(0)]))
-    for name in HANDLES:
+    for name in FORWARD_HANDLES:
         status = arith.ori(status, _call(DELETE, [frame.handle(name)]))
     _record(status)
 
@@ -253,7 +256,7 @@ def _emit_grad(frame: _Frame, op, grad: ir.Value, given: ir.Value, y: ir.Value, 
     and y has it. Statuses and deletes as in _emit."""
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     n = frame.spatial
-    frame.clear_handles()
+    frame.clear_handles(BACKWARD_HANDLES)
     status = _wrap(frame, grad, "x")
     status = _then(status, lambda: _wrap(frame, given, "w"))
     status = _then(status, lambda: _wrap(frame, y, "out"))
@@ -270,7 +273,7 @@ def _emit_grad(frame: _Frame, op, grad: ir.Value, given: ir.Value, y: ir.Value, 
 
     status = _then(status, backward)
     status = _then(status, lambda: _call(COPY, [frame.handle("out"), frame.handle(f"r{which}"), _i32(0)]))
-    for name in HANDLES:
+    for name in BACKWARD_HANDLES:
         status = arith.ori(status, _call(DELETE, [frame.handle(name)]))
     _record(status)
 
