@@ -91,32 +91,62 @@ class PermuteOp(Dynamo.Operation, name="permute", traits=[Pure]):
         _require(dims_compatible([src[p] for p in perm], out), f"result shape {out} does not match perm {perm}")
 
 
-class SliceOp(Dynamo.Operation, name="slice", traits=[Pure]):
-    """Strided slice: result[i...] = x[start + i * step ...]; sizes come from the result type. A
-    dynamic result dim is the rest of the operand's (dynamic) dim from `start`, step 1.
+def _bounds_optional(cls: type) -> type:
+    """SliceOp(x, start, step, offsets=(), sizes=(), out=...): static slices are built as before
+    the run-time bounds came, with the operands that carry those left out."""
+    generated = cls.__init__
 
-    Example (every other row):
-      %y = "dynamo.slice"(%x) {start = array<i64: 0, 0>, step = array<i64: 2, 1>}
-             : (tensor<8x4xf32>) -> tensor<4x4xf32>
+    def __init__(self, x, start, step, offsets=(), sizes=(), **kwargs):
+        generated(self, x, list(offsets), list(sizes), start=start, step=step, **kwargs)
+
+    __init__.__doc__ = generated.__doc__
+    cls.__init__ = __init__
+    return cls
+
+
+@_bounds_optional
+class SliceOp(Dynamo.Operation, name="slice", traits=[Pure]):
+    """Strided slice: result[i...] = x[start + i * step ...].
+
+    Static bounds: sizes come from the result type; a `?` result dim with no `sizes` is the rest
+    of the operand's `?` dim from `start`, step 1. Bounds known only at run time (a slice by
+    SymInts) follow tensor.extract_slice: a `start` entry `?` (MLIR's dynamic marker) takes the
+    next value of `offsets`, and `sizes` give the result's `?` dims, one per `?` in order. The
+    importer computes them with Python's slicing rules, so the box stays inside the operand:
+    the verifier can check only what is static.
+
+    Examples (every other row; then rows [%o, %o + %n) of a dynamic operand):
+      %y = "dynamo.slice"(%x) {operandSegmentSizes = array<i32: 1, 0, 0>, start = array<i64: 0, 0>,
+             step = array<i64: 2, 1>} : (tensor<8x4xf32>) -> tensor<4x4xf32>
+      %z = "dynamo.slice"(%x, %o, %n) {operandSegmentSizes = array<i32: 1, 1, 1>,
+             start = array<i64: -9223372036854775808, 0>, step = array<i64: 1, 1>}
+             : (tensor<?x4xf32>, index, index) -> tensor<?x4xf32>
     """
 
     x: Operand[ir.RankedTensorType]
+    offsets: Sequence[Operand[ir.IndexType]]
+    sizes: Sequence[Operand[ir.IndexType]]
+    out: Result[ir.RankedTensorType]
     start: Any
     step: Any
-    out: Result[ir.RankedTensorType]
 
     @_checked
     def verify_invariants(self):
         src, out = shape_of(self.x), shape_of(self.out)
         start, step = int_list(self.start), int_list(self.step)
         _require(len(start) == len(step) == len(src) == len(out), "start/step/result rank must equal the operand rank")
-        dyn = ir.ShapedType.get_dynamic_size()
+        _require(len(self.offsets) == start.count(DYN), f"{len(self.offsets)} offsets given for {start.count(DYN)} `?` starts")
         for d, (b, s, n, m) in enumerate(zip(start, step, out, src)):
-            _require(s >= 1 and b >= 0, f"dim {d}: start must be >= 0 and step >= 1")
-            if dyn not in (n, m) and n > 0:
+            _require(s >= 1 and (b >= 0 or b == DYN), f"dim {d}: start must be >= 0 and step >= 1")
+            if DYN not in (b, n, m) and n > 0:
                 _require(b + (n - 1) * s < m, f"dim {d}: slice runs past the operand (size {m})")
-            if n == dyn:  # the lowering reads a dynamic result size off the operand
-                _require(m == dyn and s == 1, f"dim {d}: a dynamic result dim must be the operand's dim from start, step 1")
+        if len(self.sizes):
+            _require(len(self.sizes) == out.count(DYN), f"{len(self.sizes)} sizes given for {out.count(DYN)} dynamic result dims")
+            return
+        for d, (b, s, n, m) in enumerate(zip(start, step, out, src)):
+            if n == DYN:  # without sizes, the lowering reads a dynamic result size off the operand
+                _require(m == DYN and s == 1 and b != DYN,
+                         f"dim {d}: a dynamic result dim without sizes must be the operand's dim from a static start, step 1")
 
 
 class ConcatOp(Dynamo.Operation, name="concat", traits=[Pure]):

@@ -57,7 +57,8 @@ def _tensor_inputs(node: fx.Node) -> list[fx.Node]:
 
 
 def _check_dynamic(node: fx.Node, vals, target) -> None:
-    if any(isinstance(v, torch.Tensor) and is_symbolic(v) for v in vals):
+    # A SymInt argument (a slice's bound) makes size values in the IR even between static tensors.
+    if any((isinstance(v, torch.Tensor) and is_symbolic(v)) or isinstance(v, torch.SymInt) for v in vals):
         if "dynamic_shapes" not in target.capabilities:  # refused here, not by a stage later
             raise Unsupported(f"the {target.name} target compiles static shapes only (this node's sizes are "
                               "symbolic: compile with dynamic=False, or mark no dim dynamic)")

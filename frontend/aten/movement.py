@@ -11,13 +11,14 @@ has its own rule (_as_strided).
 """
 
 import numpy as np
-import sympy
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.utils._python_dispatch import _disable_current_modes
+from torch_mlir import ir
+from torch_mlir.dialects import arith
 
 from ...dialects import dynamo as dy
 from ..importer import DYN, fake_value, static_shape
-from ..sizes import expr_of
 from ..registry import Unsupported, import_rule
 from .args import bind, norm_dim
 from .builders import const, i64, i64s, slice_box
@@ -73,23 +74,91 @@ def _slice_tensor(ctx, node):
     shape = ctx.shape_of(x)
     dim = norm_dim(a.dim, len(shape))
     start, step = 0 if a.start is None else a.start, a.step
-    if not isinstance(start, int) or not isinstance(step, int):
-        raise Unsupported("symbolic slice bounds")
-    if shape[dim] == DYN:
-        return _slice_dynamic_dim(ctx, node, x, dim, start, step)
+    if not isinstance(step, int):
+        raise Unsupported("symbolic slice step")
+    if shape[dim] == DYN or not isinstance(start, int) or static_shape(ctx.out_meta(node))[dim] == DYN:
+        return _slice_symbolic(ctx, node, x, dim, fake_value(a.start), fake_value(a.end), step)
     start = max(0, min(start + shape[dim] if start < 0 else start, shape[dim]))
     return _strided_slice(ctx, node, x, dim, start, step)
 
 
-def _slice_dynamic_dim(ctx, node, x, dim: int, start: int, step: int):
-    """A slice along a dynamic dim: only x[start:] (step 1, start >= 0, to the end), the one form
-    whose result size the lowering knows (the operand's size minus start); torch's symbolic
-    sizes must say the result is exactly that, else the node stays eager."""
-    size_in = expr_of(ctx.symbolic_shape(x)[dim]) if ctx.symbolic_shape(x) else None
-    size_out = expr_of(ctx.out_meta(node).shape[dim])
-    if step != 1 or start < 0 or size_in is None or sympy.simplify(size_in - start - size_out) != 0:
-        raise Unsupported(f"slice of a dynamic dim other than x[{start}:] to its end (step {step})")
-    return _strided_slice(ctx, node, x, dim, start, step)
+# torch passes sys.maxsize for an open end (x[k:]): a bound this large is the dim's end.
+OPEN_END = 1 << 62
+
+
+def _slice_symbolic(ctx, node, x, dim: int, start, end, step: int):
+    n = fake_value(node.args[0]).shape[dim]
+    return slice_symbolic(ctx, x, dim, start, end, step, n, ctx.out_meta(node).shape)
+
+
+def slice_symbolic(ctx, x, dim: int, start, end, step: int, n, out_shape) -> ir.Value:
+    """x[start:end:step] along dim (bounds: ints, SymInts or None; n: the dim's size; out_shape:
+    torch's result shape) where a bound or size is symbolic. The offset and the result's size
+    become index values (dynamo.slice's run-time bounds), normalized with Python's slicing rules:
+    on the expressions where the symbols' ranges decide a bound's sign and clamping, else at
+    run time (`_run_time_bound`). Never a guess."""
+    lo, hi = _known_bound(0 if start is None else start, n), _known_bound(OPEN_END if end is None else end, n)
+    rank = len(ctx.shape_of(x))
+    starts, steps, offsets = [0] * rank, [1] * rank, []
+    steps[dim], starts[dim] = step, _constant(lo)
+    out_type = ctx.type_like(x, shape=[DYN if isinstance(s, torch.SymInt) else s for s in out_shape])
+    if starts[dim] is not None and step == 1 and ctx.shape_of(x)[dim] == DYN and statically_known_true(hi == n):
+        # x[k:] of a `?` dim: the lowering reads the size off the operand, no size values
+        return dy.SliceOp(x, i64s(starts), i64s(steps), out=out_type).out
+    lo_value = ctx.sizes.index(lo) if lo is not None else _run_time_bound(ctx, start, n)
+    if starts[dim] is None:
+        starts[dim] = DYN
+        offsets.append(lo_value)
+    sizes = []  # one per `?` result dim: the sliced one's computed here, the others' torch's
+    for d, size in enumerate(out_shape):
+        if isinstance(size, torch.SymInt):
+            sizes.append(_slice_length(ctx, lo, hi, lo_value, end, n, step) if d == dim else ctx.sizes.index(size))
+    return dy.SliceOp(x, i64s(starts), i64s(steps), offsets, sizes, out=out_type).out
+
+
+def _constant(size) -> int | None:
+    """A size's value where it is one number (an int, or a SymInt whose expression is)."""
+    if isinstance(size, torch.SymInt):
+        return int(size.node.expr) if size.node.expr.is_Integer else None
+    return size
+
+
+def _known_bound(bound, n):
+    """A slice bound normalized as Python does against size n (a negative bound counts from the
+    end, then it is clamped to [0, n]), as an int or SymInt, where the symbols' value ranges
+    decide each step for every size the graph serves; None where only run time can."""
+    if isinstance(bound, int) and bound >= OPEN_END:
+        return n
+    if statically_known_true(bound < 0):
+        bound = bound + n
+    elif not statically_known_true(bound >= 0):
+        return None
+    if statically_known_true(bound >= n):
+        return n
+    if statically_known_true(bound <= 0):
+        return 0
+    return bound if statically_known_true(bound >= 0) and statically_known_true(bound <= n) else None
+
+
+def _run_time_bound(ctx, bound, n) -> ir.Value:
+    """Python's normalization of a slice bound whose sign the symbols' ranges leave open, on
+    index values at run time: bound + n where bound < 0, then clamped to [0, n]."""
+    value, size, zero = ctx.sizes.index(bound), ctx.sizes.index(n), ctx.sizes.index(0)
+    negative = arith.cmpi(arith.CmpIPredicate.slt, value, zero)
+    value = arith.select(negative, arith.addi(value, size), value)
+    return arith.maxsi(arith.minsi(value, size), zero)
+
+
+def _slice_length(ctx, lo, hi, lo_value, end, n, step: int) -> ir.Value:
+    """The element count of lo:hi:step for normalized bounds, ceil(max(hi - lo, 0) / step): on
+    the expressions where they are known and ordered, else at run time."""
+    if lo is not None and hi is not None and statically_known_true(hi >= lo):
+        return ctx.sizes.index((hi - lo + step - 1) // step)
+    hi_value = ctx.sizes.index(hi) if hi is not None else _run_time_bound(ctx, end, n)
+    length = arith.maxsi(arith.subi(hi_value, lo_value), ctx.sizes.index(0))
+    if step == 1:
+        return length
+    return arith.divsi(arith.addi(length, ctx.sizes.index(step - 1)), ctx.sizes.index(step))
 
 
 @import_rule(aten.select.int, aten.select_copy.int)

@@ -62,14 +62,16 @@ def _lower_permute(ctx, op):
 def _lower_slice(ctx, op):
     out = ranked(op.out)
     start, step = dy.int_list(op.start), dy.int_list(op.step)
-    # A dynamic result dim is the operand's dim from start (the verifier checks step 1).
+    if len(op.sizes):  # run-time bounds: offsets and sizes as the op gives them
+        sizes = list(op.sizes)
+    else:  # a dynamic result dim is the operand's dim from start (the verifier checks step 1)
+        sizes = [arith.subi(tensor.dim(op.x, index(d)), index(start[d])) if start[d] else tensor.dim(op.x, index(d))
+                 for d, n in enumerate(out.shape) if n == dy.DYN]
     if 0 in out.shape:
         # An empty slice has no elements to read, and tensor.extract_slice rejects its offset
         # whenever the source dim is empty too or the slice starts at the end (x[5:5]).
-        return empty(out, op.x)
-    sizes = [arith.subi(tensor.dim(op.x, index(d)), index(start[d])) if start[d] else tensor.dim(op.x, index(d))
-             for d, n in enumerate(out.shape) if n == dy.DYN]
-    return tensor.extract_slice(out, op.x, [], sizes, [], start, list(out.shape), step)
+        return tensor.empty(sized_shape(out, sizes), out.element_type)
+    return tensor.extract_slice(out, op.x, list(op.offsets), sizes, [], start, list(out.shape), step)
 
 
 def _size(value: ir.Value, dim: int):

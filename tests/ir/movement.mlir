@@ -34,7 +34,7 @@ func.func @main(%arg0: tensor<4x8xf32>) -> tensor<8x4xf32> {
 // slice with a step: one strided tensor.extract_slice, sizes from the result type.
 // CHECK: tensor.extract_slice %arg0[0, 1] [4, 3] [1, 2] : tensor<4x8xf32> to tensor<4x3xf32>
 func.func @main(%arg0: tensor<4x8xf32>) -> tensor<4x3xf32> {
-  %0 = "dynamo.slice"(%arg0) {start = array<i64: 0, 1>, step = array<i64: 1, 2>} : (tensor<4x8xf32>) -> tensor<4x3xf32>
+  %0 = "dynamo.slice"(%arg0) {operandSegmentSizes = array<i32: 1, 0, 0>, start = array<i64: 0, 1>, step = array<i64: 1, 2>} : (tensor<4x8xf32>) -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
 }
 

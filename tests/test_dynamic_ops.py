@@ -1,0 +1,145 @@
+"""Dynamic shapes, op by op: slices by symbolic bounds (what GPT-2 and BERT called at several
+sequence lengths left eager: issue 27).
+Each form runs at several sizes through one compiled graph, matches eager, and is compiled
+(no eager op, the op among the compiled ones)."""
+
+import pytest
+import torch
+
+import dynamo_mlir
+from dynamo_mlir.dialects import dynamo as dy
+from helpers import assert_all_compiled, read_stage, zeros_runtime
+
+SIZES = (7, 9, 20, 33)  # from 7: Dynamo specializes sizes 0 and 1, which short slices could make
+BIAS = torch.randn(1, 1, 64, 64, generator=torch.Generator().manual_seed(0))
+
+
+def _run_sizes(fn, make, op: str, sizes=SIZES, **compile_kwargs) -> dict:
+    compiled = torch.compile(fn, backend="mlir", dynamic=True, **compile_kwargs)
+    for n in sizes:
+        inputs = make(n)
+        got, want = compiled(*inputs), fn(*inputs)
+        for g, w in zip(got if isinstance(got, tuple) else [got], want if isinstance(want, tuple) else [want]):
+            assert g.shape == w.shape
+            torch.testing.assert_close(g, w)
+    s = assert_all_compiled()
+    assert s["graphs"] == 1 and op in s["compiled_ops"], dynamo_mlir.explain()
+    return s
+
+
+def _row(n):
+    return (torch.randn(2, n, generator=torch.Generator().manual_seed(n)),)
+
+
+# ----------------------------------------------------------------------------- slices
+
+SLICES = {  # name -> fn(x [2, n])
+    "short_of_the_end": lambda x: x[:, : x.shape[1] - 1] * 2,
+    "negative_end": lambda x: x[:, :-3] * 2,
+    "negative_start": lambda x: x[:, -3:] * 2,
+    "step": lambda x: x[:, 1::3] * 2,
+    "strided_window": lambda x: x[:, 2 : x.shape[1] - 1 : 2] * 2,
+    # GPT-2's packed-sequence test: position diffs of a shifted cat, x[:, 0:n] and x[:, 1:n + 1].
+    "shifted_pair": lambda x: (lambda c: c[:, 1 : x.shape[1] + 1] - c[:, 0 : x.shape[1]])(torch.cat([x[:, :1] - 1, x], -1)),
+}
+
+
+@pytest.mark.parametrize("name", list(SLICES))
+def test_slice_by_symbolic_bounds_compiles_once(name):
+    _run_sizes(SLICES[name], _row, "aten.slice.Tensor")
+
+
+def test_causal_mask_of_a_static_buffer_slices_with_size_values(tmp_path):
+    """bias[:, :, k - q : k, :k] (GPT-2's causal mask with a past of length p): a static operand
+    sliced at a symbolic offset to symbolic sizes, the bounds as dynamo.slice's index operands.
+    (mark_dynamic, not dynamic=True, which would make the global buffer's dims `?` too.)"""
+    def f(x, past):
+        k = past.shape[1] + x.shape[1]
+        return BIAS[:, :, k - x.shape[1] : k, :k] * x.sum()
+
+    compiled = torch.compile(f, backend="mlir", options={"dump_dir": str(tmp_path)})
+    for n in SIZES:
+        x, past = torch.randn(2, n), torch.randn(2, n // 2 + 3)
+        torch._dynamo.mark_dynamic(x, 1)
+        torch._dynamo.mark_dynamic(past, 1)
+        torch.testing.assert_close(compiled(x, past), f(x, past))
+    s = assert_all_compiled()
+    assert s["graphs"] == 1 and "aten.slice.Tensor" in s["compiled_ops"], dynamo_mlir.explain()
+    text = read_stage(str(tmp_path), "dynamo")
+    assert '"dynamo.slice"(%arg' in text and "operandSegmentSizes = array<i32: 1, 1, 1>" in text, text
+    assert "tensor<1x1x64x64xf32>" in text, text
+
+
+def _run_slice_ir(text: str, step: int, x: torch.Tensor, lo: int, hi: int) -> torch.Tensor:
+    from torch_mlir import ir
+
+    from dynamo_mlir.codegen import resolve, run_stages
+    from dynamo_mlir.codegen.cpu import runtime
+    from dynamo_mlir.codegen.signature import Signature, SizeSpec, TensorSpec
+    from dynamo_mlir.codegen.target import get_target
+    from dynamo_mlir.dialects import new_context
+
+    options = resolve({"target": "cpu"})
+    shape = lambda inputs: [(len(range(inputs[0].shape[0])[inputs[1]:inputs[2]:step]),)]  # noqa: E731
+    signature = Signature("main", (TensorSpec((-1,), torch.float32), SizeSpec("lo"), SizeSpec("hi")),
+                          (TensorSpec((-1,), torch.float32),), shape)
+    with new_context(), ir.Location.unknown():
+        run = run_stages(ir.Module.parse(text), get_target("cpu"), options, graph_name="main")
+        return runtime.load(run.artifact, signature, options)(x, lo, hi)[0]
+
+
+def _slice_of_unknown_signs(step: int) -> str:
+    """func @main(x: tensor<?xf32>, lo: index, hi: index) = x[lo:hi:step], imported with bounds
+    whose signs no range decides (unbacked symbols: no guard ever chose a branch)."""
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from torch_mlir import ir
+    from torch_mlir.dialects import func
+
+    from dynamo_mlir.dialects import new_context
+    from dynamo_mlir.frontend.aten.movement import slice_symbolic
+    from dynamo_mlir.frontend.importer import ImportContext
+    from dynamo_mlir.frontend.sizes import expr_of
+
+    env = ShapeEnv()
+    n, lo, hi, length = (env.create_unbacked_symint() for _ in range(4))
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        t, index = ir.RankedTensorType.get([dy.DYN], ir.F32Type.get()), ir.IndexType.get()
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp("main", ([t, index, index], [t]))
+        block = fn.add_entry_block()
+        ctx = ImportContext()
+        ctx.sizes.bind_tensor(block.arguments[0], [n])
+        ctx.sizes.bind_value(expr_of(lo), block.arguments[1])
+        ctx.sizes.bind_value(expr_of(hi), block.arguments[2])
+        with ir.InsertionPoint(block):
+            func.ReturnOp([slice_symbolic(ctx, block.arguments[0], 0, lo, hi, step, n, [length])])
+        module.operation.verify()
+        return str(module)
+
+
+@pytest.mark.parametrize("step", [1, 3])
+def test_slice_bounds_of_unknown_sign_follow_python_at_run_time(step):
+    """Where the symbols' ranges leave a bound's sign open, the bound is normalized at run time
+    (negative: from the end; then clamped to [0, n]) and the length is ceil(max(hi - lo, 0) /
+    step): every bound, in range or not, gives Python's slice."""
+    text = _slice_of_unknown_signs(step)
+    assert "arith.select" in text and "arith.maxsi" in text, text
+    x = torch.arange(10, dtype=torch.float32)
+    for lo in range(-13, 14, 2):
+        for hi in range(-14, 14, 3):
+            torch.testing.assert_close(_run_slice_ir(text, step, x, lo, hi), x[lo:hi:step], msg=f"x[{lo}:{hi}:{step}]")
+
+
+def test_a_symbolic_slice_bound_stays_eager_on_a_static_shapes_target():
+    """bias[k : k + 4] has static tensors but a SymInt bound, which makes index values in the IR:
+    the cuda target (static shapes only) refuses it up front, with its reason."""
+    def f(x, k):
+        return BIAS[0, 0, k : k + 4] * 2 + x
+
+    with zeros_runtime("cuda"):
+        compiled = torch.compile(f, backend="mlir", dynamic=True, options={"target": "cuda", "cuda_arch": "sm_90"})
+        compiled(torch.randn(4, 64), 3)
+    s = dynamo_mlir.stats()
+    assert s["partitions_failed"] == 0 and "aten.slice.Tensor" in s["fallback_ops"], dynamo_mlir.explain()
+    assert all("cuda target compiles static shapes only" in why for _, why in s["fallback_reasons"]), s["fallback_reasons"]
