@@ -38,11 +38,13 @@ class CompiledRegion(torch.nn.Module):
     eager op whose fake-tensor metadata disagrees with what it really returns (torch's
     prims.signbit says f32, returns bool) would make it read the wrong bytes: such a call runs
     the region's original eager submodule instead, and is counted as a run-time fallback
-    (stats()["runtime_fallbacks"])."""
+    (stats()["runtime_fallbacks"]). So does a call whose `?` sizes exceed a limit the region
+    was compiled with (a scan over a `?` dim: ImportContext.limit_size)."""
 
     def __init__(self, fn, returns_tuple: bool, name: str, eager: fx.GraphModule):
         super().__init__()
         self.fn, self.returns_tuple, self.region, self.eager = fn, returns_tuple, name, eager
+        self.size_check = getattr(fn, "size_check", None)  # sizes beyond what the code was made for
         self.expected = [_expected_input(n) for n in eager.graph.nodes if n.op == "placeholder"]
         output = next(n for n in eager.graph.nodes if n.op == "output").args[0]
         self.expected_outputs = list(output) if isinstance(output, (tuple, list)) else [output]
@@ -61,7 +63,7 @@ class CompiledRegion(torch.nn.Module):
             if dtype is not None and (t.dtype is not dtype or (shape is not None and t.shape != shape)):
                 promised = f"{dtype} {tuple(shape)}" if shape is not None else str(dtype)
                 return f"input {i} is {t.dtype} {tuple(t.shape)} where the graph promised {promised}"
-        return None
+        return None if self.size_check is None else self.size_check(inputs)
 
 
 def _expected_input(node: fx.Node):
@@ -160,7 +162,7 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     if head in result and region.returns_tuple:
         return None
     every_output = picks == list(range(len(region.expected_outputs)))
-    if not guarded_inputs:
+    if not guarded_inputs or region.size_check is not None:  # Dynamo's guards do not hold size limits
         def checked(*args):
             out = region.forward(*(args if order is None else _picked(args, order)))
             return _picked(list(out) if region.returns_tuple else [out], picks)
@@ -267,7 +269,17 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
             report.cache = "bad"
         return fn
     stage_seconds["load"] = time.perf_counter() - t0
-    return fn if imported.plan_is_identity else _planned(fn, imported.output_plan)
+    fn = fn if imported.plan_is_identity else _planned(fn, imported.output_plan)
+    return fn if imported.size_check is None else _size_checked(fn, imported.size_check)
+
+
+def _size_checked(fn, size_check):
+    """fn carrying its inputs' size limits, which CompiledRegion checks before each call."""
+    def checked(*inputs):
+        return fn(*inputs)
+
+    checked.size_check = size_check
+    return checked
 
 
 def _import(sub: fx.GraphModule, options: Options, name: str, stage_seconds: dict):

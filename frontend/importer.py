@@ -62,6 +62,14 @@ class ImportContext:
         self.sizes = sizes or SizeBuilder()
         # half results of float32 arithmetic -> the float32 values they were rounded from
         self.unrounded: dict[ir.Value, ir.Value] = {}
+        # (size expression, largest value, what): run-time limits of forms that grow too fast
+        # with a `?` size (a scan's pairwise mask): beyond one, the region runs eagerly
+        self.size_limits: list[tuple] = []
+
+    def limit_size(self, size, largest: int, what: str) -> None:
+        """Where `size` is symbolic, have every call check it is at most `largest`."""
+        if isinstance(size, torch.SymInt):
+            self.size_limits.append((expr_of(size), largest, what))
 
     def dims(self, shape) -> tuple[list[int], list[ir.Value]]:
         """A torch shape (ints and SymInts) as a static shape with `?` and the index values of
@@ -293,6 +301,8 @@ class ImportedGraph:
     # repeat a value or pass an input through are not results: bufferizing a function that
     # returns one value twice (or its own argument) is not supported.
     output_plan: tuple[tuple[str, int], ...] = ()
+    # With size limits (ImportContext.limit_size): inputs -> why they exceed one, or None.
+    size_check: object = None
 
     @property
     def plan_is_identity(self) -> bool:
@@ -326,11 +336,9 @@ def bind_inputs(ctx: ImportContext, placeholders: list[fx.Node], arguments) -> N
             ctx.sizes.bind_tensor(arg, val.shape)
 
 
-def output_shapes_fn(placeholders: list[fx.Node], outputs: list[torch.Tensor]):
-    """For graphs with symbolic sizes: a function from the inputs (tensors and ints) to the
-    outputs' shapes. Each symbol is read off an input: a SymInt argument or a tensor dim of
-    exactly that size. The shapes are torch's sympy expressions of them, compiled once into a
-    Python lambda (see sizes.python_evaluator): no sympy on the call path."""
+def _symbol_readers(placeholders: list[fx.Node]) -> dict:
+    """Where each size symbol is read off the inputs: symbol -> (input, dim), dim None for a
+    SymInt input that is the symbol, else a tensor dim of exactly that size."""
     import sympy
 
     where = {}
@@ -343,17 +351,43 @@ def output_shapes_fn(placeholders: list[fx.Node], outputs: list[torch.Tensor]):
         for d, size in enumerate(val.shape):
             if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
                 where.setdefault(size.node.expr, (i, d))
-    exprs = [[expr_of(s) for s in val.shape] for val in outputs]
-    free = set().union(*[e.free_symbols for shape in exprs for e in shape if not isinstance(e, int)])
+    return where
+
+
+def _evaluator_of_inputs(placeholders: list[fx.Node], exprs_per_output: list[list], what: str):
+    """A function from the inputs (tensors and ints) to the values of `exprs_per_output` (see
+    sizes.python_evaluator): no sympy on the call path."""
+    where = _symbol_readers(placeholders)
+    free = set().union(*[e.free_symbols for exprs in exprs_per_output for e in exprs if not isinstance(e, int)])
     if not free <= set(where):
-        raise Unsupported(f"output sizes use symbols {sorted(map(str, free - set(where)))} no input carries")
-    evaluate, _ = python_evaluator(list(where), exprs)
+        raise Unsupported(f"{what} use symbols {sorted(map(str, free - set(where)))} no input carries")
+    evaluate, _ = python_evaluator(list(where), exprs_per_output)
     readers = list(where.values())
+    return lambda inputs: evaluate(*[inputs[i] if d is None else inputs[i].shape[d] for i, d in readers])
 
-    def output_shapes(inputs):
-        return evaluate(*[inputs[i] if d is None else inputs[i].shape[d] for i, d in readers])
 
-    return output_shapes
+def output_shapes_fn(placeholders: list[fx.Node], outputs: list[torch.Tensor]):
+    """For graphs with symbolic sizes: a function from the inputs (tensors and ints) to the
+    outputs' shapes. Each symbol is read off an input: a SymInt argument or a tensor dim of
+    exactly that size. The shapes are torch's sympy expressions of them, compiled once into a
+    Python lambda (see sizes.python_evaluator): no sympy on the call path."""
+    return _evaluator_of_inputs(placeholders, [[expr_of(s) for s in val.shape] for val in outputs], "output sizes")
+
+
+def size_check_fn(placeholders: list[fx.Node], limits: list[tuple]):
+    """For a graph with size limits: a function from the inputs to the reason the first limit
+    they exceed gives (the region then runs eagerly for them), or None."""
+    if not limits:
+        return None
+    values = _evaluator_of_inputs(placeholders, [[e for e, _, _ in limits]], "size limits")
+
+    def size_check(inputs) -> str | None:
+        for n, (_, largest, what) in zip(values(inputs)[0], limits):
+            if n > largest:
+                return f"{what} over {n} elements (compiled for at most {largest})"
+        return None
+
+    return size_check
 
 
 def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
@@ -394,7 +428,8 @@ def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
     shapes = None
     if not all(s.is_static for s in (*in_specs, *out_specs)):
         shapes = output_shapes_fn(placeholders, out_vals)
-    return ImportedGraph(module, Signature(name, tuple(in_specs), tuple(out_specs), shapes), ops, plan)
+    return ImportedGraph(module, Signature(name, tuple(in_specs), tuple(out_specs), shapes), ops, plan,
+                         size_check_fn(placeholders, ctx.size_limits))
 
 
 def storage_source(node: fx.Node) -> fx.Node:

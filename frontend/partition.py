@@ -30,7 +30,8 @@ aten = torch.ops.aten
 # Ops whose import rules (and the lowerings of what they emit) are checked with `?` dims:
 # same-shape elementwise work, reductions, softmax, permutes, and the ops that make dynamic
 # dims from size values (reshapes, expands, fills: see frontend/sizes.py), matmuls, whole-dim
-# selects. Nodes with symbolic sizes outside this set run eagerly.
+# selects, slices by symbolic bounds, scans (size-limited per call), advanced indexing and
+# gathers. Nodes with symbolic sizes outside this set run eagerly.
 DYNAMIC_SHAPE_OPS = frozenset({
     *elementwise.BINARY, *elementwise.UNARY, *elementwise.COMPARE,
     aten.div, aten.pow, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max, aten.gelu,
@@ -42,7 +43,7 @@ DYNAMIC_SHAPE_OPS = frozenset({
     aten.expand, aten.mm, aten.bmm, aten.select, aten.var_mean, aten.var, aten.any, aten.all, aten.cat,
     aten.full, aten.full_like, aten.zeros, aten.zeros_like, aten.ones, aten.ones_like,
     aten.new_zeros, aten.new_ones, aten.new_full, aten.empty_like,
-    aten.embedding, aten.slice, aten.arange, aten.split_with_sizes,
+    aten.embedding, aten.slice, aten.arange, aten.split_with_sizes, aten.cumsum, aten.cumprod, aten.index, aten.gather,
 })
 
 

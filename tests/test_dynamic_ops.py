@@ -1,5 +1,5 @@
-"""Dynamic shapes, op by op: slices by symbolic bounds (what GPT-2 and BERT called at several
-sequence lengths left eager: issue 27).
+"""Dynamic shapes, op by op: slices by symbolic bounds, scans, advanced indexing and gathers
+along `?` dims (what GPT-2 and BERT called at several sequence lengths left eager: issue 27).
 Each form runs at several sizes through one compiled graph, matches eager, and is compiled
 (no eager op, the op among the compiled ones)."""
 
@@ -143,3 +143,89 @@ def test_a_symbolic_slice_bound_stays_eager_on_a_static_shapes_target():
     s = dynamo_mlir.stats()
     assert s["partitions_failed"] == 0 and "aten.slice.Tensor" in s["fallback_ops"], dynamo_mlir.explain()
     assert all("cuda target compiles static shapes only" in why for _, why in s["fallback_reasons"]), s["fallback_reasons"]
+
+
+# ----------------------------------------------------------------------------- scans
+
+SCANS = {  # name -> fn(x [2, n])
+    "packed_sequence_mask": lambda x: (x > 0).cumsum(-1),  # GPT-2's mask: a bool cumsum to int64
+    "cumsum": lambda x: x.cumsum(1) * 2,
+    "cumprod": lambda x: (x * 0.1 + 1).cumprod(-1),
+}
+
+
+@pytest.mark.parametrize("name", list(SCANS))
+def test_scan_along_a_dynamic_dim_compiles_once(name):
+    op = "aten.cumprod.default" if name == "cumprod" else "aten.cumsum.default"
+    _run_sizes(SCANS[name], _row, op)
+
+
+def test_a_scan_longer_than_compiled_for_runs_eagerly_per_call():
+    """The scan's pairwise mask grows as n * n: a call whose `?` length is over MAX_SCAN runs the
+    region eagerly (a run-time fallback, said why); the other calls stay compiled."""
+    from dynamo_mlir.frontend.aten.scan import MAX_SCAN
+
+    fn = SCANS["packed_sequence_mask"]
+    compiled = torch.compile(fn, backend="mlir", dynamic=True)
+    for n in (7, MAX_SCAN + 5, 9):
+        x = torch.randn(2, n)
+        torch.testing.assert_close(compiled(x), fn(x))
+    s = dynamo_mlir.stats()
+    assert s["graphs"] == 1 and s["ops_fallback"] == 0 and s["runtime_fallback_calls"] == 1, dynamo_mlir.explain()
+    (reasons,) = [r["reasons"] for r in s["runtime_fallbacks"].values()]
+    assert list(reasons) == [f"scan over {MAX_SCAN + 5} elements (compiled for at most {MAX_SCAN})"]
+
+
+# ----------------------------------------------------------------------------- indexing and gathers
+
+
+def _gpt2_mask(x):
+    """transformers' sdpa_mask: a [1, n] tensor indexed by a batch arange [1, 1, 1, 1] and a
+    query (or key) arange [1, 1, n, 1] (or [1, 1, 1, n]), as GPT-2 builds its causal mask."""
+    e, batch, q = x.sum(1)[None], torch.arange(1)[:, None, None, None], torch.arange(x.shape[0])
+    return e[batch, q[None, None, :, None]] <= e[batch, q[None, None, None, :]]
+
+
+INDEXING = {  # name -> fn(x [n, 4])
+    "gpt2_mask": _gpt2_mask,
+    "rows": lambda x: x[torch.arange(x.shape[0]) % 3],
+    "negative_rows": lambda x: x[-torch.arange(1, x.shape[0] + 1)],
+    "a_static_index_into_a_dynamic_tensor": lambda x: x[:, torch.tensor([0, 2, -1])],
+    "non_adjacent": lambda x: x[None][torch.tensor([0]), :, torch.arange(4) % 2],
+}
+
+
+@pytest.mark.parametrize("name", list(INDEXING))
+def test_index_with_dynamic_dims_compiles_once(name):
+    make = lambda n: (torch.randn(n, 4, generator=torch.Generator().manual_seed(n)).cumsum(0),)  # noqa: E731
+    _run_sizes(INDEXING[name], make, "aten.index.Tensor")
+
+
+def test_gather_of_a_static_buffer_along_a_dynamic_length_compiles_once():
+    """BERT's token type ids: a registered buffer expanded to the batch and gathered at
+    arange(n) (the `?` sequence length)."""
+    buffer = torch.arange(64)[None] * 3
+    fn = lambda x: torch.gather(buffer.expand(x.shape[0], -1), 1, torch.arange(x.shape[1]).expand(x.shape[0], -1)) + x.long()  # noqa: E731
+    _run_sizes(fn, lambda n: (torch.randn(3, n),), "aten.gather.default")
+
+
+# ----------------------------------------------------------------------------- models
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert"])
+def test_language_model_over_sequence_lengths_runs_no_op_eagerly(name):
+    """Automatic dynamic shapes (the second length recompiles with symbolic sizes): two graphs,
+    no eager op, outputs as eager's at every length."""
+    from dynamo_mlir.tools.models import hf_model
+
+    torch.manual_seed(0)
+    model = hf_model(name, width=64, layers=1, positions=128).eval()
+    eager = lambda ids: model(input_ids=ids).logits  # noqa: E731
+    compiled = torch.compile(eager, backend="mlir")
+    with torch.no_grad():
+        for n in (32, 48, 64, 80):
+            ids = torch.randint(0, 1000, (1, n), generator=torch.Generator().manual_seed(n))
+            torch.testing.assert_close(compiled(ids), eager(ids), rtol=1e-4, atol=1e-4)
+    s = dynamo_mlir.stats()
+    assert s["graphs"] == 2 and s["ops_fallback"] == 0 and s["partitions_failed"] == 0, dynamo_mlir.explain()
+    assert s["runtime_fallback_calls"] == 0, dynamo_mlir.explain()

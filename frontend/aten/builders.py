@@ -46,6 +46,15 @@ def numel(shape) -> int:
     return int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
 
 
+def element_count(ctx, x, dims, dtype: torch.dtype) -> ir.Value:
+    """The product of x's sizes along `dims` as a 0-d tensor of dtype (a mean's divisor, an
+    index's wrap-around size or stride): a constant, or read off x at run time."""
+    shape = ctx.shape_of(x)
+    if all(shape[d] != dy.DYN for d in dims):
+        return ctx.scalar(numel([shape[d] for d in dims]), dtype)
+    return dy.NumelOp(x, dims=i64s(dims), out=ctx.type_like(x, dtype, [])).out
+
+
 def require_static(ctx, x, what: str) -> None:
     """Raise Unsupported where x has a dynamic dim (`what`: the op, for the reason)."""
     if any(s == dy.DYN for s in ctx.shape_of(x)):
@@ -73,7 +82,7 @@ def select(ctx, cond, a, b) -> ir.Value:
 def like(ctx, number, x, dtype: torch.dtype | None = None) -> ir.Value:
     """`number` broadcast to x's shape, in x's dtype unless given (a 0-d constant broadcast, so
     dynamic dims are read off x)."""
-    return ctx.broadcast(ctx.scalar(number, dtype or ctx.dtype_of(x)), ctx.shape_of(x))
+    return ctx.broadcast(ctx.scalar(number, dtype or ctx.dtype_of(x)), ctx.shape_of(x), like=x)
 
 
 def isnan(ctx, x) -> ir.Value:
@@ -101,9 +110,10 @@ def const(ctx, array: np.ndarray, dtype: torch.dtype = I64) -> ir.Value:
     return dy.ConstantOp(ir.DenseElementsAttr.get(array, type=t.element_type, shape=shape), out=t).out
 
 
-def iota(ctx, shape, dim: int, start=0, step=1, dtype: torch.dtype = I64) -> ir.Value:
-    """start + step * (index along dim), shaped `shape`."""
-    return dy.IotaOp(ctx.scalar(start, dtype), ctx.scalar(step, dtype), [], i64(dim),
+def iota(ctx, shape, dim: int, start=0, step=1, dtype: torch.dtype = I64, like=None) -> ir.Value:
+    """start + step * (index along dim), shaped `shape`; `like`: a value of that shape to read
+    its `?` dims from (needed where it has some)."""
+    return dy.IotaOp(ctx.scalar(start, dtype), ctx.scalar(step, dtype), [] if like is None else [like], i64(dim),
                      out=dtypes.tensor_type(list(shape), dtype)).out
 
 

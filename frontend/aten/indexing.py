@@ -7,57 +7,63 @@ flat = sum_k wrap(i_k) * stride_k (row-major over the indexed dims).
 (Writing through an index, index_put and the scatters, is scatter.py.)
 """
 
+import math
+
 import numpy as np
 import torch
 
 from ...dialects import dynamo as dy
-from ..importer import static_shape
+from ..importer import fake_value, static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, norm_dim
-from .builders import compare, const, emit_like, i64, i64s, iota, numel, permute, reduce, select
+from .builders import compare, const, element_count, emit_like, i64, i64s, iota, numel, permute, reduce, select
 from .scan import scan
 
 aten = torch.ops.aten
 I64 = torch.int64
 
 
-def _flat_row(ctx, indices, sizes, shape):
-    """sum_k wrap(i_k) * stride_k over the indexed dims (sizes), broadcast to shape."""
-    flat, stride = None, 1
-    for idx, size in reversed(list(zip(indices, sizes))):
-        i = ctx.broadcast(ctx.cast(ctx.tensor(idx), I64), shape)
+def _flat_row(ctx, x, indices, dims, shape):
+    """sum_k wrap(i_k) * stride_k over the indexed dims of x, broadcast to shape (a torch
+    shape). Sizes and strides are constants, or read off x where a dim is `?`."""
+    flat = None
+    for k in reversed(range(len(dims))):
+        i = ctx.broadcast(ctx.cast(ctx.tensor(indices[k]), I64), shape)
+        size = ctx.broadcast(element_count(ctx, x, [dims[k]], I64), shape)
         # Python remainder maps a negative index -size..-1 to size-1..0, as torch wraps it.
-        i = emit_like(ctx, "rem", i, ctx.broadcast(ctx.scalar(size, I64), shape))
-        if stride != 1:
-            i = emit_like(ctx, "mul", i, ctx.broadcast(ctx.scalar(stride, I64), shape))
+        i = emit_like(ctx, "rem", i, size)
+        later = dims[k + 1:]
+        if numel([ctx.shape_of(x)[d] for d in later]) != 1:  # a `?` (negative) is never 1
+            i = emit_like(ctx, "mul", i, ctx.broadcast(element_count(ctx, x, later, I64), shape))
         flat = i if flat is None else emit_like(ctx, "add", flat, i)
-        stride *= size
     return flat
 
 
 @import_rule(aten.index.Tensor)
 def _index(ctx, node):
+    """Sizes are torch's (SymInts where `?`): the indices' broadcast shape B is read off the
+    result, where it sits after the leading rest dims (adjacent indexed dims) or first."""
     a = bind(node)
     x = ctx.tensor(a.self)
-    shape = ctx.shape_of(x)
+    shape, sym = ctx.shape_of(x), list(fake_value(a.self).shape)
     indices = list(a.indices) + [None] * (len(shape) - len(a.indices))
     dims = [d for d, i in enumerate(indices) if i is not None]
     if any(ctx.dtype_of(ctx.tensor(indices[d])) in (torch.bool, torch.uint8) for d in dims):
         raise Unsupported("boolean mask index (data-dependent shape)")
     out = ctx.out_meta(node)
-    if out.numel() == 0:
+    if 0 in static_shape(out):
         return ctx.full(0, static_shape(out), out.dtype)
     if 0 in shape:
         raise Unsupported("indexing an empty tensor")
     rest = [d for d in range(len(shape)) if d not in dims]
-    sizes = [shape[d] for d in dims]
-    b = list(torch.broadcast_shapes(*[static_shape(indices[d].meta["val"]) for d in dims]))
-    moved = ctx.reshape(permute(ctx, x, dims + rest), [numel(sizes)] + [shape[d] for d in rest])
-    flat = _flat_row(ctx, [indices[d] for d in dims], sizes, b)
-    g = dy.GatherOp(moved, flat, out=ctx.type_like(moved, shape=b + [shape[d] for d in rest])).out
     # Adjacent indexed dims keep their place in the result; otherwise B leads (numpy's rule).
-    if dims == list(range(dims[0], dims[-1] + 1)) and dims[0] > 0:
-        nb, lead = len(b), dims[0]
+    lead = dims[0] if dims == list(range(dims[0], dims[-1] + 1)) and dims[0] > 0 else 0
+    nb = len(out.shape) - len(rest)
+    b = list(out.shape)[lead:lead + nb]
+    moved = ctx.reshape(permute(ctx, x, dims + rest), [math.prod(sym[d] for d in dims)] + [sym[d] for d in rest])
+    flat = _flat_row(ctx, x, [indices[d] for d in dims], dims, b)
+    g = dy.GatherOp(moved, flat, out=ctx.type_like(moved, shape=static_shape(out)[lead:lead + nb] + tuple(shape[d] for d in rest))).out
+    if lead:
         g = permute(ctx, g, list(range(nb, nb + lead)) + list(range(nb)) + list(range(nb + lead, nb + len(rest))))
     return g
 

@@ -9,7 +9,7 @@ from ...dialects import dynamo as dy
 from ..importer import DYN, static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, norm_dim
-from .builders import arg_reduce, compare, compute_dtype, emit_like, i64s, like, numel, reduce
+from .builders import arg_reduce, compare, compute_dtype, element_count, emit_like, i64s, like, numel, reduce
 
 aten = torch.ops.aten
 
@@ -22,14 +22,6 @@ def _dims(dims, rank: int) -> list[int]:
         return []
     dims = [dims] if isinstance(dims, int) else list(dims)
     return sorted({norm_dim(d, rank) for d in dims})
-
-
-def divisor(ctx, x, dims, dtype):
-    """The element count over `dims` as a 0-d tensor: a constant, or read at run time."""
-    shape = ctx.shape_of(x)
-    if all(shape[d] != DYN for d in dims):
-        return ctx.scalar(numel([shape[d] for d in dims]), dtype)
-    return dy.NumelOp(x, dims=i64s(dims), out=ctx.type_like(x, dtype, [])).out
 
 
 # Overloads that reduce over every dim (they have no dim argument).
@@ -54,7 +46,7 @@ def _sum_mean(ctx, node):
     if packet is aten.mean:
         if not acc.is_floating_point:
             raise Unsupported("mean of an integer tensor")
-        r = emit_like(ctx, "div", r, ctx.broadcast(divisor(ctx, x, dims, acc), ctx.shape_of(r), like=r))
+        r = emit_like(ctx, "div", r, ctx.broadcast(element_count(ctx, x, dims, acc), ctx.shape_of(r), like=r))
     return ctx.rounded(r, val.dtype)
 
 

@@ -1,7 +1,9 @@
 """Cumulative scans: cumsum, cumprod, cummax/cummin, logcumsumexp.
 
 out[..., i, ...] = reduce_{j <= i} x[..., j, ...], as a masked [.., n(i), n(j), ..] reduction:
-quadratic in the scanned dim, which is fine at the sizes where a scan is not the bottleneck.
+quadratic in the scanned dim, which is fine at the sizes where a scan is not the bottleneck
+(MAX_SCAN: longer static scans stay eager, and a region scanning a `?` dim runs eagerly for a
+call where it is longer, ImportContext.limit_size).
 Eager's cummax index is the latest position j <= i holding the running max (its update test is
 `x >= max`), NaN included (a NaN sticks, and a later NaN takes over); the value is read back at
 that index, so signed zeros follow eager too.
@@ -9,7 +11,7 @@ that index, so signed zeros follow eager too.
 
 import torch
 
-from ..importer import static_shape
+from ..importer import DYN, fake_value, static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, norm_dim
 from .builders import (compare, compute_dtype, emit_like, gather_along, iota, isinf, isnan, like, reduce,
@@ -20,21 +22,28 @@ MAX_SCAN = 4096
 SCANS = {aten.cumsum: ("sum", 0.0), aten.cumprod: ("prod", 1.0)}
 
 
-def _pairwise(ctx, x, dim: int):
-    """x broadcast to [..., n(i), n(j), ...] as the j operand, and the two iotas (i, j)."""
-    shape = ctx.shape_of(x)
+def _pairwise(ctx, x, dim: int, shape=None):
+    """x broadcast to [..., n(i), n(j), ...] as the j operand, and the two iotas (i, j).
+    `shape`: x's torch shape where it has symbolic sizes (they size the `?` dims made here)."""
+    shape = ctx.shape_of(x) if shape is None else list(shape)
     n = shape[dim]
     wide = shape[:dim] + [n, n] + shape[dim + 1:]
     src = ctx.broadcast(ctx.reshape(x, shape[:dim] + [1, n] + shape[dim + 1:]), wide)
-    return src, iota(ctx, wide, dim), iota(ctx, wide, dim + 1)
+    like = src if DYN in ctx.shape_of(src) else None  # the iotas' `?` sizes
+    return src, iota(ctx, ctx.shape_of(src), dim, like=like), iota(ctx, ctx.shape_of(src), dim + 1, like=like)
 
 
-def scan(ctx, x, dim: int, kind: str, identity: float):
-    """The inclusive scan of x along dim with the reduction `kind` (sum, prod, max, min)."""
+def scan(ctx, x, dim: int, kind: str, identity: float, shape=None):
+    """The inclusive scan of x along dim with the reduction `kind` (sum, prod, max, min);
+    `shape`: x's torch shape where it has symbolic sizes."""
     n = ctx.shape_of(x)[dim]
     if n > MAX_SCAN:
         raise Unsupported(f"scan over {n} elements")
-    src, i, j = _pairwise(ctx, x, dim)  # masked where j > i
+    if n == DYN:  # the pairwise mask is n * n: longer scans run eagerly, checked per call
+        if shape is None:
+            raise Unsupported("scan over a dynamic dim")
+        ctx.limit_size(shape[dim], MAX_SCAN, "scan")
+    src, i, j = _pairwise(ctx, x, dim, shape)  # masked where j > i
     masked = select(ctx, compare(ctx, j, i, "le"), src, like(ctx, identity, src))
     return reduce(ctx, masked, kind, [dim + 1], False)
 
@@ -54,7 +63,7 @@ def _scan(ctx, node):
     dim = norm_dim(a.dim, rank)
     if ctx.shape_of(x)[dim] == 0:
         return ctx.full(0, static_shape(val), val.dtype)
-    return ctx.cast(scan(ctx, x, dim, kind, identity), val.dtype)
+    return ctx.cast(scan(ctx, x, dim, kind, identity, fake_value(a.self).shape), val.dtype)
 
 
 def _extreme(dtype: torch.dtype, kind: str):
