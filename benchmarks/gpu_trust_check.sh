@@ -8,7 +8,7 @@
 #   PART=fuzz      the differential fuzzer on the cuda target: SHARDS processes of EXAMPLES programs
 #   PART=checks    benchmarks/cuda_trust_checks.py (conv_transpose3d and TF32, flash attention's rng_state)
 #   PART=scale     bench_models.py --device cuda --scale (ONLY: workload names, REPEATS)
-#   PART=profile   profile_scale.py for each of PROFILE (workload names)
+#   PART=profile   profile_scale.py for each of PROFILE (workload names; PROFILE_ARGS: its options)
 # Results and logs in $OUT.
 set -o pipefail
 # Installed once per machine: a second call running beside the first must not rewrite its files.
@@ -63,7 +63,7 @@ case "$part" in
       --repeats ${REPEATS:-10} --out $OUT/scale_cuda.md 2>&1 | grep -v Warning | tail -40 ;;
   profile)
     for w in ${PROFILE}; do
-      timeout ${PROFILE_TIMEOUT:-240} python3 benchmarks/profile_scale.py $w 2>&1 | grep -v Warning | tee -a $OUT/profile_scale.log | tail -40
+      timeout ${PROFILE_TIMEOUT:-240} python3 benchmarks/profile_scale.py $w ${PROFILE_ARGS} 2>&1 | grep -v Warning | tee -a $OUT/profile_scale.log | tail -40
     done ;;
   opinfo-all)  # the entries of issue 22 with every sample (OPS: a regex over OpInfo names)
     for d in float32 float32-train float16 bfloat16; do
