@@ -314,3 +314,46 @@ def test_half_contractions_as_accurate_as_eager(dtype):
         assert mine.dtype == dtype
         error = lambda t: (t.double() - ref).pow(2).mean().sqrt().item()  # noqa: E731
         assert error(mine) <= 3 * error(theirs), (error(mine), error(theirs))
+
+
+def _vocab_head_matmuls(dtype, device="cpu"):
+    """A 509-token vocabulary, a dim no multiple of 8: the logits' matmul and its two gradients,
+    as a training step has them."""
+    g = torch.Generator().manual_seed(0)
+    h, w, grad = (torch.randn(s, generator=g).to(device=device, dtype=dtype) for s in ((130, 136), (509, 136), (130, 509)))
+    return h, w, grad
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("overwrite", [True, False])
+def test_half_matmul_step_pads_dims_cublas_would_run_with_align1_kernels(dtype, overwrite):
+    """The cuda matmul step runs on any torch tensors: a half matmul with a dim that is not a
+    multiple of 8 multiplies operands zero-padded to multiples of 8 (plain and transposed views,
+    2-d and batched), and writes or adds the result it cuts out of the padded one."""
+    from types import SimpleNamespace
+
+    from dynamo_mlir.codegen.cuda import library
+
+    h, w, grad = _vocab_head_matmuls(dtype)
+    padded = library._padded(grad.t(), 512, 136)
+    assert padded.shape == (512, 136) and padded.stride() == (1, 512) and not padded[509:].any() and not padded[:, 130:].any()
+    for a, b in ((h, w.t()), (grad, w), (grad.t(), h), (grad.expand(2, -1, -1), w.expand(2, -1, -1))):
+        c = torch.randn(*a.shape[:-1], b.shape[-1], dtype=dtype)
+        want = a.double() @ b.double() + (0 if overwrite else c.double())
+        library._matmul(SimpleNamespace(overwrite=overwrite), a, b, c)
+        assert (c.double() - want).abs().max() <= 2e-2 * want.abs().max()
+
+
+@on_gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_misaligned_vocab_matmuls_match_eager(dtype):
+    """The logits' matmul of a 509-token vocabulary and its gradients (padded to multiples of 8 in
+    half precision): each at most 3x eager's error against float64."""
+    h, w, grad = _vocab_head_matmuls(dtype, "cuda")
+    fn = lambda h, w, grad: (h @ w.t(), grad @ w, grad.t() @ h)  # noqa: E731
+    got = torch.compile(fn, backend="mlir")(h, w, grad)
+    assert dynamo_mlir.stats()["library_ops"] == {"aten.mm.default": 3}, dynamo_mlir.explain()
+    eager, reference = fn(h, w, grad), fn(h.double(), w.double(), grad.double())
+    for mine, theirs, ref in zip(got, eager, reference):
+        error = lambda t: (t.double() - ref).pow(2).mean().sqrt().item()  # noqa: E731
+        assert mine.dtype == dtype and error(mine) <= 3 * error(theirs) + 1e-6, (error(mine), error(theirs))

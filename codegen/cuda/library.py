@@ -38,14 +38,52 @@ def _accumulate(out: torch.Tensor, value: torch.Tensor, overwrite: bool) -> None
         out.add_(value.view(out.shape))
 
 
+# cuBLAS runs a half-precision matmul with a dim that is not a multiple of 8 (a 50257-token
+# vocabulary: GPT-2's logits and both their gradients) with its align-1 kernels, 3-5x slower than
+# the aligned ones on an H200 (benchmarks/gemm_alignment.py). Such a matmul runs on operands
+# zero-padded to multiples of 8 (the padding adds zeros to the sums, and rows and columns the
+# result drops) and its result is copied out of the padded one; inductor pads them too. Padding
+# only the rows' stride is not enough: the kernels' vectorized stores need the dims aligned.
+# float32 kernels gain nothing from it, and below MIN_PADDED in any dim the copies' launches
+# cost about what the slow kernel loses.
+PAD_TO = {torch.bfloat16: 8, torch.float16: 8}
+MIN_PADDED = 128
+
+
+def _padded(t: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+    """t [..., r, c] copied into a [..., rows, cols] matrix of t's majorness, zeros around it."""
+    r, c = t.shape[-2:]
+    if (r, c) == (rows, cols):
+        return t
+    if t.stride(-1) == 1:
+        p = t.new_empty(*t.shape[:-2], rows, cols)
+    else:
+        p = t.new_empty(*t.shape[:-2], cols, rows).transpose(-1, -2)
+    p[..., :r, :c].copy_(t)
+    p[..., r:, :].zero_()
+    p[..., :r, c:].zero_()
+    return p
+
+
 def _matmul(step: Library, a, b, c):
+    *_, m, k = a.shape
+    n, multiple = b.shape[-1], PAD_TO.get(a.dtype)
+    if multiple is None or min(m, k, n) < MIN_PADDED or not (m % multiple or k % multiple or n % multiple):
+        return _matmul_into(a, b, c, step.overwrite)
+    up = lambda size: -(-size // multiple) * multiple  # noqa: E731
+    out = c.new_empty(*c.shape[:-2], up(m), up(n))
+    _matmul_into(_padded(a, up(m), up(k)), _padded(b, up(k), up(n)), out, overwrite=True)
+    _accumulate(c, out[..., :m, :n], step.overwrite)
+
+
+def _matmul_into(a, b, c, overwrite: bool):
     if a.dtype != c.dtype:  # half operands, float32 sums (dialects/matmul.py): cuBLAS's mixed kernels
         op = torch.ops.aten.mm if c.dim() == 2 else torch.ops.aten.bmm
-        if step.overwrite:
+        if overwrite:
             op.dtype_out(a, b, c.dtype, out=c)
         else:
             c.add_(op.dtype(a, b, c.dtype))
-    elif step.overwrite:
+    elif overwrite:
         torch.matmul(a, b, out=c)
     elif c.dim() == 2:
         c.addmm_(a, b)
