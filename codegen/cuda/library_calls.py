@@ -12,7 +12,8 @@ schedule stays capturable as a CUDA graph).
 What a rule emits at the linalg stage, on tensors (as the cpu target's library_conv.py does):
 
     %out = memref.alloc()                                  the result's buffer
-    memref.copy(to_buffer(dest) read_only, %out)           a copy kernel (dest is left intact)
+    memref.copy(to_buffer(dest) read_only, %out)           a copy kernel (dest is left intact),
+                                                           or a fill where dest is a splat constant
     func.call @dynamo_cuda_<kind>_<n>(to_buffer(operand) read_only..., %out)
         {dynamo_mlir.library_call = "<kind>", <the op's attributes>}
     %result = bufferization.to_tensor %out restrict writable
@@ -53,7 +54,7 @@ probabilities. Training graphs keep the math form (frontend/backend.py says why)
 from __future__ import annotations
 
 from torch_mlir import ir
-from torch_mlir.dialects import bufferization, func, memref
+from torch_mlir.dialects import arith, bufferization, func, linalg, memref
 
 from ...dialects import dynamo as dy
 from ..attributes import LIBRARY_CALL
@@ -114,7 +115,7 @@ def emit_call(op, kind: str, operands: list[ir.Value], updates_dest: bool = True
     updates in place, or (updates_dest off) a fresh buffer the call fills."""
     out = memref.alloc(_buffer_type(op.out), [], [])
     if updates_dest:
-        memref.copy(_read(op.dest, op), out)
+        _init_from(op.dest, out, op)
     args = [_read(v, op) for v in operands] + [out]
     name = _callee(_module_of(op), kind, [a.type for a in args])
     call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
@@ -122,6 +123,26 @@ def emit_call(op, kind: str, operands: list[ir.Value], updates_dest: bool = True
     for attr in CALL_ATTRS[kind]:
         call.attributes[attr] = op.attributes[attr]
     return bufferization.to_tensor(op.out.type, out, restrict=True, writable=True)
+
+
+def _init_from(dest: ir.Value, out: ir.Value, user) -> None:
+    """out := dest. A splat constant (cross-entropy's backward scatters into zeros) is a fill:
+    copying it would read a dense constant of the full size, held in device memory."""
+    splat = _splat_of(dest)
+    if splat is None:
+        memref.copy(_read(dest, user), out)
+    else:
+        linalg.fill(arith.constant(splat.type, splat), outs=[out])
+
+
+def _splat_of(value: ir.Value) -> ir.Attribute | None:
+    owner = value.owner
+    if not isinstance(owner, ir.Operation | ir.OpView) or owner.name not in ("arith.constant", "dynamo.constant"):
+        return None
+    attr = owner.attributes["value"]
+    if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
+        return None
+    return attr.get_splat_value()
 
 
 def index_put(ctx, op) -> ir.Value:
