@@ -11,10 +11,14 @@ On cuda (one GPU):
   train_resnet50_amp   a ResNet-50 training step (SGD), autocast bf16, batch 32
   train_gpt2_amp       a GPT-2 small training step (AdamW), autocast bf16, 8 x 512
 
-Accuracy, as PyTorch's benchmark suite judges it: a float64 copy of the model (float64 inputs,
-no autocast) is the reference; mlir's root-mean-square error against it must be at most
-ACCURACY_RATIO times eager's. For a training step: the loss and the gradients of one step from
-the same weights, each judged so.
+Accuracy, as PyTorch's benchmark suite judges it, with its own function
+(torch._dynamo.utils.same, at its default tolerance TOLERANCE): a float64 copy of the model
+(float64 inputs, no autocast) is the reference; mlir's result passes where it is allclose to
+eager's at that tolerance, or where its root-mean-square error against the reference is at most
+a multiple of eager's (3x for half results, 2x for float32 ones, 3x for tensors of under 1000
+elements) plus TOLERANCE / 10. For a training step: the loss and the gradients of one step from
+the same weights, each judged so. The table prints each RMSE ratio, and says where a result
+passed by allclose (a scalar loss whose error is a few ulps can be 20x eager's lucky one).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import torch.nn.functional as F
 from train_workloads import Training
 from workloads import Inference, Logits
 
-ACCURACY_RATIO = 3.0
+TOLERANCE = 1e-4
 
 
 @dataclass
@@ -184,29 +188,36 @@ def _float64(xs):
     return tuple(x.double() if x.is_floating_point() else x for x in xs)
 
 
-def accuracy(errors: dict) -> str:
-    """'yes (error 1.20x eager's)' or 'NO (...)' from {'what': (eager rmse, mlir rmse)}; with several
-    checks, each one's ratio."""
-    ratios, failed = {}, []
-    for what, (eager, mlir) in errors.items():
-        ratios[what] = mlir / eager if eager > 0 else (0.0 if mlir == 0 else math.inf)
-        if ratios[what] > ACCURACY_RATIO:
-            failed.append(f"{what}: rmse vs float64 {mlir:.2e}, eager's {eager:.2e}")
-    each = "; ".join(f"{what} {r:.2f}x" for what, r in ratios.items()) if len(ratios) > 1 else ""
-    if failed:
-        return f"NO ({'; '.join(failed)}{' | ' + each if each else ''})"
-    return f"yes (error {max(ratios.values()):.2f}x eager's{': ' + each if each else ''})"
+def _quiet(*_):
+    pass
+
+
+def accuracy(results: dict) -> str:
+    """'yes (...)' or 'NO (...)' from {'what': (eager's, mlir's, the float64 reference)}: each
+    judged by torch's same(), with its RMSE against the reference as a multiple of eager's."""
+    from torch._dynamo.utils import same
+
+    verdicts, failed = [], False
+    for what, (eager, mlir, ref) in results.items():
+        ok = same(eager, mlir, fp64_ref=ref, tol=TOLERANCE, log_error=_quiet)
+        base, mine = rmse(eager, ref), rmse(mlir, ref)
+        ratio = mine / base if base > 0 else (0.0 if mine == 0 else math.inf)
+        close = torch.allclose(eager, mlir, atol=TOLERANCE, rtol=TOLERANCE)
+        how = " (allclose to eager's)" if ok and close and ratio > 3 else ""
+        verdicts.append(f"{what} {ratio:.2f}x{how}" + ("" if ok else f": rmse {mine:.2e}, eager's {base:.2e}"))
+        failed |= not ok
+    return f"{'NO' if failed else 'yes'} (error vs eager's: {'; '.join(verdicts)})"
 
 
 def inference_errors(w: ScaleInference, eager_out, mlir_out) -> dict:
     fn = copy.deepcopy(w.fn).double() if isinstance(w.fn, nn.Module) else w.fn
     with torch.no_grad():
         ref = fn(*_float64(w.inputs))
-    return {"output": (rmse(eager_out, ref), rmse(mlir_out, ref))}
+    return {"output": (eager_out, mlir_out, ref)}
 
 
 def gradients(model: nn.Module) -> torch.Tensor:
-    return torch.cat([p.grad.double().flatten() for p in model.parameters() if p.grad is not None])
+    return torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
 
 
 def reference_step(w: ScaleTraining) -> tuple[torch.Tensor, torch.Tensor]:
