@@ -18,6 +18,7 @@ from torch_mlir import ir
 from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..own_inits import own_inits
+from ..recompute_producers import recompute_cheap_producers
 from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
@@ -51,6 +52,15 @@ LINALG = (
     upstream("cuda-linalg-cleanup", "canonicalize, cse", "Canonicalize and CSE the linalg module."),
     upstream("cuda-fuse-elementwise", "linalg-fuse-elementwise-ops, canonicalize, cse",
              "Producer/consumer elementwise fusion.", options=("fuse_elementwise",), enabled=_fusing),
+    # After a first fusion: broadcasts are fused into their users, so a shifted or widened value
+    # reads only its full-size input.
+    _pass("recompute-cheap-producers", lambda m, o: recompute_cheap_producers(m),
+          "An elementwise producer no wider to read than its result, cloned for each elementwise or "
+          "reduction consumer (they then read its inputs, not a written copy).",
+          options=("fuse_elementwise",), enabled=_fusing, requires=("cuda-fuse-elementwise",)),
+    upstream("cuda-fuse-recomputed-producers", "linalg-fuse-elementwise-ops, canonicalize, cse",
+             "The recomputed producers fused into their consumers.", options=("fuse_elementwise",),
+             enabled=_fusing, requires=("cuda-recompute-cheap-producers",)),
     # After the last CSE: it would merge the inits again.
     _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose",)),
           "Each library op and transpose its own empty / zero fill (CSE shared them), so that bufferization "

@@ -11,6 +11,8 @@
 // RUN: not dynamo-mlir pass cuda-to-nvvm %s --target cuda | check --prefix NOBITS
 // RUN: dynamo-mlir pass cuda-widened-matmuls-on-half %s --target cuda | check --prefix WIDENED
 // RUN: dynamo-mlir pass cuda-program %s --target cuda | check --prefix PROGRAM
+// RUN: dynamo-mlir pass cuda-recompute-cheap-producers %s --target cuda | check --prefix RECOMPUTE
+// RUN: dynamo-mlir pass cuda-fuse-recomputed-producers %s --target cuda | check --prefix FUSEREC
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -334,4 +336,99 @@ func.func @main(%q: tensor<2x4x8x16xbf16>, %k: tensor<2x4x16x8xbf16>) -> tensor<
   %kp = "dynamo.permute"(%kr) {perm = array<i64: 0, 2, 1>} : (tensor<8x8x16xf32>) -> tensor<8x16x8xf32>
   %s = "dynamo.matmul"(%qr, %kp) : (tensor<8x8x16xf32>, tensor<8x16x8xf32>) -> tensor<8x8x8xf32>
   return %s : tensor<8x8x8xf32>
+}
+
+// -----
+// cuda-recompute-cheap-producers: a widened, shifted bf16 tensor read by a row sum and by a
+// square is cloned for one of them (each then fuses its own copy: both read the bf16 input, and
+// no float32 copy is written); a sum of two float32 tensors, wider to read than its result, and
+// an exponential stay shared.
+// RECOMPUTE: %[[S1:[0-9]+]] = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x8xbf16>, tensor<4xf32>)
+// RECOMPUTE: %[[S2:[0-9]+]] = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<4x8xbf16>, tensor<4xf32>)
+// RECOMPUTE: linalg.generic {{.*}} ins(%[[S2]] : tensor<4x8xf32>) outs(%{{[0-9]+}} : tensor<4xf32>)
+// RECOMPUTE: linalg.generic {{.*}} ins(%[[S1]] : tensor<4x8xf32>) outs(%{{[0-9]+}} : tensor<4x8xf32>)
+// RECOMPUTE: %[[P:[0-9]+]] = linalg.generic {{.*}} ins(%arg2, %arg3 : tensor<4x8xf32>, tensor<4x8xf32>)
+// RECOMPUTE-NOT: ins(%arg2, %arg3
+// RECOMPUTE: %[[E:[0-9]+]] = linalg.generic {{.*}} ins(%[[P]] : tensor<4x8xf32>)
+// RECOMPUTE-NEXT: ^bb0
+// RECOMPUTE-NEXT: math.exp
+// RECOMPUTE-NOT: math.exp
+// RECOMPUTE: return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @main(%x: tensor<4x8xbf16>, %m: tensor<4xf32>, %y: tensor<4x8xf32>, %z: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %m : tensor<4x8xbf16>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: bf16, %b: f32, %o: f32):
+    %w = arith.extf %a : bf16 to f32
+    %d = arith.subf %w, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<4x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %r0 = tensor.empty() : tensor<4xf32>
+  %r = linalg.fill ins(%zero : f32) outs(%r0 : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%s : tensor<4x8xf32>) outs(%r : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %a, %acc : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.mulf %a, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%y, %z : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.addf %a, %b : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = math.exp %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  %u = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%ex : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.mulf %a, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  return %sum, %sq, %p, %ex, %u : tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+// cuda-fuse-recomputed-producers: each copy of a recomputed producer fuses into its one
+// consumer, a row sum and a square, which then read the bf16 input themselves.
+// FUSEREC: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%arg0, %arg1 : tensor<4x8xbf16>, tensor<4xf32>)
+// FUSEREC: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1 : tensor<4x8xbf16>, tensor<4xf32>)
+// FUSEREC-NOT: linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @main(%x: tensor<4x8xbf16>, %m: tensor<4xf32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %s1 = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %m : tensor<4x8xbf16>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: bf16, %b: f32, %o: f32):
+    %w = arith.extf %a : bf16 to f32
+    %d = arith.subf %w, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<4x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %r0 = tensor.empty() : tensor<4xf32>
+  %r = linalg.fill ins(%zero : f32) outs(%r0 : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%s1 : tensor<4x8xf32>) outs(%r : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %a, %acc : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  %s2 = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %m : tensor<4x8xbf16>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: bf16, %b: f32, %o: f32):
+    %w = arith.extf %a : bf16 to f32
+    %d = arith.subf %w, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<4x8xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s2 : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.mulf %a, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  return %sum, %sq : tensor<4xf32>, tensor<4x8xf32>
 }
