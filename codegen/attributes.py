@@ -7,6 +7,9 @@ The modules that set or read an attribute import its name from here.
 
 # On a function argument: one-shot bufferization may not write it in place (the caller's tensor).
 WRITABLE = "bufferization.writable"
+# On a region's function: [[result, argument], ...], results that are mutated inputs' new
+# values, to be computed into those arguments (codegen/written_inputs.py).
+WRITTEN_INPUTS = "dynamo_mlir.written_inputs"
 # On a bufferization.to_buffer a library call reads: its number among its function's library
 # reads, so that CSE cannot merge two reads of one tensor (codegen/buffer_reads.py).
 READ = "dynamo_mlir.read"

@@ -20,7 +20,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from ..lowering import lower_dynamo_ops
-from .attributes import WRITABLE
+from .attributes import WRITABLE, WRITTEN_INPUTS
 from .functions import defined_functions
 from .half_bits import bf16_as_bits
 from .llvm_text import to_llvmlite_text
@@ -220,12 +220,19 @@ def linalg_passes(target: str) -> tuple[Pass, ...]:
     )
 
 
-def buffer_passes(target: str, deallocate: bool = False) -> tuple[Pass, ...]:
+def buffer_passes(target: str, deallocate: bool = False, written_inputs: bool = False) -> tuple[Pass, ...]:
     """`bufferize` as passes of `target` (without deallocations by default: a GPU target's host
     schedule frees through torch): <target>-read-only-arguments, -prebufferize-cleanup,
     -distinct-results (the linalg stage's, again: a target's fusion and that canonicalize can
     still merge two results, and buffer-results-to-out-params crashes the process on a value
-    returned twice), -bufferize."""
+    returned twice), with `written_inputs` (the target's capability) -write-inputs-in-place,
+    then -bufferize."""
+    from .written_inputs import write_inputs_in_place
+
+    in_place = (_registered(target, "write-inputs-in-place", write_inputs_in_place,
+                            "Results that are mutated inputs' new values computed into those arguments "
+                            "(made writable) instead of returned.", consumes=(WRITTEN_INPUTS,),
+                            requires=(f"{target}-read-only-arguments",)),) if written_inputs else ()
     return (
         _registered(target, "read-only-arguments", lambda m, o: read_only_arguments(m),
                     "Every tensor argument not writable to bufferization: what would write the caller's "
@@ -234,6 +241,7 @@ def buffer_passes(target: str, deallocate: bool = False) -> tuple[Pass, ...]:
         _existing_or(f"{target}-distinct-results", lambda: _registered(
             target, "distinct-results", lambda m, o: distinct_results(m),
             "Every returned tensor its own value (CSE may have made two results one).")),
+        *in_place,
         upstream(f"{target}-bufferize", bufferization_pipeline(deallocate),
                  "Tensors -> memrefs, results as out-params (each its own buffer).", consumes=(WRITABLE,),
                  requires=(f"{target}-read-only-arguments", f"{target}-distinct-results")),

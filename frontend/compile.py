@@ -18,7 +18,7 @@ from ..codegen.config import Options
 from ..codegen.passes import CompileError
 from ..codegen.target import Target, get_target, library_nodes, target_for_device
 from .importer import import_graph
-from .input_mutations import add_write_back, take_input_writes
+from .input_mutations import add_write_back, in_place_writes, take_input_writes
 from .partition import partition
 from .region_sizes import is_host_size_node, route_sizes
 from .registry import Unsupported
@@ -45,6 +45,8 @@ class CompiledRegion(torch.nn.Module):
         super().__init__()
         self.fn, self.returns_tuple, self.region, self.eager = fn, returns_tuple, name, eager
         self.size_check = getattr(fn, "size_check", None)  # sizes beyond what the code was made for
+        # (output, input): outputs the code computes into inputs (import_graph's written_inputs)
+        self.written_inputs = tuple(getattr(fn, "written_inputs", ()))
         self.expected = [_expected_input(n) for n in eager.graph.nodes if n.op == "placeholder"]
         output = next(n for n in eager.graph.nodes if n.op == "output").args[0]
         self.expected_outputs = list(output) if isinstance(output, (tuple, list)) else [output]
@@ -53,9 +55,28 @@ class CompiledRegion(torch.nn.Module):
         mismatch = self._mismatch(inputs)
         if mismatch is not None:
             REGISTRY.runtime_fallback(self.region, mismatch)
-            return self.eager(*inputs)
-        outputs = self.fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs])
+            out = self.eager(*inputs)
+            if not self.written_inputs:
+                return out
+            outputs = list(out) if self.returns_tuple else [out]
+            self._write(inputs, None, outputs)
+        else:
+            args = [t.contiguous() if isinstance(t, torch.Tensor) else t for t in inputs]
+            outputs = self.fn(*args)
+            if self.written_inputs:
+                outputs = list(outputs)
+                self._write(inputs, args, outputs)
         return tuple(outputs) if self.returns_tuple else outputs[0]
+
+    def _write(self, inputs, args, outputs: list) -> None:
+        """The outputs meant to be computed into inputs, in the caller's tensors: copied there
+        where the eager submodule returned them (args None) or the code wrote a contiguous copy
+        of the input."""
+        for k, i in self.written_inputs:
+            source = outputs[k] if args is None else args[i]
+            if source is not inputs[i]:
+                inputs[i].copy_(source)
+                outputs[k] = inputs[i]
 
     def _mismatch(self, inputs) -> str | None:
         """Why these inputs cannot go to the compiled code, or None if they can."""
@@ -114,10 +135,17 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     graph = rebase_as_strided(seed_random_ops(gm))
     writes = take_input_writes(graph)
     fused, oracle = partition(graph, target, target.device_type if mixed else None)
+    in_place = "written_inputs" in target.capabilities
+    done = set()  # writes a region does itself (in_place_writes)
     for node in list(fused.graph.nodes):
         if node.op == "call_module" and node.target.startswith("fused_"):
             route_sizes(fused, node)
-            report.partitions.append(_compile_region(fused, node, target, options, f"{name}_{node.target}"))
+            mine = in_place_writes(fused, node, writes) if in_place else {}
+            part = _compile_region(fused, node, target, options, f"{name}_{node.target}",
+                                   {k: j for k, j in mine.values()})
+            report.partitions.append(part)
+            taken = set(getattr(getattr(fused, node.target), "written_inputs", ()))
+            done |= {w for w, kj in mine.items() if kj in taken}
     for node in fused.graph.nodes:
         if node.op == "call_function" and not is_plumbing(node) and not is_host_size_node(node) \
                 and not is_seed_node(node):
@@ -126,8 +154,8 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     for p in report.partitions:
         if not p.compiled:
             report.fallbacks.extend((op, f"partition failed to compile: {p.error}") for op in p.ops)
-    add_write_back(fused, writes)
-    report.inputs_written_back = len(writes)
+    add_write_back(fused, writes, frozenset(done))
+    report.inputs_written_back, report.inputs_written_in_place = len(writes) - len(done), len(done)
     fused.recompile()
     report.compile_seconds = time.perf_counter() - t0
     REGISTRY.add(report)
@@ -149,6 +177,8 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     head = calls[0] if calls else None
     region = getattr(fused, head.target, None) if head is not None and head.op == "call_module" else None
     if not isinstance(region, CompiledRegion) or head.kwargs or not all(a in inputs for a in head.args):
+        return None
+    if region.written_inputs:  # CompiledRegion.forward writes back what went to a contiguous copy
         return None
     order = [inputs.index(a) for a in head.args]
     if order == list(range(len(inputs))):
@@ -210,7 +240,7 @@ def is_plumbing(node: fx.Node) -> bool:
 
 
 def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, options: Options,
-                    name: str) -> PartitionReport:
+                    name: str, written_inputs: dict[int, int]) -> PartitionReport:
     sub = getattr(fused, node.target)
     output = next(n for n in sub.graph.nodes if n.op == "output")
     returns_tuple = isinstance(output.args[0], (tuple, list))
@@ -219,7 +249,7 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
     library: set[str] = set()
     try:
         fn = build_region(sub, target, options, name, report.stage_seconds, library=library,
-                          pass_seconds=report.pass_seconds, report=report)
+                          pass_seconds=report.pass_seconds, report=report, written_inputs=written_inputs)
     except Exception as e:  # never crash the user's model: run the region eagerly, say why
         if options.strict:
             raise
@@ -234,13 +264,15 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
 
 def build_region(sub: fx.GraphModule, target: Target, options: Options, name: str,
                  stage_seconds: dict | None = None, keep_text: bool = False, library: set | None = None,
-                 pass_seconds: dict | None = None, report: PartitionReport | None = None):
+                 pass_seconds: dict | None = None, report: PartitionReport | None = None,
+                 written_inputs: dict[int, int] | None = None):
     """Import `sub`, run every stage (or take the last stage's artifact from the compile cache),
     load it: returns the target's callable. `library` gets the names of the nodes of `sub` the
     artifact runs as library calls (Target: library_nodes); `report.cache` says where the
-    artifact came from."""
+    artifact came from. `written_inputs` {output: input}: outputs to compute into those inputs
+    (import_graph); the callable's `written_inputs` says which it does."""
     stage_seconds = {} if stage_seconds is None else stage_seconds
-    imported = _import(sub, options, name, stage_seconds)
+    imported = _import(sub, options, name, stage_seconds, written_inputs)
     cached = _RegionCache.open(imported.module, target, options, name, keep_text, stage_seconds)
     artifact, bound, nodes = cached.lookup(target, options, name) if cached else (None, None, None)
     if artifact is None:
@@ -264,12 +296,15 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
         if not (cached and cached.hit) or isinstance(e, CompileError):
             raise
         cached.discard(f"loading it failed: {type(e).__name__}: {e}")  # then compiled afresh
-        fn = build_region(sub, target, options, name, stage_seconds, keep_text, library, pass_seconds, report)
+        fn = build_region(sub, target, options, name, stage_seconds, keep_text, library, pass_seconds, report,
+                          written_inputs)
         if report is not None:
             report.cache = "bad"
         return fn
     stage_seconds["load"] = time.perf_counter() - t0
     fn = fn if imported.plan_is_identity else _planned(fn, imported.output_plan)
+    if imported.written_inputs:  # the plan is not the identity: fn is _planned's closure
+        fn.written_inputs = imported.written_inputs
     return fn if imported.size_check is None else _size_checked(fn, imported.size_check)
 
 
@@ -279,14 +314,16 @@ def _size_checked(fn, size_check):
         return fn(*inputs)
 
     checked.size_check = size_check
+    checked.written_inputs = getattr(fn, "written_inputs", ())
     return checked
 
 
-def _import(sub: fx.GraphModule, options: Options, name: str, stage_seconds: dict):
+def _import(sub: fx.GraphModule, options: Options, name: str, stage_seconds: dict,
+            written_inputs: dict[int, int] | None = None):
     """The region in the dynamo dialect, verified (the `dynamo` stage)."""
     t0 = time.perf_counter()
     try:
-        imported = import_graph(sub, "main")
+        imported = import_graph(sub, "main", written_inputs)
     except Unsupported as e:
         raise CompileError("dynamo", str(e)) from None
     try:

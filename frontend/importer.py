@@ -14,6 +14,7 @@ import torch.fx as fx
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
+from ..codegen.attributes import WRITTEN_INPUTS
 from ..codegen.provenance import location_name
 from ..codegen.signature import Signature, SizeSpec, TensorSpec
 from ..dialects import dynamo as dy
@@ -303,6 +304,9 @@ class ImportedGraph:
     output_plan: tuple[tuple[str, int], ...] = ()
     # With size limits (ImportContext.limit_size): inputs -> why they exceed one, or None.
     size_check: object = None
+    # FX output -> graph input it is computed into (import_graph's `written_inputs`, those kept):
+    # the output_plan says ("input", i) for it, and the function writes argument i.
+    written_inputs: tuple[tuple[int, int], ...] = ()
 
     @property
     def plan_is_identity(self) -> bool:
@@ -390,9 +394,10 @@ def size_check_fn(placeholders: list[fx.Node], limits: list[tuple]):
     return size_check
 
 
-def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
+def import_graph(gm: fx.GraphModule, name: str = "main", written_inputs: dict[int, int] | None = None) -> ImportedGraph:
     """The whole graph as `func.func @name`. Placeholders are tensors or SymInts (`index`
-    arguments); outputs are tensors."""
+    arguments); outputs are tensors. `written_inputs` {FX output: graph input}: outputs that are
+    those inputs' new values, to be computed into them (see written_in_place)."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     output = next(n for n in gm.graph.nodes if n.op == "output")
     results = list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
@@ -420,16 +425,21 @@ def import_graph(gm: fx.GraphModule, name: str = "main") -> ImportedGraph:
             returned = [_exact(ctx, r) for r in results]
             sources = [storage_source(r) for r in results]
             plan, unique = output_plan(list(block.arguments), returned, placeholders, sources)
-            func.ReturnOp(unique)
+            plan, unique, written, honored = written_in_place(plan, unique, list(block.arguments), written_inputs or {})
+            func.ReturnOp(unique + [v for v, _ in written])
         fn.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get(arg_types, [v.type for v in unique]))
+            ir.FunctionType.get(arg_types, [v.type for v in unique] + [v.type for v, _ in written]))
+        if written:
+            fn.attributes[WRITTEN_INPUTS] = ir.ArrayAttr.get([
+                ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), x) for x in (len(unique) + t, j)])
+                for t, (_, j) in enumerate(written)])
     out_vals = [results[returned.index(u)].meta["val"] for u in unique]
     out_specs = [tensor_spec(v) for v in out_vals]
     shapes = None
     if not all(s.is_static for s in (*in_specs, *out_specs)):
         shapes = output_shapes_fn(placeholders, out_vals)
     return ImportedGraph(module, Signature(name, tuple(in_specs), tuple(out_specs), shapes), ops, plan,
-                         size_check_fn(placeholders, ctx.size_limits))
+                         size_check_fn(placeholders, ctx.size_limits), honored)
 
 
 def storage_source(node: fx.Node) -> fx.Node:
@@ -468,6 +478,30 @@ def output_plan(arguments: list[ir.Value], returned: list[ir.Value], placeholder
         owner = owners.setdefault((kind, index), source)
         plan.append((kind if owner is source else f"copy_{kind}", index))
     return tuple(plan), unique
+
+
+def written_in_place(plan: tuple, unique: list[ir.Value], arguments: list[ir.Value], written_inputs: dict[int, int]):
+    """(plan, results, [(value, argument)], ((k, i), ...)): each FX output k of `written_inputs`
+    {k: i} whose value is a result of its own (no other output shares it), has argument i's
+    type, and whose input is no output itself (its old value, taken after the call) leaves the
+    results: the plan says ("input", i) for it (the argument holds it after the
+    call), (value, i) is written (codegen/written_inputs.py) and (k, i) is among those taken.
+    The other results are renumbered."""
+    plan = list(plan)
+    taken, honored = [], []
+    for k, i in sorted(written_inputs.items()):
+        kind, u = plan[k]
+        if kind != "result" or [p[1] for p in plan if p[0].endswith("result")].count(u) != 1 \
+                or unique[u].type != arguments[i].type or any(p[0].endswith("input") and p[1] == i for p in plan):
+            continue  # shared, or the input's old value is an output too (read after the call)
+        taken.append((u, i))
+        honored.append((k, i))
+        plan[k] = ("input", i)
+    gone = {u for u, _ in taken}
+    renumber = {u: n for n, u in enumerate(u for u in range(len(unique)) if u not in gone)}
+    plan = [(kind, renumber[index]) if kind.endswith("result") else (kind, index) for kind, index in plan]
+    return (tuple(plan), [v for u, v in enumerate(unique) if u not in gone], [(unique[u], i) for u, i in taken],
+            tuple(honored))
 
 
 def _exact(ctx: ImportContext, node: fx.Node) -> ir.Value:

@@ -17,9 +17,15 @@ like getitem they count neither as compiled nor as eager.
 
 Only copies that come after every other read of their input are taken (AOTAutograd emits them
 last); a graph with any other kind stays as it is (an in-place copy_ then runs eagerly, still correct).
+
+On a target with the `written_inputs` capability, `in_place_writes` picks the writes a region can
+do itself (the new value is its output, the input only it reads): it computes the value into the
+input (codegen/written_inputs.py), and those writes are left out of the copy.
 """
 
 from __future__ import annotations
+
+import operator
 
 import torch
 import torch.fx as fx
@@ -73,10 +79,42 @@ def _reads_storage_of(value: fx.Node, placeholders: set[fx.Node]) -> bool:
         value = value.args[0]
 
 
-def add_write_back(fused: fx.GraphModule, writes: list[tuple[fx.Node, fx.Node]]) -> None:
+def in_place_writes(fused: fx.GraphModule, region: fx.Node, writes: list[tuple[fx.Node, fx.Node]]) -> dict:
+    """{write index: (region output, region input)} for the writes `region` (a call_module node
+    of the partitioned graph) can do itself, computing the new value into the input (a target
+    with the `written_inputs` capability): the value is that region's output and only the
+    write-back reads it; the input is that region's argument and nothing but the region reads
+    it (no other region or eager op would see the new value too early; the graph's output may
+    return the input, which then holds the new value as after the copy)."""
+    if not writes:
+        return {}
+    output = next(n for n in reversed(fused.graph.nodes) if n.op == "output")
+    results = list(output.args[0])
+    placeholders = {n.name: n for n in fused.graph.nodes if n.op == "placeholder"}
+    found = {}
+    for w, ((dest, _), value) in enumerate(zip(writes, results[-len(writes):])):
+        k = _output_index(value, region)
+        dest = placeholders.get(dest.name)
+        if k is None or dest is None or dest not in region.args or set(dest.users) - {region, output} \
+                or set(value.users) != {output} or results.count(value) != 1:
+            continue
+        found[w] = (k, region.args.index(dest))
+    return found
+
+
+def _output_index(value: fx.Node, region: fx.Node) -> int | None:
+    if value is region:
+        return 0
+    if value.op == "call_function" and value.target is operator.getitem and value.args[0] is region:
+        return value.args[1]
+    return None
+
+
+def add_write_back(fused: fx.GraphModule, writes: list[tuple[fx.Node, fx.Node]], done: frozenset = frozenset()) -> None:
     """In the partitioned graph: drop the extra outputs take_input_writes added, and write them
     into their inputs just before the output: one multi-tensor copy per (device, dtype) group,
-    grouped here from the nodes' metadata, so a call does no sorting of its own."""
+    grouped here from the nodes' metadata, so a call does no sorting of its own. `done`: the
+    indices of the writes a region did itself (in_place_writes), not copied again."""
     if not writes:
         return
     placeholders = {n.name: n for n in fused.graph.nodes if n.op == "placeholder"}
@@ -85,6 +123,8 @@ def add_write_back(fused: fx.GraphModule, writes: list[tuple[fx.Node, fx.Node]])
     kept, values = results[:-len(writes)], results[-len(writes):]
     groups: dict[object, tuple[list, list]] = {}
     for k, ((dest, value), new) in enumerate(zip(writes, values)):
+        if k in done:
+            continue
         mine, theirs = groups.setdefault(_group_of(dest, value, k), ([], []))
         mine.append(placeholders[dest.name])
         theirs.append(new)

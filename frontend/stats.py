@@ -66,6 +66,8 @@ class GraphReport:
     direct_call: bool = False
     # Inputs the graph mutates, copied back by one multi-tensor call after its regions (input_mutations.py)
     inputs_written_back: int = 0
+    # Inputs the graph mutates whose new values a region computes into them (codegen/written_inputs.py)
+    inputs_written_in_place: int = 0
 
     @property
     def compiled_ops(self) -> list[str]:
@@ -128,6 +130,8 @@ def stats() -> dict:
         "graphs": len(graphs),
         "graphs_by_kind": dict(Counter(g.kind for g in graphs)),
         "graphs_called_directly": sum(1 for g in graphs if g.direct_call),  # no AOTAutograd wrapper
+        "inputs_written_back": sum(g.inputs_written_back for g in graphs),  # copied in after the regions
+        "inputs_written_in_place": sum(g.inputs_written_in_place for g in graphs),  # computed into the input
         "partitions": sum(len(g.partitions) for g in graphs),
         "partitions_failed": sum(1 for g in graphs for p in g.partitions if not p.compiled),
         "ops_compiled": sum(compiled.values()),   # in our generated code only
@@ -185,7 +189,9 @@ def explain() -> str:
                      f"{len(g.fallbacks)} eager, {g.compile_seconds * 1e3:.0f} ms"
                      + ("; called directly, without AOTAutograd's runtime wrapper" if g.direct_call else "")
                      + (f"; {g.inputs_written_back} mutated input(s) written back in one call"
-                        if g.inputs_written_back else ""))
+                        if g.inputs_written_back else "")
+                     + (f"; {g.inputs_written_in_place} mutated input(s) computed in place"
+                        if g.inputs_written_in_place else ""))
         for p in g.partitions:
             lines += _partition_lines(p)
         for op, reason in g.fallbacks:

@@ -53,6 +53,10 @@ CAPABILITIES = {
     "dynamic_shapes": "sizes known only at run time (`?` dims in tensor types, sizes as SSA values): "
                       "the target's stages, calling convention and runtime take them. Without it "
                       "the partitioner leaves every node with symbolic sizes eager.",
+    "written_inputs": "a region computes a mutated input's new value into the caller's tensor itself "
+                      "(an optimizer step's parameters and state: the `<target>-write-inputs-in-place` "
+                      "pass and a runtime that passes inputs by reference). Without it the new values "
+                      "are results, copied into the inputs after the region.",
 }
 
 

@@ -1,4 +1,5 @@
 // RUN: dynamo-mlir pass cpu-unshare-zero-fills %s | check --prefix UNSHARE
+// RUN: dynamo-mlir pass cpu-write-inputs-in-place %s | check --prefix INPLACE
 // RUN: dynamo-mlir pass cpu-call-blas %s | check --prefix BLAS
 // RUN: dynamo-mlir pass cpu-distinct-results %s | check --prefix DISTINCT
 // RUN: dynamo-mlir pass cuda-distinct-results %s --target cuda | check --prefix DISTINCT
@@ -246,4 +247,29 @@ func.func @main(%a: tensor<4x8xbf16>, %b: tensor<8x3xbf16>) -> tensor<4x3xf32> {
   %m = "dynamo.matmul"(%a, %b) : (tensor<4x8xbf16>, tensor<8x3xbf16>) -> tensor<4x3xf32>
   %e = "dynamo.exp"(%m) : (tensor<4x3xf32>) -> tensor<4x3xf32>
   return %e : tensor<4x3xf32>
+}
+
+// -----
+// cpu-write-inputs-in-place: result 1 is input 0's new value (an optimizer's parameter): it is
+// returned no more but materialized in argument 0, now writable, and empty-tensor elimination
+// makes the subtraction write that argument (its init); the other result stays.
+// INPLACE: func.func @main(%arg0: tensor<8xf32> {bufferization.writable = true}, %arg1: tensor<8xf32> {bufferization.writable = false}) -> tensor<8xf32> {
+// INPLACE: %[[NEW:[0-9]+]] = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<8xf32>, tensor<8xf32>) outs(%arg0 : tensor<8xf32>)
+// INPLACE: bufferization.materialize_in_destination %[[NEW]] in %arg0
+// INPLACE-NEXT: return %{{[0-9]+}} : tensor<8xf32>
+// INPLACE-NOT: written_inputs
+#id = affine_map<(d0) -> (d0)>
+func.func @main(%p: tensor<8xf32> {bufferization.writable = false}, %g: tensor<8xf32> {bufferization.writable = false}) -> (tensor<8xf32>, tensor<8xf32>) attributes {dynamo_mlir.written_inputs = [[1, 0]]} {
+  %e = tensor.empty() : tensor<8xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%g : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.mulf %a, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<8xf32>
+  %new = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%p, %g : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.subf %a, %b : f32
+    linalg.yield %t : f32
+  } -> tensor<8xf32>
+  return %sq, %new : tensor<8xf32>, tensor<8xf32>
 }

@@ -1,0 +1,68 @@
+"""A mutated input's new value computed into the input itself, before bufferization.
+
+An optimizer step (torch.optim under Dynamo, functionalized by AOTAutograd) computes each
+parameter's and each state tensor's new value, then copies it into its input
+(frontend/input_mutations.py). Where the frontend has told a region that result r is input j's
+new value, the function carries WRITTEN_INPUTS = [[r, j], ...]; this pass returns r no more and
+materializes it in argument j instead (`bufferization.materialize_in_destination`, the argument
+made writable), and empty-tensor elimination lets the op that computes it write the argument's
+buffer directly. One-shot bufferization's analysis keeps that correct: where another op still
+reads the old value after the new one would be written, the new value goes to a buffer of its
+own and is copied in at the end, which is what the copy after the region did.
+
+Runs right before bufferizing: canonicalization erases a tensor-form materialize_in_destination
+whose result is unused, which is how it is written here.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+from torch_mlir.dialects import bufferization, func
+
+from .attributes import WRITABLE, WRITTEN_INPUTS
+from .functions import defined_functions
+from .passes import run_pipeline
+
+
+def _pairs(fn) -> list[tuple[int, int]]:
+    return [tuple(ir.IntegerAttr(x).value for x in ir.ArrayAttr(pair)) for pair in ir.ArrayAttr(fn.attributes[WRITTEN_INPUTS])]
+
+
+def _writable(fn, arg: int) -> None:
+    attrs = list(ir.ArrayAttr(fn.attributes["arg_attrs"])) if "arg_attrs" in fn.attributes \
+        else [ir.DictAttr.get({})] * len(fn.regions[0].blocks[0].arguments)
+    entries = {a.name: a.attr for a in ir.DictAttr(attrs[arg])}
+    entries[WRITABLE] = ir.BoolAttr.get(True)
+    attrs[arg] = ir.DictAttr.get(entries)
+    fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+def _write_in_place(fn) -> None:
+    pairs = _pairs(fn)
+    block = fn.regions[0].blocks[0]
+    ret = block.operations[len(block.operations) - 1]
+    values = list(ret.operands)
+    with ir.InsertionPoint(ret), ret.location:
+        for r, j in pairs:
+            bufferization.MaterializeInDestinationOp(values[r].type, values[r], block.arguments[j])
+            _writable(fn, j)
+    written = {r for r, _ in pairs}
+    kept = [v for i, v in enumerate(values) if i not in written]
+    with ir.InsertionPoint(ret), ret.location:
+        func.ReturnOp(kept)
+    ret.erase()
+    inputs = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [v.type for v in kept]))
+    del fn.attributes[WRITTEN_INPUTS]
+
+
+def write_inputs_in_place(module: ir.Module, options=None) -> int:
+    """Every function's WRITTEN_INPUTS results materialized in their arguments (module
+    docstring); returns how many functions had some."""
+    functions = [fn for fn in defined_functions(module) if WRITTEN_INPUTS in fn.attributes]
+    with module.context:
+        for fn in functions:
+            _write_in_place(fn)
+    if functions:
+        run_pipeline(module, "eliminate-empty-tensors", "buffers", options)
+    return len(functions)
