@@ -12,13 +12,19 @@ to eager. Tables, each at every thread count asked for (default: torch's and 1):
             on CUDA also in mode="reduce-overhead"
 With --train: all training steps instead (train_workloads.py), each backend on its own copy of
 the model and optimizer, losses compared step by step.
-With --scale: the workloads at the sizes and precisions people run (scale_workloads.py: GPT-2
-small, BERT-base, a 1B LLaMA in bf16, ViT-B/16, ResNet-50, AMP training steps), judged against a
-float64 copy of the model as PyTorch's benchmark suite does, torch's own TF32 settings kept; on
-cuda also a GEMM table (ours against torch.mm at 4096^3, bf16 / fp16 / fp32).
+With --scale: the workloads at the sizes and precisions people run (scale_workloads.py), judged
+against a float64 copy of the model as PyTorch's benchmark suite does (torch._dynamo.utils.same),
+at every thread count asked for. On cuda: GPT-2 small, BERT-base, a 1B LLaMA in bf16, ViT-B/16,
+ResNet-50, AMP training steps, torch's own TF32 settings kept, and a GEMM table (ours against
+torch.mm at 4096^3, bf16 / fp16 / fp32). On cpu (issue 27), float32: GPT-2 small, BERT-base and
+ViT-B/16 cut to 4 layers, GPT-2 (4 layers) and ResNet-50 training steps, GPT-2 over 4 sequence
+lengths with automatic dynamic shapes (one timed call = the sweep; mlir's graph count printed),
+the MLP, a 100-step MLP Adam loop (one timed call = the 100 steps) and the small LLaMA.
 
     python benchmarks/bench_models.py [--device cpu|cuda] [--threads default,1] [--repeats 20]
         [--only mlp,softmax_4096x1024] [--train | --scale] [--quick] [--out results.md]
+
+    python benchmarks/bench_models.py --device cpu --scale --out cpu_scale.md   # issue 27's table, 2 threads and 1
 """
 
 import argparse
@@ -172,9 +178,21 @@ def measure_scale(name, w: scale.ScaleInference, repeats, device, backends):
     return row
 
 
+def _loop(step, steps: int):
+    """`steps` calls of the compiled step as one call (a training loop), returning the last loss."""
+    if steps == 1:
+        return step
+
+    def loop(x, y):
+        for _ in range(steps):
+            loss = step(x, y)
+        return loss
+    return loop
+
+
 def measure_scale_training(name, w: scale.ScaleTraining, repeats, device, backends):
     """Like measure_training; each backend's first step (its compile) from the same weights gives
-    the loss and gradients judged against a float64 copy's."""
+    the loss and gradients judged against a float64 copy's (a loop too: then w.steps steps timed)."""
     row, results = {"name": name, "group": w.group}, {}
     _fresh()
     raw = {backend: make_step(w) for backend in backends}
@@ -187,16 +205,44 @@ def measure_scale_training(name, w: scale.ScaleTraining, repeats, device, backen
         _sync(device)
         first[backend] = time.perf_counter() - t0
         results[backend] = (loss.detach().clone(), scale.gradients(raw[backend].model))
-    timings = time_backends(steps, (w.inputs, w.target), repeats, device)
-    _record(row, {b: (first[b], steady) for b, (_, steady) in timings.items()})
+    loops = {backend: _loop(step, w.steps) for backend, step in steps.items()}
+    timings = time_backends(loops, (w.inputs, w.target), repeats, device)
+    # compile s = first - steady: a loop's first call would have been its first step and w.steps - 1 more
+    _record(row, {b: (first[b] + steady * (1 - 1 / w.steps), steady) for b, (_, steady) in timings.items()})
     row["mlir_fallbacks"] = where_ops_ran(dynamo_mlir.stats())
     row["mlir_ok"] = scale.accuracy({"loss": (results["eager"][0], results["mlir"][0], ref_loss),
                                      "gradients": (results["eager"][1], results["mlir"][1], ref_grads)})
     return row
 
 
+def measure_scale_sweep(name, w: scale.ScaleSweep, repeats, device, backends):
+    """A model over several sequence lengths: each backend's first sweep compiles it with its own
+    automatic dynamic shapes (the first length static, the second recompiled with symbolic sizes);
+    the outputs of that sweep are judged against a float64 copy's, length by length."""
+    from torch._dynamo.pgo import reset_code_state
+
+    row, outs, first = {"name": name, "group": w.group}, {}, {}
+    _fresh()
+    with torch.no_grad():
+        fns = {backend: scale.sweep(_compiled(w.fn, how)) for backend, how in backends.items()}
+        for backend, fn in fns.items():
+            # Dynamo keeps which sizes changed per code object, across backends: without this, the
+            # first backend's recompile would make the next ones start with symbolic sizes.
+            reset_code_state()
+            t0 = time.perf_counter()
+            outs[backend] = fn(*w.inputs)
+            _sync(device)
+            first[backend] = time.perf_counter() - t0
+        timings = time_backends(fns, w.inputs, repeats, device)
+    _record(row, {b: (first[b], steady) for b, (_, steady) in timings.items()})
+    s = dynamo_mlir.stats()
+    row["mlir_fallbacks"] = f"{where_ops_ran(s)} ({s['graphs']} graphs)"
+    row["mlir_ok"] = scale.accuracy(scale.sweep_errors(w, outs["eager"], outs["mlir"]))
+    return row
+
+
 MEASURE = {Inference: measure, Training: measure_training, scale.ScaleInference: measure_scale,
-           scale.ScaleTraining: measure_scale_training}
+           scale.ScaleTraining: measure_scale_training, scale.ScaleSweep: measure_scale_sweep}
 
 
 def where_ops_ran(s: dict) -> str:
@@ -343,10 +389,14 @@ def header(args) -> str:
              "- inductor compiles cold, as mlir: a fresh cache folder, its FX graph and AOTAutograd caches off"]
     if not HAVE_TRANSFORMERS:
         lines.append("- transformers is not installed: GPT-2, BERT, LLaMA and the GPT-2 training step are left out")
-    if args.device == "cuda" and args.scale:
-        lines.append(f"- torch's TF32 settings as they are: matmul {torch.backends.cuda.matmul.allow_tf32}, "
-                     f"cuDNN {torch.backends.cudnn.allow_tf32}; accuracy: torch._dynamo.utils.same against a float64 "
-                     f"copy of the model at tolerance {scale.TOLERANCE:g} (RMSE ratios printed: scale_workloads.py)")
+    if args.scale:
+        tf32 = (f"torch's TF32 settings as they are: matmul {torch.backends.cuda.matmul.allow_tf32}, cuDNN "
+                f"{torch.backends.cudnn.allow_tf32}; " if args.device == "cuda" else "")
+        lines.append(f"- {tf32}accuracy: torch._dynamo.utils.same against a float64 copy of the model at tolerance "
+                     f"{scale.TOLERANCE:g} (RMSE ratios printed: scale_workloads.py)")
+    if args.device == "cpu" and args.scale:
+        lines.append("- a sweep row's time is one pass over its sequence lengths (graphs: mlir's), a loop row's "
+                     "100 calls of the compiled training step (its accuracy: the first step's)")
     elif args.device == "cuda":
         lines.append("- TF32 off (matmul and cuDNN): float32 compared with float32")
     return "\n".join(lines) + "\n"
@@ -407,8 +457,10 @@ def parse(argv):
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--train", action="store_true", help="all training steps instead (train_workloads.py)")
     parser.add_argument("--scale", action="store_true",
-                        help="the workloads at real sizes and precisions instead (scale_workloads.py), and on cuda the "
-                             "GEMM table")
+                        help="the workloads at real sizes instead (scale_workloads.py), judged against a float64 "
+                             "copy: on cuda GPT-2, BERT, LLaMA 1B, ViT, ResNet-50, AMP training steps, GEMMs; on cpu "
+                             "issue 27's table (4-layer GPT-2 small, BERT-base, ViT-B/16; GPT-2 and ResNet-50 steps; "
+                             "a GPT-2 sweep over 4 lengths, dynamic shapes; the MLP; a 100-step MLP Adam loop; LLaMA)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 repeats, one thread count")
     parser.add_argument("--reduce-overhead", action="store_true",
                         help="on cuda, also time the models with mode=\"reduce-overhead\" (the one-op graphs always are)")

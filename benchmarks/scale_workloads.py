@@ -10,6 +10,22 @@ On cuda (one GPU):
   resnet50_fp32        ResNet-50, float32, batch 32 of 224 x 224
   train_resnet50_amp   a ResNet-50 training step (SGD), autocast bf16, batch 32
   train_gpt2_amp       a GPT-2 small training step (AdamW), autocast bf16, 8 x 512
+  and the GEMM table: torch.mm at 4096^3 in bf16, fp16 and fp32
+
+On cpu (issue 27's table; everything float32, the transformers models cut to their first 4 layers):
+  gpt2_small_4l          GPT-2 small, 4 layers of 768, 1 x 128 tokens
+  bert_base_4l           BERT-base, 4 layers, 2 x 128 tokens, the second row's last 32 padding
+  vit_b16_4l             ViT-B/16, 4 layers, batch 2 of 224 x 224
+  train_gpt2_small_4l    a GPT-2 small training step (AdamW), 4 layers of 768, 1 x 128 tokens
+  train_resnet50_b2_sgd  a ResNet-50 training step (SGD), batch 2 (train_workloads.py's)
+  gpt2_small_4l_sweep    GPT-2 small, 4 layers, called at 32, 48, 64 and 80 tokens with PyTorch's
+                         automatic dynamic shapes: one timed call is the sweep over the 4 lengths,
+                         each backend compiling the model once (its first length static, the
+                         second a recompile with symbolic sizes); the row counts mlir's graphs
+  mlp_b64                the models table's MLP (10-64-32-1), batch 64
+  train_mlp_adam_loop    the MLP's Adam training step at batch 256 (train_workloads.py's
+                         train_mlp_b256_adam), 100 calls of the compiled step timed as one
+  llama_2l_128           the models table's LLaMA (2 layers of 128), 2 x 64 tokens
 
 Accuracy, as PyTorch's benchmark suite judges it, with its own function
 (torch._dynamo.utils.same, at its default tolerance TOLERANCE): a float64 copy of the model
@@ -17,7 +33,11 @@ Accuracy, as PyTorch's benchmark suite judges it, with its own function
 eager's at that tolerance, or where its root-mean-square error against the reference is at most
 a multiple of eager's (3x for half results, 2x for float32 ones, 3x for tensors of under 1000
 elements) plus TOLERANCE / 10. For a training step: the loss and the gradients of one step from
-the same weights, each judged so. The table prints each RMSE ratio, and says where a result
+the same weights, each judged so; for the loop too (its first step, as PyTorch's suite judges
+one iteration: over 100 steps torch.compile's traced Adam leaves eager's trajectory with any
+backend, Dynamo's graph run unchanged included: the MLP's gradients at step 100 differ from
+eager's by up to 1e-2, eager's from a float64 copy's by 5e-8). For the sweep: each length's
+logits. The table prints each RMSE ratio, and says where a result
 passed by allclose (a scalar loss whose error is a few ulps can be 20x eager's lucky one).
 """
 
@@ -32,8 +52,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from train_workloads import Training
-from workloads import Inference, Logits
+from dynamo_mlir.tools.models import mlp
+from train_workloads import Training, training
+from workloads import Inference, Logits, small_transformer, tokens
 
 TOLERANCE = 1e-4
 
@@ -48,7 +69,28 @@ class ScaleInference(Inference):
 
 @dataclass
 class ScaleTraining(Training):
-    """A training step judged against a float64 copy (loss and gradients of one step)."""
+    """A training step judged against a float64 copy (loss and gradients of one step); with
+    steps > 1 a loop: that many calls of the compiled step make one timed call."""
+
+    steps: int = 1
+
+
+@dataclass
+class ScaleSweep:
+    """`fn` called on each of `inputs` (sequences of different lengths) in turn: one timed call
+    is the whole sweep (`sweep`), each backend's `fn` compiled once with PyTorch's automatic
+    dynamic shapes."""
+
+    fn: nn.Module
+    inputs: tuple
+    group: str = "scale"
+
+
+def sweep(fn):
+    """The callable timed for a ScaleSweep: `fn` on each input, the outputs in a list."""
+    def over_lengths(*inputs):
+        return [fn(x) for x in inputs]
+    return over_lengths
 
 
 class Autocast(nn.Module):
@@ -70,14 +112,19 @@ def _transformers():
     return transformers
 
 
-def _gpt2():
+def gpt2(layers: int = 12, width: int = 768):
+    """GPT-2 (small at the defaults), dropout off; 64-wide heads."""
     t = _transformers()
-    return t.GPT2LMHeadModel(t.GPT2Config(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, use_cache=False))
+    return t.GPT2LMHeadModel(t.GPT2Config(n_layer=layers, n_embd=width, n_head=max(width // 64, 1), use_cache=False,
+                                          resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
 
 
-def _bert():
+def bert(layers: int = 12, width: int = 768):
+    """BERT (base at the defaults) for masked LM, dropout off; 64-wide heads, MLP 4x wide."""
     t = _transformers()
-    return t.BertForMaskedLM(t.BertConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+    return t.BertForMaskedLM(t.BertConfig(num_hidden_layers=layers, hidden_size=width,
+                                          num_attention_heads=max(width // 64, 1), intermediate_size=4 * width,
+                                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
 
 
 def _llama_1b():
@@ -88,9 +135,10 @@ def _llama_1b():
     return t.LlamaForCausalLM(cfg)
 
 
-def _vit_b16():
+def _vit_b16(layers: int = 12):
     t = _transformers()
-    return t.ViTForImageClassification(t.ViTConfig(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=1000))
+    return t.ViTForImageClassification(t.ViTConfig(num_hidden_layers=layers, hidden_dropout_prob=0.0,
+                                                   attention_probs_dropout_prob=0.0, num_labels=1000))
 
 
 def _resnet50():
@@ -110,8 +158,8 @@ def _ids(g, vocab, *shape):
 
 def _cuda_inference(g) -> dict:
     return {
-        "gpt2_small_fp32": (Logits(_gpt2(), "input_ids"), (_ids(g, 50257, 8, 512),), torch.float32),
-        "bert_base_fp32": (Logits(_bert(), "input_ids", "attention_mask"),
+        "gpt2_small_fp32": (Logits(gpt2(), "input_ids"), (_ids(g, 50257, 8, 512),), torch.float32),
+        "bert_base_fp32": (Logits(bert(), "input_ids", "attention_mask"),
                            (_ids(g, 30522, 16, 128), _padding_mask(16, 128, 32)), torch.float32),
         "llama_1b_bf16": (Logits(_llama_1b(), "input_ids"), (_ids(g, 32000, 4, 512),), torch.bfloat16),
         "vit_b16_fp32": (Logits(_vit_b16(), "pixel_values"), (torch.randn(32, 3, 224, 224, generator=g),),
@@ -153,15 +201,50 @@ def _cuda_training(g) -> dict:
         "train_resnet50_amp": ScaleTraining(Autocast(Logits(_resnet50(), "pixel_values"), torch.bfloat16), _sgd,
                                             torch.randn(32, 3, 224, 224, generator=g),
                                             torch.randint(0, 1000, (32,), generator=g), _class_loss),
-        "train_gpt2_amp": ScaleTraining(Autocast(Logits(_gpt2(), "input_ids"), torch.bfloat16), _adamw, ids,
+        "train_gpt2_amp": ScaleTraining(Autocast(Logits(gpt2(), "input_ids"), torch.bfloat16), _adamw, ids,
                                         ids.roll(-1, dims=1), _token_loss),
     }
 
 
+SWEEP_LENGTHS = (32, 48, 64, 80)
+
+
+def length_sweep(model: str = "gpt2", layers: int = 4, width: int = 768, lengths=SWEEP_LENGTHS, batch: int = 1,
+                 device: str = "cpu") -> ScaleSweep:
+    """`model` (gpt2 or bert) in eval mode, called on `batch` rows of random tokens at each of
+    `lengths` (benchmarks/dynamic_sweep.py and the cpu table's sweep row); from seed 0."""
+    torch.manual_seed(0)
+    net = {"gpt2": gpt2, "bert": bert}[model](layers, width)
+    g = torch.Generator().manual_seed(0)
+    inputs = tuple(_ids(g, net.config.vocab_size, batch, int(n)).to(device) for n in lengths)
+    return ScaleSweep(Logits(net, "input_ids").to(device).eval(), inputs)
+
+
+def _cpu(g) -> dict:
+    """Issue 27's table at CPU sizes, in its order, float32 (see the module's docstring)."""
+    ids = _ids(g, 50257, 1, 128)
+    inference = lambda fn, *xs: ScaleInference(fn.eval(), xs, "scale")  # noqa: E731
+    return {
+        "gpt2_small_4l": inference(Logits(gpt2(layers=4), "input_ids"), ids),
+        "bert_base_4l": inference(Logits(bert(layers=4), "input_ids", "attention_mask"),
+                                  _ids(g, 30522, 2, 128), _padding_mask(2, 128, 32)),
+        "vit_b16_4l": inference(Logits(_vit_b16(layers=4), "pixel_values"), torch.randn(2, 3, 224, 224, generator=g)),
+        "train_gpt2_small_4l": ScaleTraining(Logits(gpt2(layers=4), "input_ids"), _adamw, ids, ids.roll(-1, dims=1),
+                                             _token_loss, "scale"),
+        "train_resnet50_b2_sgd": ScaleTraining(**vars(training("train_resnet50_b2_sgd", "cpu")) | {"group": "scale"}),
+        "gpt2_small_4l_sweep": length_sweep("gpt2", layers=4, width=768),
+        "mlp_b64": inference(mlp(), torch.randn(64, 10, generator=g)),
+        "train_mlp_adam_loop": ScaleTraining(**vars(training("train_mlp_b256_adam", "cpu")) | {"group": "scale"},
+                                             steps=100),
+        "llama_2l_128": inference(Logits(small_transformer("llama"), "input_ids"), tokens(g)),
+    }
+
+
 def scale_workloads(device: str) -> dict:
-    """name -> ScaleInference / ScaleTraining on `device`, each built from seed 0."""
-    if device != "cuda":
-        raise SystemExit("bench_models --scale: the cuda workloads only so far (issue: CPU at real sizes)")
+    """name -> ScaleInference / ScaleTraining / ScaleSweep on `device`, each built from seed 0."""
+    if device == "cpu":
+        torch.manual_seed(0)
+        return _cpu(torch.Generator().manual_seed(0))
     out = {}
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
@@ -218,6 +301,14 @@ def inference_errors(w: ScaleInference, eager_out, mlir_out) -> dict:
 
 def gradients(model: nn.Module) -> torch.Tensor:
     return torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+
+
+def sweep_errors(w: ScaleSweep, eager_outs, mlir_outs) -> dict:
+    model = copy.deepcopy(w.fn).double()
+    with torch.no_grad():
+        refs = sweep(model)(*w.inputs)
+    return {f"length {x.shape[-1]}": (eager, mine, ref)
+            for x, eager, mine, ref in zip(w.inputs, eager_outs, mlir_outs, refs)}
 
 
 def reference_step(w: ScaleTraining) -> tuple[torch.Tensor, torch.Tensor]:

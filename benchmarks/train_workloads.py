@@ -60,30 +60,37 @@ def _resnet50_step(g) -> Training:
                     F.cross_entropy)
 
 
+# name -> its builder, each run from seed 0; the GPT-2 step is the default run's (all: --train).
+_BUILDERS = {
+    "train_gpt2_adamw": lambda: _gpt2_step(torch.Generator().manual_seed(0)),
+    "train_mlp_b256_adam": lambda: Training(mlp(), _adam, torch.randn(256, 10), torch.randn(256, 1)),
+    "train_transformer_block_adam": lambda: Training(transformer_block(), _adam, torch.randn(8, 16, 64),
+                                                     torch.randn(8, 16, 64)),
+    # the demo's CNN at batch 32: convolution backward (input and weight gradients), batch
+    # norm and max-pool backward. At a learning rate of 1e-2 it memorizes the batch in a
+    # few steps and its loss trajectory is chaotic (eager's own at 1 and 2 threads parted
+    # beyond the table's rtol in a one-off check); at 1e-3 they stay within it.
+    "train_cnn_b32_sgd": lambda: Training(cnn(), _sgd, torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,)),
+                                          F.cross_entropy),
+    "train_resnet50_b2_sgd": lambda: _resnet50_step(torch.Generator().manual_seed(0)),
+}
+_NEED_TRANSFORMERS = ("train_gpt2_adamw", "train_resnet50_b2_sgd")
+
+
+def training(name: str, device: str) -> Training:
+    """The training workload `name` on `device`, built from seed 0."""
+    torch.manual_seed(0)
+    w = _BUILDERS[name]()
+    w.model, w.inputs, w.target = w.model.to(device), w.inputs.to(device), w.target.to(device)
+    return w
+
+
 def train_workloads(device: str, everything: bool = True) -> dict[str, Training]:
     """name -> Training on `device`: all of them, or (everything=False) the GPT-2 step only
     (none without transformers). Each is built from seed 0."""
-    builders = {"train_gpt2_adamw": lambda: _gpt2_step(torch.Generator().manual_seed(0))} if HAVE_TRANSFORMERS else {}
-    if everything:
-        builders |= {
-            "train_mlp_b256_adam": lambda: Training(mlp(), _adam, torch.randn(256, 10), torch.randn(256, 1)),
-            "train_transformer_block_adam": lambda: Training(transformer_block(), _adam, torch.randn(8, 16, 64),
-                                                             torch.randn(8, 16, 64)),
-            # the demo's CNN at batch 32: convolution backward (input and weight gradients), batch
-            # norm and max-pool backward. At a learning rate of 1e-2 it memorizes the batch in a
-            # few steps and its loss trajectory is chaotic (eager's own at 1 and 2 threads parted
-            # beyond the table's rtol in a one-off check); at 1e-3 they stay within it.
-            "train_cnn_b32_sgd": lambda: Training(cnn(), _sgd, torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,)),
-                                                  F.cross_entropy),
-        }
-        if HAVE_TRANSFORMERS:
-            builders["train_resnet50_b2_sgd"] = lambda: _resnet50_step(torch.Generator().manual_seed(0))
-    table = {}
-    for name, build in builders.items():
-        torch.manual_seed(0)
-        w = table[name] = build()
-        w.model, w.inputs, w.target = w.model.to(device), w.inputs.to(device), w.target.to(device)
-    return table
+    names = [n for n in _BUILDERS if (everything or n == "train_gpt2_adamw")
+             and (HAVE_TRANSFORMERS or n not in _NEED_TRANSFORMERS)]
+    return {name: training(name, device) for name in names}
 
 
 def make_step(w: Training):

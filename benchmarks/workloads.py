@@ -56,8 +56,13 @@ def padding_mask() -> torch.Tensor:
     return mask
 
 
+def small_transformer(name: str) -> nn.Module:
+    """The models table's transformers model `name` (2 layers of WIDTH, vocabulary VOCAB)."""
+    return hf_model(name, width=WIDTH, vocab=VOCAB, positions=TOKENS[1])
+
+
 def _models(g):
-    hf = lambda name: hf_model(name, width=WIDTH, vocab=VOCAB, positions=TOKENS[1])
+    hf = small_transformer
     table = {
         "mlp": (mlp(), (torch.randn(64, 10, generator=g),)),
         "cnn": (randomize_batchnorm(cnn(stages=3, image=64)), (torch.randn(8, 3, 64, 64, generator=g),)),
