@@ -386,7 +386,7 @@ def header(args) -> str:
              f"- torch {torch.__version__}, dynamo-mlir {_commit()}, Python {platform.python_version()}",
              f"- machine: {machine}; load average at start: {load}",
              f"- command: `{shlex.join(sys.orig_argv)}` (in {os.getcwd()})",
-             "- inductor compiles cold, as mlir: a fresh cache folder, its FX graph and AOTAutograd caches off"]
+             "- both compile cold: fresh cache folders for inductor (its FX graph and AOTAutograd caches off) and mlir"]
     if not HAVE_TRANSFORMERS:
         lines.append("- transformers is not installed: GPT-2, BERT, LLaMA and the GPT-2 training step are left out")
     if args.scale:
@@ -409,17 +409,17 @@ def thread_counts(text: str) -> dict[int, str]:
     return {n: f"{n} thread(s)" + (" (torch's default)" if n == default else "") for n in counts}
 
 
-def cold_inductor() -> str:
-    """A fresh inductor cache folder for this run, its FX graph and AOTAutograd caches off: its
-    compile times are then cold like mlir's, whatever earlier runs left on disk."""
+def cold_caches() -> list[str]:
+    """Fresh cache folders for this run, inductor's (its FX graph and AOTAutograd caches off) and
+    mlir's on-disk compile cache: both compile times are cold, whatever earlier runs left on disk."""
     import torch._functorch.config
     import torch._inductor.config
 
-    folder = tempfile.mkdtemp(prefix="bench_models_inductor_")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+    folders = [tempfile.mkdtemp(prefix="bench_models_inductor_"), tempfile.mkdtemp(prefix="bench_models_mlir_")]
+    os.environ["TORCHINDUCTOR_CACHE_DIR"], os.environ["DYNAMO_MLIR_CACHE_DIR"] = folders
     torch._inductor.config.fx_graph_cache = False
     torch._functorch.config.enable_autograd_cache = False
-    return folder
+    return folders
 
 
 def warm_up(device: str):
@@ -482,7 +482,7 @@ def main(argv=None) -> int:
         torch.backends.cudnn.allow_tf32 = False
     counts = thread_counts(args.threads)
     chosen = choose(args)
-    folder = cold_inductor()
+    folders = cold_caches()
     text = header(args)
     print(text, flush=True)
     try:
@@ -496,7 +496,8 @@ def main(argv=None) -> int:
                 with open(args.out, "w") as f:
                     f.write(text)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

@@ -84,9 +84,12 @@ def bufferize(module: ir.Module, options, stage: str = "buffers", deallocate: bo
     """`bufferization_pipeline` after its preparation, the steps `buffer_passes` names one by
     one: arguments read-only (`read_only_arguments`: what would write one writes a copy), a
     canonicalize, and every result its own value again."""
+    from .written_inputs import write_inputs_in_place
+
     read_only_arguments(module)
     run_pipeline(module, "canonicalize", stage, options)
     distinct_results(module)
+    write_inputs_in_place(module, options)  # where the frontend asked (a `written_inputs` target)
     return run_pipeline(module, bufferization_pipeline(deallocate), stage, options)
 
 
