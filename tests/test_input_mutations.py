@@ -33,6 +33,15 @@ def _model():
     return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
 
 
+def _matches_eager(f, args) -> None:
+    """f compiled gives eager's result and leaves its arguments as eager leaves them."""
+    expected_args = [a.clone() for a in args]
+    got = torch.compile(f, backend="mlir", fullgraph=True)(*args)
+    torch.testing.assert_close(got, f(*expected_args))
+    for a, e in zip(args, expected_args):
+        torch.testing.assert_close(a, e)
+
+
 DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(
     not torch.cuda.is_available(), reason="needs an NVIDIA GPU")])]
 
@@ -85,11 +94,7 @@ def test_mutated_inputs_of_mixed_dtypes_of_one_graph_computed_in_place(write_bac
         return weights.sum()
 
     args = [torch.tensor([3]), torch.randn(5, 4), torch.rand(5) > 0.5]
-    expected_args = [a.clone() for a in args]
-    got = torch.compile(f, backend="mlir", fullgraph=True)(*args)
-    torch.testing.assert_close(got, f(*expected_args))
-    for a, e in zip(args, expected_args):
-        torch.testing.assert_close(a, e)
+    _matches_eager(f, args)
     assert write_backs == [] and "3 mutated input(s) computed in place" in dynamo_mlir.explain()
     assert dynamo_mlir.stats()["ops_fallback"] == 0 and dynamo_mlir.stats()["ops_compiled"] > 0
 
@@ -150,11 +155,7 @@ def test_one_input_copied_into_another_that_is_then_updated():
         return x.sum()
 
     args = [torch.zeros(4, 4), torch.randn(4, 4)]
-    expected_args = [a.clone() for a in args]
-    got = torch.compile(f, backend="mlir", fullgraph=True)(*args)
-    torch.testing.assert_close(got, f(*expected_args))
-    for a, e in zip(args, expected_args):
-        torch.testing.assert_close(a, e)
+    _matches_eager(f, args)
     assert "2 mutated input(s) written back in one call" in dynamo_mlir.explain()
 
 
@@ -180,11 +181,7 @@ def test_mutated_input_read_after_its_new_value_is_computed():
         return y + p.sum(0) * p[0]
 
     args = [torch.randn(5, 4), torch.randn(5, 4)]
-    expected_args = [a.clone() for a in args]
-    got = torch.compile(f, backend="mlir", fullgraph=True)(*args)
-    torch.testing.assert_close(got, f(*expected_args))
-    for a, e in zip(args, expected_args):
-        torch.testing.assert_close(a, e)
+    _matches_eager(f, args)
     assert dynamo_mlir.stats()["inputs_written_in_place"] == 1 and dynamo_mlir.stats()["ops_fallback"] == 0
 
 
