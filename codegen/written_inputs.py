@@ -25,7 +25,8 @@ from .passes import run_pipeline
 
 
 def _pairs(fn) -> list[tuple[int, int]]:
-    return [tuple(ir.IntegerAttr(x).value for x in ir.ArrayAttr(pair)) for pair in ir.ArrayAttr(fn.attributes[WRITTEN_INPUTS])]
+    pairs = ir.ArrayAttr(fn.attributes[WRITTEN_INPUTS])
+    return [tuple(ir.IntegerAttr(x).value for x in ir.ArrayAttr(pair)) for pair in pairs]
 
 
 def _writable(fn, arg: int) -> None:

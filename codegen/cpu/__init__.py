@@ -67,7 +67,8 @@ TARGET = Target(
     cacheable=True,
     machine=_machine,
     doc="Host CPU: object code from MLIR's ExecutionEngine (LLVM), linked into the process by llvmlite's MCJIT.",
-    capabilities=frozenset({"serial_loops", "scalar_math", "dynamic_shapes", "written_inputs"}),  # scf loops run as written, on the calling thread
+    # serial_loops: scf loops run as written, on the calling thread
+    capabilities=frozenset({"serial_loops", "scalar_math", "dynamic_shapes", "written_inputs"}),
 )
 
 from . import row_reduction, rules  # noqa: E402,F401  (cpu-specific lowerings; after TARGET, which declares the name)

@@ -71,7 +71,8 @@ LOOPS = (
     _pass("unshare-zero-fills", lambda m, o: library_epilogue.unshare_zero_fills(m),
           "Each gemm's zero C its own fill right before it (what call-blas folds into beta = 0).",
           options=("library_matmul",), enabled=_library),
-    *stages.buffer_passes("cpu", written_inputs=True),  # read-only arguments, cleanup, distinct results, in-place writes, bufferize
+    # read-only arguments, cleanup, distinct results, inputs written in place, bufferize
+    *stages.buffer_passes("cpu", written_inputs=True),
     _pass("plan-memory", lambda m, o: memory_plan.plan_memory(m),
           "Static intermediate buffers -> views of one workspace at planned offsets.",
           options=("plan_memory",), enabled=lambda o: o.target_options.plan_memory, produces=(WORKSPACE_BYTES, PLANNED),
