@@ -1,10 +1,12 @@
-"""Where a compiled GPT-2 training step's host time goes: torch.profiler over a few steps.
+"""Where a compiled training step's host time goes (GPT-2's by default): torch.profiler over a
+few steps.
 
 The counts this prints (aten::copy_ and aten::_foreach_copy_ calls per step, the regions, the
 eager ops) are what docs/architecture.md's "The per-call path" and frontend/input_mutations.py
 quote: AOTAutograd's per-tensor copies of an optimizer step, the CUDA replays' input copies.
 
     python benchmarks/profile_training_step.py [--device cuda] [--steps 3] [--backend mlir]
+        [--workload train_gpt2_adamw]   (a name of train_workloads.py)
 """
 
 import argparse
@@ -17,7 +19,7 @@ from torch.profiler import profile
 import dynamo_mlir
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_workloads import make_step, train_workloads  # noqa: E402
+from train_workloads import HAVE_TRANSFORMERS, make_step, training  # noqa: E402
 
 COUNTED = ("aten::copy_", "aten::_foreach_copy_")
 
@@ -27,11 +29,11 @@ def main(argv=None) -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=3, help="profiled steps (after 5 warm-up steps)")
     parser.add_argument("--backend", default="mlir", help="torch.compile backend (eager: none)")
+    parser.add_argument("--workload", default="train_gpt2_adamw", help="a training workload of train_workloads.py")
     args = parser.parse_args(argv)
-    workloads = train_workloads(args.device, everything=False)
-    if not workloads:
+    if not HAVE_TRANSFORMERS and args.workload == "train_gpt2_adamw":
         raise SystemExit("profile_training_step: transformers is not installed (the GPT-2 step needs it)")
-    w = workloads["train_gpt2_adamw"]
+    w = training(args.workload, args.device)
     step = make_step(w)
     if args.backend != "eager":
         step = torch.compile(step, backend=args.backend)
