@@ -285,7 +285,9 @@ def accuracy(results: dict) -> str:
         ok = same(eager, mlir, fp64_ref=ref, tol=TOLERANCE, log_error=_quiet)
         base, mine = rmse(eager, ref), rmse(mlir, ref)
         ratio = mine / base if base > 0 else (0.0 if mine == 0 else math.inf)
-        close = torch.allclose(eager, mlir, atol=TOLERANCE, rtol=TOLERANCE)
+        # only to name a pass by allclose; a dtype or shape mismatch is same()'s failure, not a crash
+        close = eager.dtype == mlir.dtype and eager.shape == mlir.shape \
+            and torch.allclose(eager, mlir, atol=TOLERANCE, rtol=TOLERANCE)
         how = " (allclose to eager's)" if ok and close and ratio > 3 else ""
         verdicts.append(f"{what} {ratio:.2f}x{how}" + ("" if ok else f": rmse {mine:.2e}, eager's {base:.2e}"))
         failed |= not ok
