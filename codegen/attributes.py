@@ -10,6 +10,9 @@ WRITABLE = "bufferization.writable"
 # On a region's function: [[result, argument], ...], results that are mutated inputs' new
 # values, to be computed into those arguments (codegen/written_inputs.py).
 WRITTEN_INPUTS = "dynamo_mlir.written_inputs"
+# On a function, set with the writes WRITTEN_INPUTS asked for: the arguments its code writes, for a
+# runtime that may hand the code a copy of an input (the cuda target's CUDA-graph input buffers).
+WRITTEN_ARGUMENTS = "dynamo_mlir.written_arguments"
 # On a bufferization.to_buffer a library call reads: its number among its function's library
 # reads, so that CSE cannot merge two reads of one tensor (codegen/buffer_reads.py).
 READ = "dynamo_mlir.read"

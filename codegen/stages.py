@@ -20,7 +20,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from ..lowering import lower_dynamo_ops
-from .attributes import WRITABLE, WRITTEN_INPUTS
+from .attributes import WRITABLE, WRITTEN_ARGUMENTS, WRITTEN_INPUTS
 from .functions import defined_functions
 from .half_bits import bf16_as_bits
 from .llvm_text import to_llvmlite_text
@@ -235,7 +235,8 @@ def buffer_passes(target: str, deallocate: bool = False, written_inputs: bool = 
     in_place = (_registered(target, "write-inputs-in-place", write_inputs_in_place,
                             "Results that are mutated inputs' new values computed into those arguments "
                             "(made writable) instead of returned.", consumes=(WRITTEN_INPUTS,),
-                            requires=(f"{target}-read-only-arguments",)),) if written_inputs else ()
+                            produces=(WRITTEN_ARGUMENTS,), requires=(f"{target}-read-only-arguments",)),) \
+        if written_inputs else ()
     return (
         _registered(target, "read-only-arguments", lambda m, o: read_only_arguments(m),
                     "Every tensor argument not writable to bufferization: what would write the caller's "

@@ -19,7 +19,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import bufferization, func
 
-from .attributes import WRITABLE, WRITTEN_INPUTS
+from .attributes import WRITABLE, WRITTEN_ARGUMENTS, WRITTEN_INPUTS
 from .functions import defined_functions
 from .passes import run_pipeline
 
@@ -55,6 +55,8 @@ def _write_in_place(fn) -> None:
     inputs = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs
     fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [v.type for v in kept]))
     del fn.attributes[WRITTEN_INPUTS]
+    # Bufferization drops the arguments' WRITABLE: this says which ones the code writes after it.
+    fn.attributes[WRITTEN_ARGUMENTS] = ir.DenseI64ArrayAttr.get(sorted({j for _, j in pairs}))
 
 
 def write_inputs_in_place(module: ir.Module, options=None) -> int:
