@@ -19,7 +19,7 @@ from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..own_inits import own_inits
 from ..recompute_producers import recompute_cheap_producers
-from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ
+from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITTEN_ARGUMENTS
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
 from .widened_matmuls import widened_matmuls_on_half
@@ -68,7 +68,8 @@ LINALG = (
           requires=("cuda-linalg-cleanup",)),
 )
 
-BUFFERS = stages.buffer_passes("cuda")  # read-only arguments, cleanup, distinct results, bufferize
+# read-only arguments, cleanup, distinct results, inputs written in place, bufferize
+BUFFERS = stages.buffer_passes("cuda", written_inputs=True)
 
 GPU = (
     _pass("fold-transposes-into-matmuls", _per_host(to_gpu.fold_transposes_into_matmuls),
@@ -141,7 +142,8 @@ NVVM = (
              consumes=(INDEX_BITWIDTH,), requires=("cuda-index-bitwidth",)),
     _pass("program", _program,
           "The host schedule extracted, the kernels gathered into one device module: a CudaProgram.",
-          consumes=(INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE), requires=("cuda-to-nvvm",), converts=True),
+          consumes=(INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, WRITTEN_ARGUMENTS), requires=("cuda-to-nvvm",),
+          converts=True),
 )
 
 

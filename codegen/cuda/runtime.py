@@ -116,7 +116,8 @@ def _upload(constant, device) -> torch.Tensor:
 
 
 class CudaFunction:
-    """A callable over CUDA tensors; returns freshly allocated outputs."""
+    """A callable over CUDA tensors; returns freshly allocated outputs, and updates in place the
+    inputs whose new values the code computes into them (host.written)."""
 
     def __init__(self, program, signature: Signature, options):
         self.signature = signature
@@ -124,6 +125,7 @@ class CudaFunction:
         self.ptx, self.kernels = program.device, sorted(set(self.host.kernels))
         self.n_in = len(signature.inputs)
         self.out_specs = [(shape, getattr(torch, dtype)) for shape, dtype in self.host.arg_types[self.n_in:]]
+        self.written = frozenset(self.host.written)
         self._per_device: dict[int, tuple] = {}
 
     def _prepare(self, device: torch.device):
@@ -160,6 +162,9 @@ class CudaFunction:
         stream = torch.cuda.current_stream(device).cuda_stream
         for step in steps:
             step(bufs, stream)
+        for i in self.written:
+            if bufs[i] is not inputs[i]:  # the steps updated an aligned copy: the caller's tensor gets it
+                inputs[i].copy_(bufs[i])
         return outputs
 
 
@@ -170,12 +175,16 @@ def _is_static(t: torch.Tensor) -> bool:
 
 
 class _Replay:
-    """One captured CUDA graph: static inputs read in place, the others through buffers of its own."""
+    """One captured CUDA graph: static inputs read (and written) in place, the others through
+    buffers of its own, those the code writes copied back to the caller's tensors."""
 
     def __init__(self, fn: "CudaFunction", inputs):
         self.static = [_is_static(t) for t in inputs]
         self.inputs = [t if static else t.clone() for t, static in zip(inputs, self.static)]
         self.copies = _copy_groups(self.inputs, self.static)
+        # The written inputs that go through the replay's own buffers: copied back after a replay.
+        unwritten = [s or i not in fn.written for i, s in enumerate(self.static)]
+        self.write_backs = _copy_groups(self.inputs, unwritten)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             self.outputs = fn(*self.inputs)
@@ -199,16 +208,18 @@ class _Replay:
         for buffers, positions in self.copies:
             _copy_into(buffers, [inputs[i] for i in positions])
         self.graph.replay()
+        for buffers, positions in self.write_backs:
+            _copy_into([inputs[i] for i in positions], buffers)
         return [t.clone() if i in kept else t for i, t in enumerate(self.outputs)]
 
 
 def _copy_groups(buffers, static) -> list[tuple[list[torch.Tensor], list[int]]]:
-    """The replay's own input buffers, grouped by dtype, each with the positions of the inputs
-    copied into it. A training graph has hundreds of such inputs (activations saved for the
-    backward, gradients into the optimizer): one copy_ each costs ~10 us of host time (245 per
-    GPT-2 step on an H100, 2.3 ms); torch's multi-tensor copy does a dtype's group in a few
-    launches. It takes one dtype per call, so floating groups go through it; others (indices,
-    masks: few) go one by one."""
+    """The replay's own input buffers (those not `static`), grouped by dtype, each with the
+    positions of the inputs copied into it (or, for written inputs, back from it). A training
+    graph has hundreds of such inputs (activations saved for the backward, gradients into the
+    optimizer): one copy_ each costs ~10 us of host time (245 per GPT-2 step on an H100, 2.3 ms);
+    torch's multi-tensor copy does a dtype's group in a few launches. It takes one dtype per
+    call, so floating groups go through it; others (indices, masks: few) go one by one."""
     groups: dict[torch.dtype, tuple[list, list]] = {}
     for i, (t, s) in enumerate(zip(buffers, static)):
         if not s:
@@ -218,11 +229,11 @@ def _copy_groups(buffers, static) -> list[tuple[list[torch.Tensor], list[int]]]:
     return list(groups.values())
 
 
-def _copy_into(buffers: list[torch.Tensor], values: list[torch.Tensor]) -> None:
-    if len(buffers) > 1 and buffers[0].is_floating_point():
-        torch._foreach_copy_(buffers, values)  # torch checks shapes and strides, else copies one by one
+def _copy_into(destinations: list[torch.Tensor], sources: list[torch.Tensor]) -> None:
+    if len(destinations) > 1 and destinations[0].is_floating_point():
+        torch._foreach_copy_(destinations, sources)  # torch checks shapes and strides, else copies one by one
     else:
-        for mine, t in zip(buffers, values):
+        for mine, t in zip(destinations, sources):
             mine.copy_(t)
 
 
@@ -253,6 +264,9 @@ class GraphedFunction:
     losses, a .grad accumulated over steps): from then on they are returned as clones, one small
     copy each, so that the replay stays free for the next call. The rest (AOTAutograd's saved
     activations, released by the backward) are returned in place.
+    Inputs the code writes (an optimizer step's parameters and state, host.written) are updated
+    once per call: a static one where it lives (its address is in the replay's key), another in
+    the replay's buffer, then copied into the caller's tensor.
     Replays run on the caller's current stream.
     """
 
@@ -268,7 +282,8 @@ class GraphedFunction:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm up: module load, allocator pools
-            self.fn(*inputs)
+            # on copies of the inputs the code writes: the replay after the capture updates them
+            self.fn(*[t.clone() if i in self.fn.written else t for i, t in enumerate(inputs)])
         torch.cuda.current_stream().wait_stream(side)
         return _Replay(self.fn, inputs)
 

@@ -2,7 +2,9 @@
 the runtime replays with torch tensors (no host code is compiled).
 
 Buffers live in numbered slots: the function's arguments first (inputs, then outputs, as
-buffer-results-to-out-params left them), then the buffers it allocates, then constants. Every
+buffer-results-to-out-params left them), then the buffers it allocates, then constants. An
+input's slot is read only, unless the function computes that input's new value into it (an
+optimizer step's parameters: codegen/written_inputs.py), which `HostSchedule.written` lists. Every
 memref value the host function uses is a `View` of one slot (shape, strides, offset in
 elements, read off its static memref type), so subviews, reshapes and reinterpret_casts cost
 nothing at run time.
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from torch_mlir import ir
 
+from ..attributes import WRITTEN_ARGUMENTS
 from ..provenance import nodes_of
 from .loopnest import Unsupported, layout, op_name
 from .library_calls import CALL_KIND, call_attrs, is_declaration
@@ -82,13 +85,15 @@ class HostSchedule:
     kernels: list[str] = field(default_factory=list)
     max_elements: int = 0
     index_bits: int = 64  # width of `index` in the kernels (set by the nvvm stage)
+    written: tuple[int, ...] = ()  # the input slots steps write (WRITTEN_ARGUMENTS)
 
     @property
     def library_nodes(self) -> frozenset[str]:
         return frozenset(n for step in self.steps if isinstance(step, Library) for n in step.nodes)
 
     def __str__(self):
-        args = ", ".join(f"%{i}: {'x'.join(map(str, s))}x{d}" for i, (s, d) in enumerate(self.arg_types))
+        args = ", ".join(f"%{i}: {'x'.join(map(str, s))}x{d}{' written' if i in self.written else ''}"
+                         for i, (s, d) in enumerate(self.arg_types))
         lines = [f"host {self.name}({args})"]
         lines += [f"  %{s} = {c}" for s, c in self.constants.items()]
         lines += [f"  {step}" for step in self.steps]
@@ -129,6 +134,8 @@ class _Reader:
         self.views: dict = {a: self.view(i, t) for i, (a, t) in enumerate(zip(args, types))}
         self.scalars: dict = {}
         self.out.max_elements = max_elements(func_op)
+        if WRITTEN_ARGUMENTS in func_op.attributes:
+            self.out.written = tuple(ir.DenseI64ArrayAttr(func_op.attributes[WRITTEN_ARGUMENTS]))
 
     @staticmethod
     def view(slot: int, t: ir.MemRefType) -> View:
