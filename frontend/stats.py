@@ -66,7 +66,9 @@ class GraphReport:
     direct_call: bool = False
     # Inputs the graph mutates, copied back by one multi-tensor call after its regions (input_mutations.py)
     inputs_written_back: int = 0
-    # Inputs the graph mutates whose new values a region computes into them (codegen/written_inputs.py)
+    # Inputs the graph mutates whose new values a region computes into them (codegen/written_inputs.py;
+    # where the runtime handed the code a copy of one, a strided input or a CUDA graph's own input
+    # buffer, that copy is copied back)
     inputs_written_in_place: int = 0
 
     @property

@@ -32,8 +32,9 @@ TARGET = Target(
     machine=lambda options: ptx.arch_for(options),
     doc="NVIDIA GPUs: generated PTX kernels through the CUDA driver, torch for matmul/conv/pooling (library_matmul), index_put/scatter and inference attention (cuda_library_attention).",
     # Kernels come from linalg ops mapped to blocks/threads: no place for serial loop nests, and
-    # the math library's bodies are not validated on it (those ops stay eager).
-    capabilities=frozenset(),
+    # the math library's bodies are not validated on it (those ops stay eager). written_inputs:
+    # an optimizer step's kernels store the new parameters into the caller's tensors.
+    capabilities=frozenset({"written_inputs"}),
 )
 
 from . import rules  # noqa: E402,F401  (cuda-specific lowerings; after TARGET, which declares the name)

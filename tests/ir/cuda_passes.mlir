@@ -13,6 +13,7 @@
 // RUN: dynamo-mlir pass cuda-program %s --target cuda | check --prefix PROGRAM
 // RUN: dynamo-mlir pass cuda-recompute-cheap-producers %s --target cuda | check --prefix RECOMPUTE
 // RUN: dynamo-mlir pass cuda-fuse-recomputed-producers %s --target cuda | check --prefix FUSEREC
+// RUN: dynamo-mlir pass cuda-write-inputs-in-place %s --target cuda | check --prefix INPLACE
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -431,4 +432,75 @@ func.func @main(%x: tensor<4x8xbf16>, %m: tensor<4xf32>) -> (tensor<4xf32>, tens
     linalg.yield %t : f32
   } -> tensor<4x8xf32>
   return %sum, %sq : tensor<4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// cuda-write-inputs-in-place: an SGD step with momentum, whose results 1 and 2 are the new values
+// of the momentum buffer (argument 0) and of the parameter (argument 2). Both are materialized in
+// their arguments, made writable, so each generic writes its argument (its init after
+// empty-tensor elimination) and the parameter's reads the buffer's new value; the function lists
+// both arguments as written (the host schedule marks their slots, cuda-program below).
+// INPLACE: func.func @main(%arg0: tensor<1000xf32> {bufferization.writable = true}, %arg1: tensor<1000xf32> {bufferization.writable = false}, %arg2: tensor<1000xf32> {bufferization.writable = true}) -> tensor<f32> attributes {dynamo_mlir.written_arguments = array<i64: 0, 2>}
+// INPLACE: %[[BUF:[0-9]+]] = linalg.generic {{.*}} ins(%arg0, %arg1 : {{.*}}) outs(%arg0 : tensor<1000xf32>)
+// INPLACE: %[[P:[0-9]+]] = linalg.generic {{.*}} ins(%arg2, %[[BUF]] : {{.*}}) outs(%arg2 : tensor<1000xf32>)
+// INPLACE: bufferization.materialize_in_destination %[[BUF]] in %arg0
+// INPLACE-NEXT: bufferization.materialize_in_destination %[[P]] in %arg2
+// INPLACE-NEXT: return %{{[0-9]+}} : tensor<f32>
+// INPLACE-NOT: written_inputs
+#id = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+func.func @main(%buf: tensor<1000xf32> {bufferization.writable = false}, %g: tensor<1000xf32> {bufferization.writable = false}, %p: tensor<1000xf32> {bufferization.writable = false}) -> (tensor<f32>, tensor<1000xf32>, tensor<1000xf32>) attributes {dynamo_mlir.written_inputs = [[1, 0], [2, 2]]} {
+  %lr = arith.constant -1.000000e-01 : f32
+  %momentum = arith.constant 0.899999976 : f32
+  %zero = arith.constant 0.000000e+00 : f32
+  %e = tensor.empty() : tensor<1000xf32>
+  %new_buf = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%buf, %g : tensor<1000xf32>, tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%b: f32, %d: f32, %o: f32):
+    %0 = arith.mulf %b, %momentum : f32
+    %1 = arith.addf %0, %d : f32
+    linalg.yield %1 : f32
+  } -> tensor<1000xf32>
+  %new_p = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%p, %new_buf : tensor<1000xf32>, tensor<1000xf32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %0 = arith.mulf %b, %lr : f32
+    %1 = arith.addf %a, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<1000xf32>
+  %s0 = tensor.empty() : tensor<f32>
+  %s1 = linalg.fill ins(%zero : f32) outs(%s0 : tensor<f32>) -> tensor<f32>
+  %sum = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]} ins(%g : tensor<1000xf32>) outs(%s1 : tensor<f32>) {
+  ^bb0(%d: f32, %acc: f32):
+    %0 = arith.addf %d, %acc : f32
+    linalg.yield %0 : f32
+  } -> tensor<f32>
+  return %sum, %new_buf, %new_p : tensor<f32>, tensor<1000xf32>, tensor<1000xf32>
+}
+
+// -----
+
+// cuda-program: a function that writes an argument (cuda-write-inputs-in-place listed it) has
+// that slot marked written in its host schedule: the runtime copies it back to the caller's
+// tensor where it handed the kernels a copy (a misaligned input, a CUDA graph's input buffer).
+// PROGRAM: // host main(%0: 32xfloat32 written, %1: 32xfloat32)
+// PROGRAM-NEXT: //   launch main_kernel grid=(1, 1, 1) block=(32, 1, 1) (%0, %1)
+module attributes {dynamo_mlir.index_bitwidth = 32 : i64, gpu.container_module} {
+  func.func @main(%arg0: memref<32xf32>, %arg1: memref<32xf32>) attributes {dynamo_mlir.written_arguments = array<i64: 0>} {
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    gpu.launch_func  @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)  args(%arg0 : memref<32xf32>, %arg1 : memref<32xf32>)
+    return
+  }
+  gpu.module @main_kernel {
+    llvm.func @main_kernel(%arg0: !llvm.ptr, %arg1: !llvm.ptr) attributes {gpu.kernel, gpu.known_block_size = array<i32: 32, 1, 1>, gpu.known_grid_size = array<i32: 1, 1, 1>, nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>} {
+      %0 = nvvm.read.ptx.sreg.tid.x range <i32, 0, 32> : i32
+      %1 = llvm.getelementptr inbounds|nuw %arg0[%0] : (!llvm.ptr, i32) -> !llvm.ptr, f32
+      %2 = llvm.getelementptr inbounds|nuw %arg1[%0] : (!llvm.ptr, i32) -> !llvm.ptr, f32
+      %3 = llvm.load %1 : !llvm.ptr -> f32
+      %4 = llvm.load %2 : !llvm.ptr -> f32
+      %5 = llvm.fadd %3, %4 : f32
+      llvm.store %5, %1 : f32, !llvm.ptr
+      llvm.return
+    }
+  }
 }

@@ -5,6 +5,8 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda -O cuda_arch=sm_80 --stage ptx | check --prefix PTX
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage host | check --prefix HOST
 // RUN: not dynamo-mlir dump %s --from dynamo --target cuda -O cuda_arch=90 --stage gpu | check --prefix BAD-OPTION
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage buffers | check --prefix WRITTEN
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage host | check --prefix WHOST
 
 // Softmax over rows of 256: the cuda target's stage boundaries.
 // gpu: with cuda_fuse_rows (the default) both row reductions and the elementwise ops around
@@ -78,4 +80,27 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf3
   %0 = "dynamo.add"(%arg0, %arg1) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %1 = "dynamo.exp"(%0) : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return %1 : tensor<4x8xf32>
+}
+
+// -----
+// An SGD step with momentum whose new buffer (result 1) and parameter (result 2) the frontend
+// asked to have computed into their inputs (arguments 0 and 2): after bufferizing they are no
+// out-params, the kernels write those arguments, and the host schedule marks the slots written.
+// WRITTEN: func.func @main(%arg0: memref<1000xf32>, %arg1: memref<1000xf32>, %arg2: memref<1000xf32>, %arg3: memref<f32>) attributes {dynamo_mlir.written_arguments = array<i64: 0, 2>}
+// WRITTEN: ins(%arg0, %arg1 : memref<1000xf32>, memref<1000xf32>) outs(%arg0 : memref<1000xf32>)
+// WRITTEN: ins(%arg2, %arg0 : memref<1000xf32>, memref<1000xf32>) outs(%arg2 : memref<1000xf32>)
+// WRITTEN-NOT: memref.copy
+// WHOST: host main(%0: 1000xfloat32 written, %1: 1000xfloat32, %2: 1000xfloat32 written, %3: xfloat32)
+// WHOST-NEXT: launch main_kernel {{.*}} (%0, %1, %2, %3)
+func.func @main(%arg0: tensor<1000xf32>, %arg1: tensor<1000xf32>, %arg2: tensor<1000xf32>) -> (tensor<f32>, tensor<1000xf32>, tensor<1000xf32>) attributes {dynamo_mlir.written_inputs = [[1, 0], [2, 2]]} {
+  %0 = "dynamo.constant"() {value = dense<0.899999976> : tensor<f32>} : () -> tensor<f32>
+  %1 = "dynamo.broadcast"(%0) {dims = array<i64>, operandSegmentSizes = array<i32: 1, 0>} : (tensor<f32>) -> tensor<1000xf32>
+  %2 = "dynamo.mul"(%arg0, %1) : (tensor<1000xf32>, tensor<1000xf32>) -> tensor<1000xf32>
+  %3 = "dynamo.add"(%2, %arg1) : (tensor<1000xf32>, tensor<1000xf32>) -> tensor<1000xf32>
+  %4 = "dynamo.constant"() {value = dense<-1.000000e-01> : tensor<f32>} : () -> tensor<f32>
+  %5 = "dynamo.broadcast"(%4) {dims = array<i64>, operandSegmentSizes = array<i32: 1, 0>} : (tensor<f32>) -> tensor<1000xf32>
+  %6 = "dynamo.mul"(%3, %5) : (tensor<1000xf32>, tensor<1000xf32>) -> tensor<1000xf32>
+  %7 = "dynamo.add"(%arg2, %6) : (tensor<1000xf32>, tensor<1000xf32>) -> tensor<1000xf32>
+  %8 = "dynamo.reduce"(%arg1) {dims = array<i64: 0>, kind = "sum"} : (tensor<1000xf32>) -> tensor<f32>
+  return %8, %3, %7 : tensor<f32>, tensor<1000xf32>, tensor<1000xf32>
 }
