@@ -53,7 +53,8 @@ def main(argv=None) -> None:
             print(f"{e.device_time_total / args.calls / 1e3:8.3f} ms  {e.count // args.calls:4d}x  {e.key[:110]}")
         if backend == "mlir":
             s = dynamo_mlir.stats()
-            print("mlir:", {k: s[k] for k in ("ops_compiled", "ops_library", "ops_fallback", "fallback_ops")})
+            print("mlir:", {k: s[k] for k in ("ops_compiled", "ops_library", "ops_fallback", "fallback_ops",
+                                           "inputs_written_in_place", "inputs_written_back")})
 
 
 if __name__ == "__main__":
