@@ -53,11 +53,13 @@ _OUR_PACKAGES = ("frontend", "frontend.aten", "dialects", "lowering", "lowering.
 @dataclass(frozen=True)
 class Entry:
     """What a region needs to run without compiling: the target's package and the FX nodes it
-    runs as library calls (stats())."""
+    runs as library calls (stats()). At the graph level (frontend/graph_cache.py) the package
+    is a GraphEntry naming its region's entry."""
 
     target: str
     package: Any
     library_nodes: frozenset[str] = frozenset()
+    level: str = "region"  # or "graph"
 
 
 def default_dir() -> str:
@@ -131,21 +133,39 @@ def _stage_table(target) -> list:
             for s in target.stages]
 
 
+def names_graphs(options) -> bool:
+    """Whether an option picking graphs by name is set: the graph's name is then part of what
+    decides the code."""
+    return options.names_graphs() or options.target_options.names_graphs()
+
+
+def _facts(target, options, graph_name: str) -> dict:
+    return {
+        "stages": _stage_table(target),
+        "format": FORMAT, "target": target.name, "machine": target.machine(options),
+        "graph": graph_name if names_graphs(options) else "",
+        "core": options.fingerprint(), "target_options": options.target_options.fingerprint(),
+        "software": software(), "plugin": _package_sources(target.load.__module__), "rules": _lowering_rules(target),
+    }
+
+
+def _digest(facts: dict, text: str) -> str:
+    digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode())
+    digest.update(text.encode())
+    return digest.hexdigest()
+
+
 def region_key(module_text: str, target, options, graph_name: str) -> str:
     """The key of a region: its dynamo-dialect module's text (with locations), the target, the
     machine, the options that affect code, the versions (see the module's doc); the graph's
     name only while an option picking graphs by name is set."""
-    named = options.names_graphs() or options.target_options.names_graphs()
-    facts = {
-        "stages": _stage_table(target),
-        "format": FORMAT, "target": target.name, "machine": target.machine(options),
-        "graph": graph_name if named else "",
-        "core": options.fingerprint(), "target_options": options.target_options.fingerprint(),
-        "software": software(), "plugin": _package_sources(target.load.__module__), "rules": _lowering_rules(target),
-    }
-    digest = hashlib.sha256(json.dumps(facts, sort_keys=True).encode())
-    digest.update(module_text.encode())
-    return digest.hexdigest()
+    return _digest(_facts(target, options, graph_name), module_text)
+
+
+def graph_key(graph_text: str, target, options) -> str:
+    """The key of a Dynamo graph's entry (frontend/graph_cache.py): its text (the graph's code
+    and its inputs' metadata) and the same facts as a region's, in a key space of its own."""
+    return _digest({"level": "graph", **_facts(target, options, "")}, graph_text)
 
 
 class CompileCache:
@@ -207,7 +227,7 @@ class CompileCache:
 
     def _write(self, key: str, entry: Entry) -> None:
         payload = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
-        header = {"format": FORMAT, "key": key, "target": entry.target, "size": len(payload),
+        header = {"format": FORMAT, "key": key, "target": entry.target, "level": entry.level, "size": len(payload),
                   "sha256": hashlib.sha256(payload).hexdigest(), "created": time.time(), "software": software()}
         path = self.path_of(key)
         if not self.root.exists():  # a new cache folder is its user's alone: entries are pickles
@@ -254,9 +274,10 @@ class CompileCache:
             try:
                 with open(path, "rb") as f:
                     header, _ = _split(f.read(64 << 10), header_only=True)
-                row.update(target=header.get("target"), created=header.get("created"), readable=True)
+                row.update(target=header.get("target"), level=header.get("level", "region"),
+                           created=header.get("created"), readable=True)
             except Exception:
-                row.update(target=None, created=None, readable=False)
+                row.update(target=None, level=None, created=None, readable=False)
             rows.append(row)
         return rows
 

@@ -19,8 +19,9 @@ from ..codegen.target import NoTargetForDevice
 from . import aten as _rules  # noqa: F401  (registers the import rules)
 from . import half_attention
 from .compile import choose_target, compile_graph, direct_call, graph_devices, new_graph_name
+from .graph_cache import GraphLookup
 from .half_precision import half_overrides
-from .inference_path import InferencePath
+from .inference_path import InferencePath, without_wrapper
 from .foreach import decompositions as foreach_decompositions
 from .linear_cross_entropy import decompositions as linear_cross_entropy_decompositions
 from .aten.resample import eager_nearest_indices, full_precision_decompositions
@@ -225,6 +226,10 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     options = config.resolve(kwargs.get("options"), kwargs.get("mode"))
     if options.dump_dir:
         driver.write_dump(options.dump_dir, new_graph_name("dynamo"), "fx", "txt", gm.print_readable(print_output=False))
+    lookup = GraphLookup.open(gm, example_inputs, options)  # before the graph is rewritten for tracing
+    found = lookup.load() if lookup else None
+    if found is not None:
+        return without_wrapper(found)
     if not keeps_fused_attention(gm, example_inputs, options):
         use_math_attention(gm)
     path = InferencePath(example_inputs)
@@ -238,12 +243,16 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     )
     try:
         with eager_nearest_indices():  # while AOTAutograd traces: resample.py says why
-            return path.result(compile_with_aot(gm, example_inputs))
+            compiled = path.result(compile_with_aot(gm, example_inputs))
     except (torch._dynamo.exc.TorchDynamoException, config.OptionError):
         raise  # Dynamo's own control flow (restart the analysis, ...), or the user's options
     except Exception as e:  # noqa: BLE001  our own compilers catch their failures: this is tracing
         if options.strict:
             raise
         reason = _eager_reason(e)
+    else:
+        if lookup and path.recipe is not None and compiled is path.callable:
+            lookup.store(path.report, path.recipe)
+        return compiled
     REGISTRY.add(_eager_graph_report(gm, reason, options))
     return gm.forward

@@ -8,6 +8,7 @@ import itertools
 import operator
 import logging
 import time
+from dataclasses import dataclass
 
 import torch
 import torch.fx as fx
@@ -16,6 +17,7 @@ from torch_mlir import ir
 from ..codegen import cache, config, driver
 from ..codegen.config import Options
 from ..codegen.passes import CompileError
+from ..codegen.signature import Signature
 from ..codegen.target import Target, get_target, library_nodes, target_for_device
 from .importer import import_graph
 from .input_mutations import add_write_back, in_place_writes, take_input_writes
@@ -29,6 +31,49 @@ from .storage_views import rebase_as_strided
 log = logging.getLogger("dynamo_mlir")
 
 _graph_ids = itertools.count()
+
+
+@dataclass(frozen=True)
+class RegionRecipe:
+    """What loads a cached region's code again with no stage run: its compile cache entry, the
+    signature its code was compiled for, and how its results become the region's outputs."""
+
+    key: str
+    signature: Signature
+    output_plan: tuple[tuple[str, int], ...]
+
+    def load(self, artifact, target: Target, options: Options):
+        """The region's callable from its cached artifact (build_region's last step)."""
+        fn = target.load(artifact, self.signature, options)
+        identity = all(p == ("result", i) for i, p in enumerate(self.output_plan))
+        return fn if identity else _planned(fn, self.output_plan)
+
+
+@dataclass(frozen=True)
+class DirectRecipe:
+    """How a graph that is one compiled region fed by its inputs calls it (direct_call)."""
+
+    order: tuple[int, ...] | None  # the region's inputs among the graph's; None: as they come
+    picks: tuple[int, ...]         # the graph's outputs among the region's
+    every_output: bool             # picks is every output in order
+    copies_inputs: bool            # inputs go in as .contiguous() copies
+
+    def bind(self, fn):
+        """fn (the region's callable) as the graph's function."""
+        order, picks, every_output = self.order, list(self.picks), self.every_output
+        if not self.copies_inputs:
+            def call(*args):
+                out = fn(*(args if order is None else _picked(args, order)))
+                return out if every_output else _picked(out, picks)
+        else:
+            def call(*args):
+                out = fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t
+                           for t in (args if order is None else _picked(args, order))])
+                return out if every_output else _picked(out, picks)
+
+        call.copies_inputs = self.copies_inputs
+        call.recipe = self
+        return call
 
 
 class CompiledRegion(torch.nn.Module):
@@ -198,26 +243,13 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
             return _picked(list(out) if region.returns_tuple else [out], picks)
 
         return checked
-    fn = region.fn
-    if all(_static_contiguous(n) for n in inputs):
-        # Dynamo's guards hold a static input's sizes and strides (a transposed or sliced input
-        # recompiles): inputs compiled contiguous come contiguous, and a .contiguous() per input
-        # would only add a torch call per input per call (benchmarks/dynamo_floor.py: a torch call
-        # inside the compiled frame costs 2-3x what it costs outside).
-        def call(*args):
-            out = fn(*(args if order is None else _picked(args, order)))
-            return out if every_output else _picked(out, picks)
-
-        call.copies_inputs = False
-        return call
-
-    def call(*args):
-        out = fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t
-                   for t in (args if order is None else _picked(args, order))])
-        return out if every_output else _picked(out, picks)
-
-    call.copies_inputs = True
-    return call
+    # Dynamo's guards hold a static input's sizes and strides (a transposed or sliced input
+    # recompiles): inputs compiled contiguous come contiguous, and a .contiguous() per input
+    # would only add a torch call per input per call (benchmarks/dynamo_floor.py: a torch call
+    # inside the compiled frame costs 2-3x what it costs outside).
+    copies = not all(_static_contiguous(n) for n in inputs)
+    recipe = DirectRecipe(None if order is None else tuple(order), tuple(picks), every_output, copies)
+    return recipe.bind(region.fn)
 
 
 def _static_contiguous(node: fx.Node) -> bool:
@@ -288,8 +320,9 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
     if report is not None:
         report.cache = cached.where if cached else "off"
     t0 = time.perf_counter()
+    recipe = RegionRecipe(cached.key if cached else "", imported.signature, imported.output_plan)
     try:
-        fn = target.load(artifact, imported.signature, bound)
+        fn = recipe.load(artifact, target, bound)
     except Exception as e:
         # A CompileError is the machine's answer (no device, a symbol the process lacks): a fresh
         # compile would get it too, so the entry stays and the region runs eagerly, said why.
@@ -302,7 +335,8 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
             report.cache = "bad"
         return fn
     stage_seconds["load"] = time.perf_counter() - t0
-    fn = fn if imported.plan_is_identity else _planned(fn, imported.output_plan)
+    if report is not None and cached and not imported.written_inputs and imported.size_check is None:
+        report.recipe = recipe  # graph_cache.py loads it again from its entry
     if imported.written_inputs:  # the plan is not the identity: fn is _planned's closure
         fn.written_inputs = imported.written_inputs
     return fn if imported.size_check is None else _size_checked(fn, imported.size_check)

@@ -25,7 +25,7 @@ class InferencePath:
     def __init__(self, example_inputs):
         self.n_inputs = len(example_inputs)
         self.plain_inputs = all(_plain_input(x) for x in example_inputs)
-        self.callable, self.report = None, None
+        self.callable, self.report, self.recipe = None, None, None
 
     def offer(self, fn, graph_inputs, report) -> None:
         """The inference compiler's unboxed callable for a graph taking `graph_inputs`, and the
@@ -34,7 +34,8 @@ class InferencePath:
         meta = getattr(context, "fw_metadata", None)
         if self.plain_inputs and len(graph_inputs) == self.n_inputs and meta is not None \
                 and _nothing_to_wrap(meta) and not torch._C._is_any_autocast_enabled():
-            self.callable, self.report = _bare(fn), report
+            self.callable, self.report = without_wrapper(fn), report
+            self.recipe = getattr(fn, "recipe", None)  # compile.DirectRecipe: graph_cache.py keeps it
 
     def result(self, wrapped):
         """What Dynamo calls: the bare callable if one was offered and qualifies, else AOTAutograd's."""
@@ -67,7 +68,7 @@ def _nothing_to_wrap(meta) -> bool:
     return inputs_untouched and outputs_fresh and no_state
 
 
-def _bare(fn):
+def without_wrapper(fn):
     """fn(*args) as Dynamo calls it, with grad mode off as AOTAutograd's inference wrapper has it:
     the eager ops of a mixed graph must not record autograd history. Dynamo wraps what a backend
     returns in its own `disable` (output_graph.py), so it never traces into this call."""

@@ -47,6 +47,8 @@ class PartitionReport:
     # "memory" / "disk" (a cache hit: no stage ran), "bad" (an unusable entry, removed and
     # compiled again), "off" (not cached: the option, the target, or a dump).
     cache: str = "off"
+    # How to load its code again with no stage run (compile.RegionRecipe), where it is cached
+    recipe: object = None
 
     @property
     def generated_ops(self) -> list[str]:
@@ -70,6 +72,10 @@ class GraphReport:
     # where the runtime handed the code a copy of one, a strided input or a CUDA graph's own input
     # buffer, that copy is copied back)
     inputs_written_in_place: int = 0
+    # The graph level of the compile cache (graph_cache.py): "memory" / "disk" (found there:
+    # AOTAutograd, partitioning and import skipped), "miss" (traced, then stored if it takes
+    # one region called directly), "bad" (an unusable entry, removed), "off" (not looked up)
+    graph_cache: str = "off"
 
     @property
     def compiled_ops(self) -> list[str]:
@@ -155,10 +161,13 @@ def stats() -> dict:
 
 def _cache_counts(graphs) -> dict:
     """Partitions by where their code came from: the compile cache's hits (memory, disk), misses
-    (compiled and stored), bad entries (compiled again), and partitions not cached."""
+    (compiled and stored), bad entries (compiled again), and partitions not cached; graphs found
+    at the graph level (graph_hits: no trace) or looked up there and missed."""
     where = Counter(p.cache for g in graphs for p in g.partitions)
+    graph = Counter(g.graph_cache for g in graphs)
     return {"hits": where["memory"] + where["disk"], "memory_hits": where["memory"], "disk_hits": where["disk"],
-            "misses": where["miss"] + where["bad"], "bad_entries": where["bad"], "off": where["off"]}
+            "misses": where["miss"] + where["bad"], "bad_entries": where["bad"] + graph["bad"], "off": where["off"],
+            "graph_hits": graph["memory"] + graph["disk"], "graph_misses": graph["miss"] + graph["bad"]}
 
 
 _CACHE_WORDS = {"memory": "from the compile cache (memory)", "disk": "from the compile cache (disk)",
@@ -190,6 +199,8 @@ def explain() -> str:
                      f"{len(g.compiled_ops)} op(s) compiled, {len(g.library_ops)} library call(s), "
                      f"{len(g.fallbacks)} eager, {g.compile_seconds * 1e3:.0f} ms"
                      + ("; called directly, without AOTAutograd's runtime wrapper" if g.direct_call else "")
+                     + (f"; from the graph cache ({g.graph_cache}): AOTAutograd, partitioning and import skipped"
+                        if g.graph_cache in ("memory", "disk") else "")
                      + (f"; {g.inputs_written_back} mutated input(s) written back in one call"
                         if g.inputs_written_back else "")
                      + (f"; {g.inputs_written_in_place} mutated input(s) computed in place"

@@ -20,7 +20,8 @@ from dynamo_mlir.tools import cli
 from helpers import zeros_runtime
 
 CHILD = os.path.join(os.path.dirname(__file__), "cache_child.py")
-NO_STAGE_RAN = ["cache_key", "dynamo", "load"]  # a hit: the import (for the key) and the link only
+NO_STAGE_RAN = ["cache_key", "dynamo", "load"]  # a region hit: the import (for the key) and the link only
+NOTHING_TRACED = ["graph_key", "load"]  # a graph hit: the key of Dynamo's graph and the link only
 
 
 def _child(folder, options=None, wait=True):
@@ -36,37 +37,52 @@ def _result(proc):
     return json.loads(out.strip().splitlines()[-1]), err
 
 
-def _entries(folder):
-    return sorted(folder.glob("??/*.entry"))
+def _entries(folder, level=None):
+    """The entries on disk; of one level ("region": code, "graph": a graph's recipe) if given."""
+    paths = sorted(folder.glob("??/*.entry"))
+    return [p for p in paths if level is None or cache._split(p.read_bytes(), header_only=True)[0]["level"] == level]
 
 
 def test_a_second_process_loads_what_the_first_compiled(tmp_path):
     first, _ = _child(tmp_path)
     assert first["cache"]["misses"] == 1 and first["cache"]["hits"] == 0
     assert first["ops_compiled"] > 0 and first["ops_library"] > 0 and "object" in first["stages"]
-    (entry,) = _entries(tmp_path)
+    assert first["cache"]["graph_misses"] == 1
+    entries = _entries(tmp_path)
+    (region,) = _entries(tmp_path, "region")
+    (graph,) = _entries(tmp_path, "graph")
     second, _ = _child(tmp_path)
     assert second["cache"]["disk_hits"] == 1 and second["cache"]["misses"] == 0
-    assert second["stages"] == NO_STAGE_RAN  # no stage of the target ran
+    assert second["cache"]["graph_hits"] == 1  # AOTAutograd, partitioning and import skipped
+    assert second["stages"] == NOTHING_TRACED
     assert (second["ops_compiled"], second["ops_library"]) == (first["ops_compiled"], first["ops_library"])
     assert second["max_error"] == first["max_error"] == 0.0
-    assert _entries(tmp_path) == [entry]
+    assert _entries(tmp_path) == entries
+    graph.unlink()  # the region level alone: traced and imported (for the key), no stage of the target
+    third, _ = _child(tmp_path)
+    assert third["cache"]["disk_hits"] == 1 and third["cache"]["graph_hits"] == 0
+    assert third["stages"] == NO_STAGE_RAN and third["max_error"] == 0.0
+    assert _entries(tmp_path) == entries  # the graph's entry written again
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "not an entry"])
-def test_a_damaged_entry_is_reported_and_compiled_again(tmp_path, damage):
+@pytest.mark.parametrize("level", ["region", "graph"])
+def test_a_damaged_entry_is_reported_and_compiled_again(tmp_path, damage, level):
     _child(tmp_path)
-    (entry,) = _entries(tmp_path)
+    (entry,) = _entries(tmp_path, level)
     data = entry.read_bytes()
     entry.write_bytes({"truncated": data[:len(data) // 2],
                        "flipped": data[:-100] + bytes([data[-100] ^ 0xFF]) + data[-99:],
                        "not an entry": b"\x00" * 64}[damage])
     result, err = _child(tmp_path)
-    assert result["cache"] == {**result["cache"], "bad_entries": 1, "misses": 1, "hits": 0}
-    assert "object" in result["stages"] and result["max_error"] == 0.0  # compiled again, right
+    assert result["cache"]["bad_entries"] == 1 and result["cache"]["graph_hits"] == 0 and result["max_error"] == 0.0
+    if level == "region":  # compiled again
+        assert result["cache"]["misses"] == 1 and result["cache"]["hits"] == 0 and "object" in result["stages"]
+    else:  # traced again; its region's code is still good
+        assert result["cache"]["disk_hits"] == 1 and result["stages"] == NO_STAGE_RAN
     assert "is unusable" in err and str(entry) in err  # reported, with the file
     again, _ = _child(tmp_path)  # the entry written in its place is whole
-    assert again["cache"]["disk_hits"] == 1 and again["max_error"] == 0.0
+    assert again["cache"]["graph_hits"] == again["cache"]["disk_hits"] == 1 and again["max_error"] == 0.0
 
 
 def test_two_processes_writing_one_entry_both_get_right_answers(tmp_path):
@@ -75,8 +91,8 @@ def test_two_processes_writing_one_entry_both_get_right_answers(tmp_path):
     for r in results:
         assert r["max_error"] == 0.0 and r["ops_compiled"] > 0
     assert sum(r["cache"]["misses"] + r["cache"]["hits"] for r in results) == 2
-    (entry,) = _entries(tmp_path)  # one whole entry, no temporary file left behind
-    assert not list(tmp_path.glob("??/.*.tmp"))
+    (entry,) = _entries(tmp_path, "region")  # one whole entry a level, no temporary file left behind
+    assert len(_entries(tmp_path, "graph")) == 1 and not list(tmp_path.glob("??/.*.tmp"))
     third, _ = _child(tmp_path)
     assert third["cache"]["disk_hits"] == 1 and third["max_error"] == 0.0
 
@@ -96,7 +112,7 @@ def _compile_mlp(options=None, compiled=True):
 def test_the_same_graph_again_in_this_process_is_a_memory_hit(tmp_path):
     options = {"cache_dir": str(tmp_path)}
     assert _compile_mlp(options)["misses"] == 1
-    (kept,) = cache.cache_for(cache_options(tmp_path))._memory.values()
+    (kept,) = [e for e in cache.cache_for(cache_options(tmp_path))._memory.values() if e.level == "region"]
     assert kept.package.module is None  # no MLIR module (and context) kept alive by the cache
     assert _compile_mlp(options)["memory_hits"] == 1
     cache.cache_for(cache_options(tmp_path)).forget_memory()
@@ -117,13 +133,60 @@ def test_a_changed_option_or_version_misses(tmp_path, monkeypatch):
     newer = {**cache.software(), "torch": "9.9.9"}
     monkeypatch.setattr(cache, "software", lambda: newer)
     assert _compile_mlp(options)["misses"] == 1
-    assert len(_entries(tmp_path)) == 3
+    assert len(_entries(tmp_path, "region")) == 3
+    assert _entries(tmp_path, "graph") == []  # a training graph (the weights require grad) has none
+
+
+def _infer_mlp(options, x):
+    """An inference compile of the MLP in a fresh Dynamo: the graph level's stats and stages."""
+    torch._dynamo.reset()
+    dynamo_mlir.reset()
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 8))
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(net, backend="mlir", options=options)(x), net(x))
+    s = dynamo_mlir.stats()
+    assert s["ops_compiled"] > 0 and s["graphs_called_directly"] == 1
+    return s["cache"], sorted(s["stage_seconds"])
+
+
+def test_the_graph_level_skips_the_trace_and_misses_on_what_changes_it(tmp_path, monkeypatch):
+    options, x = {"cache_dir": str(tmp_path)}, torch.randn(4, 16)
+    first, _ = _infer_mlp(options, x)
+    assert first["graph_misses"] == 1 and first["misses"] == 1
+    again, stages = _infer_mlp(options, x)
+    assert again["graph_hits"] == again["memory_hits"] == 1 and stages == NOTHING_TRACED
+    cache.cache_for(cache_options(tmp_path)).forget_memory()
+    assert _infer_mlp(options, x) == ({**again, "memory_hits": 0, "disk_hits": 1}, NOTHING_TRACED)
+    # Inputs of another shape or layout, or an option that changes code: another graph entry
+    assert _infer_mlp(options, torch.randn(8, 16))[0]["graph_misses"] == 1
+    assert _infer_mlp(options, torch.randn(16, 4).t())[0]["graph_misses"] == 1
+    assert _infer_mlp({**options, "opt_level": 1}, x)[0]["graph_misses"] == 1
+    assert _infer_mlp({**options, "strict": True}, x)[0]["graph_hits"] == 1  # no effect on code
+    newer = {**cache.software(), "torch": "9.9.9"}
+    monkeypatch.setattr(cache, "software", lambda: newer)
+    assert _infer_mlp(options, x)[0]["graph_misses"] == 1
+    assert len(_entries(tmp_path, "graph")) == 5
+
+
+def test_a_graph_entry_whose_region_is_gone_is_traced_again(tmp_path):
+    options, x = {"cache_dir": str(tmp_path)}, torch.randn(4, 16)
+    _infer_mlp(options, x)
+    (region,) = _entries(tmp_path, "region")
+    cache.cache_for(cache_options(tmp_path)).forget_memory()
+    region.unlink()
+    counts, stages = _infer_mlp(options, x)
+    assert counts["graph_hits"] == 0 and counts["misses"] == 1 and "object" in stages  # compiled again
+    assert _infer_mlp(options, x)[0]["graph_hits"] == 1 and region.exists()
 
 
 def test_cache_off_and_dumps_compile_every_stage(tmp_path):
     assert _compile_mlp({"cache_dir": str(tmp_path), "cache": False}) == {
-        "hits": 0, "memory_hits": 0, "disk_hits": 0, "misses": 0, "bad_entries": 0, "off": 1}
+        "hits": 0, "memory_hits": 0, "disk_hits": 0, "misses": 0, "bad_entries": 0, "off": 1,
+        "graph_hits": 0, "graph_misses": 0}
     assert _compile_mlp({"cache_dir": str(tmp_path), "dump_dir": str(tmp_path / "dump")})["off"] == 1
+    x = torch.randn(4, 16)  # an inference graph: the graph level is off too
+    assert _infer_mlp({"cache_dir": str(tmp_path), "cache": False}, x)[0]["graph_misses"] == 0
     assert _entries(tmp_path) == []
     assert (tmp_path / "dump").is_dir()
 
@@ -140,7 +203,7 @@ def test_explain_says_where_the_code_came_from(tmp_path):
 
 def test_the_cpu_artifact_holds_no_mlir_and_pickles(tmp_path):
     _compile_mlp({"cache_dir": str(tmp_path)})
-    (entry,) = _entries(tmp_path)
+    (entry,) = _entries(tmp_path, "region")
     header, payload = cache._split(entry.read_bytes())
     assert header["target"] == "cpu" and header["software"] == cache.software()
     stored = pickle.loads(payload)
@@ -162,7 +225,7 @@ def test_cuda_artifact_is_plain_data(tmp_path):
         f(torch.randn(4, 32))
     assert dynamo_mlir.stats()["cache"]["misses"] == 1 and dynamo_mlir.stats()["compiled_ops"] == {
         "aten.mul.Tensor": 1, "aten._softmax.default": 1}
-    (entry,) = _entries(tmp_path)
+    (entry,) = _entries(tmp_path, "region")
     stored = pickle.loads(cache._split(entry.read_bytes())[1])
     assert isinstance(stored.package, CudaProgram) and stored.package.stage == "ptx"
     assert ".entry main_kernel" in stored.package.device
@@ -170,14 +233,16 @@ def test_cuda_artifact_is_plain_data(tmp_path):
 
 
 def test_cli_cache_stats_list_clear(tmp_path, capsys):
-    _compile_mlp({"cache_dir": str(tmp_path)})
+    _infer_mlp({"cache_dir": str(tmp_path)}, torch.randn(4, 16))
     assert cli.main(["cache", "stats", "--dir", str(tmp_path), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert stats["entries"] == 1 and stats["by_target"] == {"cpu": 1} and stats["bytes"] > 0
+    assert stats["entries"] == 2 and stats["by_target"] == {"cpu": 2} and stats["bytes"] > 0
+    assert stats["by_level"] == {"graph": 1, "region": 1}
     assert cli.main(["cache", "list", "--dir", str(tmp_path)]) == 0
-    assert "cpu" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "cpu      graph" in listed and "cpu      region" in listed
     assert cli.main(["cache", "clear", "--dir", str(tmp_path)]) == 0
-    assert "removed 1 entries" in capsys.readouterr().out and _entries(tmp_path) == []
+    assert "removed 2 entries" in capsys.readouterr().out and _entries(tmp_path) == []
 
 
 def test_an_unwritable_folder_compiles_and_warns(tmp_path, caplog):
@@ -202,7 +267,7 @@ def test_the_memory_level_keeps_the_most_recent_entries(tmp_path, monkeypatch):
 def test_a_new_cache_folder_is_its_users_alone(tmp_path):
     folder = tmp_path / "new" / "cache"
     _compile_mlp({"cache_dir": str(folder)})
-    (entry,) = _entries(folder)
+    (entry,) = _entries(folder, "region")
     assert folder.stat().st_mode & 0o077 == 0 and entry.parent.stat().st_mode & 0o077 == 0
 
 
@@ -214,7 +279,7 @@ def test_a_load_failure_on_a_hit_keeps_or_drops_the_entry_by_its_kind(tmp_path, 
 
     options = {"cache_dir": str(tmp_path)}
     _compile_mlp(options)
-    (entry,) = _entries(tmp_path)
+    (entry,) = _entries(tmp_path, "region")
     memory = cache.cache_for(cache_options(tmp_path))
     real, calls = runtime.LinkedObject, []
 
@@ -232,7 +297,7 @@ def test_a_load_failure_on_a_hit_keeps_or_drops_the_entry_by_its_kind(tmp_path, 
     with caplog.at_level(logging.WARNING, logger="dynamo_mlir"):
         _compile_mlp(options, compiled=False)  # the region ran eagerly, right
     s = dynamo_mlir.stats()
-    assert s["partitions_failed"] == 1 and s["cache"]["disk_hits"] == 1
+    assert s["partitions_failed"] == 1 and s["cache"]["hits"] == 1
     assert "is unusable" not in caplog.text and entry.exists()
 
     memory.forget_memory()

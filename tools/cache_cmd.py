@@ -19,14 +19,16 @@ def run(args) -> int:
 def _stats(store: cache.CompileCache, args) -> int:
     rows = store.entries()
     by_target = dict(Counter(r["target"] or "unreadable" for r in rows))
+    by_level = dict(Counter(r["level"] for r in rows if r["readable"]))  # regions' code, graphs' recipes
     summary = {"folder": str(store.root), "entries": len(rows), "bytes": sum(r["bytes"] for r in rows),
-               "by_target": by_target, "unreadable": sum(not r["readable"] for r in rows)}
+               "by_target": by_target, "by_level": by_level, "unreadable": sum(not r["readable"] for r in rows)}
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
     print(f"compile cache: {summary['folder']}")
     print(f"  {summary['entries']} entries, {summary['bytes'] / 1e6:.1f} MB"
-          + "".join(f"; {t}: {n}" for t, n in sorted(by_target.items())))
+          + "".join(f"; {t}: {n}" for t, n in sorted(by_target.items()))
+          + "".join(f"; {level} entries: {n}" for level, n in sorted(by_level.items())))
     if summary["unreadable"]:
         print(f"  {summary['unreadable']} unreadable (removed when a compile meets them, or by `dynamo-mlir cache clear`)")
     return 0
@@ -39,7 +41,7 @@ def _list(store: cache.CompileCache, args) -> int:
         return 0
     for r in rows:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["created"])) if r["created"] else "?"
-        print(f"{r['key'][:16]}  {r['target'] or 'unreadable':8} {r['bytes']:>10}  {when}")
+        print(f"{r['key'][:16]}  {r['target'] or 'unreadable':8} {r['level'] or '':6} {r['bytes']:>10}  {when}")
     print(f"{len(rows)} entries in {store.root}")
     return 0
 
