@@ -1,9 +1,18 @@
-"""The CUDA replay's bookkeeping of which outputs a caller still holds (codegen/cuda/runtime.py),
-checked without a GPU: it only counts references, which CPU tensors have too."""
+"""The CUDA replay's bookkeeping (codegen/cuda/runtime.py), checked without a GPU: which outputs a
+caller still holds (it only counts references, which CPU tensors have too), and which inputs a
+replay reads where they live, through GraphedFunction on a stand-in for CUDA graph capture whose
+kernels, like a graph's, read and write fixed addresses."""
 
+import contextlib
+import ctypes
+import gc
+from types import SimpleNamespace
+
+import pytest
 import torch
 
-from dynamo_mlir.codegen.cuda.runtime import _Replay, _storage_uses, _tensor_refs
+from dynamo_mlir.codegen.cuda import runtime
+from dynamo_mlir.codegen.cuda.runtime import GraphedFunction, _Replay, _is_replay_output, _storage_uses, _tensor_refs
 
 
 class _Outputs(_Replay):
@@ -27,3 +36,203 @@ def test_held_outputs_sees_tensors_views_and_lists_and_their_release():
     assert replay.held_outputs() == [0, 1, 2]
     del everything
     assert replay.held_outputs() == []
+
+
+def _at(address: int, shape, stride) -> torch.Tensor:
+    """The float32 tensor at an address, keeping nothing alive: what a captured kernel reads."""
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+    memory = (ctypes.c_float * span).from_address(address)
+    return torch.frombuffer(memory, dtype=torch.float32).as_strided(shape, stride)
+
+
+class _Graph:
+    """A captured graph: the steps recorded while capturing, run again by replay()."""
+
+    capturing = None
+
+    def __init__(self):
+        self.steps = []
+
+    def replay(self):
+        for step in self.steps:
+            step()
+
+
+@contextlib.contextmanager
+def _capture(graph):
+    _Graph.capturing = graph
+    try:
+        yield
+    finally:
+        _Graph.capturing = None
+
+
+class _Kernels:
+    """A CudaFunction stand-in: out = 2 * x + 1, then x += 1 where x is written. Its step reads
+    and writes addresses, as a kernel does: recorded while capturing, run at once otherwise."""
+
+    signature = SimpleNamespace(name="kernels")
+
+    def __init__(self, written=()):
+        self.written = frozenset(written)
+
+    def __call__(self, x):
+        out = torch.empty(x.shape)
+        where = [(t.data_ptr(), tuple(t.shape), t.stride()) for t in (x, out)]
+
+        def step():
+            x, out = (_at(*w) for w in where)
+            out.copy_(2 * x + 1)
+            if 0 in self.written:
+                x.add_(1)
+
+        if _Graph.capturing:
+            _Graph.capturing.steps.append(step)
+        else:
+            step()
+        return [out]
+
+
+class _Stream:
+    def wait_stream(self, other):
+        pass
+
+
+@pytest.fixture
+def fake_capture(monkeypatch):
+    """torch.cuda's graphs and streams as the stand-ins above: GraphedFunction runs unchanged."""
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _Graph)
+    monkeypatch.setattr(torch.cuda, "graph", _capture)
+    monkeypatch.setattr(torch.cuda, "Stream", _Stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", _Stream)
+    monkeypatch.setattr(torch.cuda, "stream", lambda stream: contextlib.nullcontext())
+
+
+def _captured(fn: GraphedFunction) -> list[_Replay]:
+    return [r for replays in fn.replays.values() for r in replays]
+
+
+def _copied(replay: _Replay) -> list[int]:
+    """The input positions a replay copies into its own buffers."""
+    return sorted(i for _, positions in replay.copies for i in positions)
+
+
+def test_a_replay_reads_another_replays_outputs_in_place_and_keeps_none_of_them(fake_capture):
+    forward, backward = GraphedFunction(_Kernels()), GraphedFunction(_Kernels())
+    for step in range(3):
+        x = torch.randn(8)
+        (y,) = forward(x)
+        assert _is_replay_output(y) and not _is_replay_output(x)
+        (z,) = backward(y)
+        torch.testing.assert_close(z, 4 * x + 3)
+        del y, z  # the backward keeps no reference: the forward's one replay is free again
+    assert len(_captured(forward)) == 1
+    (replay,) = _captured(backward)
+    assert _copied(replay) == []
+
+
+def test_views_are_read_in_place_at_their_own_address_and_strides(fake_capture):
+    forward, backward = GraphedFunction(_Kernels()), GraphedFunction(_Kernels())
+    x = torch.randn(8)
+    (y,) = forward(x)
+    (z,) = backward(y[2:])  # a view at an offset
+    torch.testing.assert_close(z, 2 * y[2:] + 1)
+    rows, columns = y.view(2, 4), y.view(4, 2).t()  # the same address and shape, not the same strides
+    torch.testing.assert_close(backward(rows)[0], 2 * rows + 1)
+    torch.testing.assert_close(backward(columns)[0], 2 * columns + 1)
+    assert len(_captured(backward)) == 3 and all(_copied(r) == [] for r in _captured(backward))
+
+
+def test_a_clone_of_a_replay_output_and_the_same_memory_under_another_storage_are_copied(fake_capture):
+    forward, backward = GraphedFunction(_Kernels()), GraphedFunction(_Kernels())
+    (y,) = forward(torch.randn(8))
+    alias = torch.from_numpy(y.numpy())  # the output's memory, not its storage
+    assert not _is_replay_output(y.clone()) and not _is_replay_output(alias)
+    (z,) = backward(y.clone())
+    torch.testing.assert_close(z, 2 * y + 1)
+    assert [_copied(r) for r in _captured(backward)] == [[0]]
+
+
+def test_a_dead_replays_outputs_are_ordinary_tensors(fake_capture):
+    forward = GraphedFunction(_Kernels())
+    (y,) = forward(torch.randn(8))
+    address = y.untyped_storage().data_ptr()
+    assert address in runtime._REPLAY_OUTPUTS
+    del forward
+    gc.collect()
+    assert not _is_replay_output(y) and address not in runtime._REPLAY_OUTPUTS
+
+
+def test_each_consumer_reads_its_own_producers_outputs(fake_capture):
+    """Two forwards before their backwards: the first's outputs are still held at the second,
+    which then runs another replay into other buffers (and learns to return that output as a
+    clone); each backward reads its own forward's output."""
+    forward, backward = GraphedFunction(_Kernels()), GraphedFunction(_Kernels())
+    for step in range(3):
+        x1, x2 = torch.randn(8), torch.randn(8)
+        (y1,), (y2,) = forward(x1), forward(x2)
+        assert y1.data_ptr() != y2.data_ptr()
+        torch.testing.assert_close(backward(y2)[0], 4 * x2 + 3)
+        torch.testing.assert_close(backward(y1)[0], 4 * x1 + 3)
+        del y1, y2
+    assert len(_captured(forward)) == 2
+
+
+def test_a_written_input_is_written_in_place_when_a_replay_output_else_copied_back(fake_capture):
+    forward, update = GraphedFunction(_Kernels()), GraphedFunction(_Kernels(written={0}))
+    for step in range(2):
+        (y,) = forward(torch.randn(8))
+        before = y.clone()
+        torch.testing.assert_close(update(y)[0], 2 * before + 1)
+        torch.testing.assert_close(y, before + 1)  # once: the capture's warm-up wrote a copy
+        plain = torch.randn(8)
+        before = plain.clone()
+        torch.testing.assert_close(update(plain)[0], 2 * before + 1)
+        torch.testing.assert_close(plain, before + 1)
+        del y
+    in_place, copied = sorted(_captured(update), key=lambda r: len(r.copies))
+    assert (_copied(in_place), in_place.write_backs) == ([], [])
+    assert _copied(copied) == [0] and [positions for _, positions in copied.write_backs] == [[0]]
+
+
+def test_a_function_fed_its_own_outputs_captures_a_bounded_number_of_replays(fake_capture):
+    """x = f(x): each replay's output is a new address; past MAX_OUTPUT_ADDRESSES of them the
+    outputs are copied in, and the replays take turns."""
+    f = GraphedFunction(_Kernels())
+    x = torch.randn(8)
+    for step in range(4 * GraphedFunction.MAX_OUTPUT_ADDRESSES):
+        want = 2 * x + 1
+        (x,) = f(x)
+        torch.testing.assert_close(x, want)
+        assert _is_replay_output(x)
+    assert len(_captured(f)) == 1 + GraphedFunction.MAX_OUTPUT_ADDRESSES
+
+
+class _Uncapturable(_Kernels):
+    """A schedule with a step that cannot be captured (one that synchronizes)."""
+
+    def __call__(self, x):
+        if _Graph.capturing:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return super().__call__(x)
+
+
+def _one_replay() -> GraphedFunction:
+    f = GraphedFunction(_Kernels())
+    f.MAX_REPLAYS = 1  # its outputs held, it has no room for another
+    return f
+
+
+@pytest.mark.parametrize("make", [lambda: GraphedFunction(_Uncapturable()), _one_replay],
+                         ids=["capture_fails", "max_replays"])
+def test_a_replay_output_into_an_uncaptured_call(fake_capture, make):
+    forward, backward = GraphedFunction(_Kernels()), make()
+    for step in range(3):
+        x = torch.randn(8)
+        (y,) = forward(x)
+        held = [backward(y)[0] for _ in range(3)]
+        for z in held:
+            torch.testing.assert_close(z, 4 * x + 3)
+        del y, held, z
+    assert len(_captured(forward)) == 1  # a failed capture kept no reference to its inputs either
+    assert len(_captured(backward)) == (0 if backward.uncapturable else 1)

@@ -1,6 +1,9 @@
 """cuda target on a GPU: generated kernels and torch.compile(backend="mlir") against eager.
 Skips cleanly where there is no CUDA GPU or no cuda-bindings."""
 
+import copy
+from types import SimpleNamespace
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -210,3 +213,88 @@ def test_fused_row_chains_match_eager(model, shape):
     for _ in range(2):
         inputs = random_inputs(sig)
         assert_close(fn(*inputs), REFERENCES[model](*inputs))
+
+
+@pytest.fixture
+def replay_reads(monkeypatch):
+    """Per replay captured: (its inputs that were replay outputs, those it reads in place); and
+    how many replay outputs were copied into a replay's buffers (counts only: a reference kept
+    here would make their replay find them held)."""
+    seen = SimpleNamespace(captures=[], copied=0)
+    copy_into = cuda_runtime._copy_into
+
+    def counting(destinations, sources):
+        seen.copied += sum(cuda_runtime._is_replay_output(t) for t in sources)
+        copy_into(destinations, sources)
+
+    class Counted(cuda_runtime._Replay):
+        def __init__(self, fn, inputs, in_place):
+            outputs = [cuda_runtime._is_replay_output(t) for t in inputs]
+            seen.captures.append((sum(outputs), sum(o and p for o, p in zip(outputs, in_place))))
+            super().__init__(fn, inputs, in_place)
+
+    monkeypatch.setattr(cuda_runtime, "_copy_into", counting)
+    monkeypatch.setattr(cuda_runtime, "_Replay", Counted)
+    return seen
+
+
+def _close(got, want, rtol=1e-4, atol=1e-5):
+    torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
+
+
+def test_training_step_backward_reads_the_forwards_activations_where_they_live(replay_reads):
+    """zero_grad, forward, loss, backward, AdamW step: a forward, a backward and an optimizer
+    graph, each replayed. The backward's saved activations are the forward replay's outputs: it
+    reads them in place, and no replay copies another's output."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(0)
+    model = _Block().cuda()
+    ref = copy.deepcopy(model)
+    opt, ref_opt = (torch.optim.AdamW(m.parameters(), lr=1e-3) for m in (model, ref))
+
+    def step(m, o, x, y):
+        o.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        o.step()
+        return loss
+
+    compiled = torch.compile(step, backend="mlir")
+    for _ in range(4):
+        captured = len(replay_reads.captures)
+        x, y = torch.randn(8, 16, 64, device="cuda"), torch.randn(8, 16, 64, device="cuda")
+        _close(compiled(model, opt, x, y), step(ref, ref_opt, x, y))
+        for p, q in zip(model.parameters(), ref.parameters()):
+            _close(p.grad, q.grad, rtol=1e-3, atol=1e-7)  # gradients of about 1e-4
+            _close(p, q)
+    assert len(replay_reads.captures) == captured  # the last step replayed graphs it had
+    assert dynamo_mlir.stats()["graphs_by_kind"] == {"forward": 1, "backward": 1, "inference": 1}
+    assert replay_reads.copied == 0
+    assert all(outputs == read for outputs, read in replay_reads.captures), replay_reads.captures
+    assert max(read for _, read in replay_reads.captures) >= 3  # the backward's saved activations
+
+
+def test_two_forwards_then_their_backwards_match_eager(replay_reads):
+    """Two losses accumulated into the gradients, their backwards in either order: the second
+    forward replays into other buffers while the first's activations are held, and each backward
+    reads its own forward's."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(0)
+    model = _Block().cuda()
+    ref = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="mlir")
+    for step in range(4):
+        xs = [torch.randn(8, 16, 64, device="cuda") for _ in range(2)]
+        losses = [compiled(x).square().mean() for x in xs]
+        ref_losses = [ref(x).square().mean() for x in xs]
+        _close(losses, ref_losses)
+        for i in ([1, 0] if step % 2 else [0, 1]):
+            losses[i].backward()
+            ref_losses[i].backward()
+        for p, q in zip(model.parameters(), ref.parameters()):
+            _close(p.grad, q.grad, rtol=1e-3, atol=1e-7)  # gradients of about 1e-4
+        model.zero_grad()
+        ref.zero_grad()
+    assert replay_reads.copied == 0
+    assert all(outputs == read for outputs, read in replay_reads.captures), replay_reads.captures
+    assert max(read for _, read in replay_reads.captures) >= 3  # the first forward's activations, once

@@ -8,8 +8,10 @@ cuda-bindings is imported lazily: the package (and PTX generation) works without
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import sys
+import weakref
 
 import torch
 
@@ -169,27 +171,61 @@ class CudaFunction:
 
 
 def _is_static(t: torch.Tensor) -> bool:
-    """A parameter or buffer (Dynamo marks the ones it lifts into graph inputs): long-lived, and
-    changed only in place, so a graph may read it where it lives."""
+    """A parameter or buffer (Dynamo marks the ones it lifts into graph inputs, and an optimizer's
+    state and gradients): long-lived, and changed only in place, so a graph may read it where it
+    lives."""
     return isinstance(t, torch.nn.Parameter) or hasattr(t, "_dynamo_static_input_type")
 
 
-class _Replay:
-    """One captured CUDA graph: static inputs read (and written) in place, the others through
-    buffers of its own, those the code writes copied back to the caller's tensors."""
+# The output storages of the live replays, by address: data_ptr -> (weak reference to the replay,
+# the storage's identity). The replay keeps them alive, so no other allocation can take their
+# addresses while it lives; a dying replay takes its entries out (_forget).
+_REPLAY_OUTPUTS: dict[int, tuple[weakref.ref, int]] = {}
 
-    def __init__(self, fn: "CudaFunction", inputs):
-        self.static = [_is_static(t) for t in inputs]
-        self.inputs = [t if static else t.clone() for t, static in zip(inputs, self.static)]
-        self.copies = _copy_groups(self.inputs, self.static)
+
+def _is_replay_output(t: torch.Tensor) -> bool:
+    """Whether t is an output of a live replay or a view of one (its storage is that output's).
+    Such a tensor sits at the address the replay writes every run, so a graph may read it there:
+    a backward reads its forward's saved activations so, as inductor's cudagraph trees do."""
+    storage = t.untyped_storage()
+    entry = _REPLAY_OUTPUTS.get(storage.data_ptr())
+    return entry is not None and entry[1] == storage._cdata and entry[0]() is not None
+
+
+def _register_outputs(replay: "_Replay") -> None:
+    # empty storages share address 0, and a copy of nothing costs nothing
+    storages = [s for s in (t.untyped_storage() for t in replay.outputs) if s.nbytes()]
+    addresses = tuple(s.data_ptr() for s in storages)
+    # _forget and the registry bound now: a replay may die at exit, after the module's globals
+    ref = weakref.ref(replay, functools.partial(_forget, addresses, _REPLAY_OUTPUTS))
+    for s in storages:
+        _REPLAY_OUTPUTS[s.data_ptr()] = ref, s._cdata
+
+
+def _forget(addresses, registry, ref: weakref.ref) -> None:
+    for address in addresses:
+        if registry.get(address, (None,))[0] is ref:  # not a later replay's output at that address
+            del registry[address]
+
+
+class _Replay:
+    """One captured CUDA graph. The inputs `in_place` (static ones, other replays' outputs) are
+    read (and written) where they live; the others go through buffers of its own, those the code
+    writes copied back to the caller's tensors. It keeps no reference to an input read in place:
+    the replay that output it would count that reference as a caller holding its output, and
+    capture anew instead of running. Its own outputs count as replay outputs while it lives."""
+
+    def __init__(self, fn: "CudaFunction", inputs, in_place: list[bool]):
+        own = [t if p else t.clone() for t, p in zip(inputs, in_place)]
+        self.copies = _copy_groups(own, in_place)
         # The written inputs that go through the replay's own buffers: copied back after a replay.
-        unwritten = [s or i not in fn.written for i, s in enumerate(self.static)]
-        self.write_backs = _copy_groups(self.inputs, unwritten)
+        unwritten = [p or i not in fn.written for i, p in enumerate(in_place)]
+        self.write_backs = _copy_groups(own, unwritten)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            self.outputs = fn(*self.inputs)
+            self.outputs = fn(*own)
         self.alone = _tensor_refs(self.outputs), _storage_uses(self.outputs)
-        self.key = _static_addresses(inputs, self.static)
+        _register_outputs(self)
 
     def held_outputs(self) -> list[int]:
         """The outputs the caller still holds: a tensor object or a view of its storage alive
@@ -213,16 +249,16 @@ class _Replay:
         return [t.clone() if i in kept else t for i, t in enumerate(self.outputs)]
 
 
-def _copy_groups(buffers, static) -> list[tuple[list[torch.Tensor], list[int]]]:
-    """The replay's own input buffers (those not `static`), grouped by dtype, each with the
+def _copy_groups(buffers, in_place) -> list[tuple[list[torch.Tensor], list[int]]]:
+    """The replay's own input buffers (those not read `in_place`), grouped by dtype, each with the
     positions of the inputs copied into it (or, for written inputs, back from it). A training
     graph has hundreds of such inputs (activations saved for the backward, gradients into the
     optimizer): one copy_ each costs ~10 us of host time (245 per GPT-2 step on an H100, 2.3 ms);
     torch's multi-tensor copy does a dtype's group in a few launches. It takes one dtype per
     call, so floating groups go through it; others (indices, masks: few) go one by one."""
     groups: dict[torch.dtype, tuple[list, list]] = {}
-    for i, (t, s) in enumerate(zip(buffers, static)):
-        if not s:
+    for i, (t, p) in enumerate(zip(buffers, in_place)):
+        if not p:
             mine, positions = groups.setdefault(t.dtype, ([], []))
             mine.append(t)
             positions.append(i)
@@ -237,8 +273,10 @@ def _copy_into(destinations: list[torch.Tensor], sources: list[torch.Tensor]) ->
             mine.copy_(t)
 
 
-def _static_addresses(inputs, static) -> tuple:
-    return tuple(t.data_ptr() if s else None for t, s in zip(inputs, static))
+def _addresses(inputs, in_place) -> tuple:
+    """Where the inputs read in place live, and their strides: a graph reads them with those it
+    was captured with (a strided one through a contiguous copy it made then)."""
+    return tuple((t.data_ptr(), t.stride()) if p else None for t, p in zip(inputs, in_place))
 
 
 def _tensor_refs(outputs: list[torch.Tensor]) -> list[int]:
@@ -255,41 +293,65 @@ class GraphedFunction:
     """mode="reduce-overhead": the host schedule captured in CUDA graphs, replayed.
 
     A replay is captured per input signature (device, dtype, shape) and per address of the
-    static inputs (parameters, buffers), which it reads in place; other inputs are copied into
-    its own buffers. Outputs are the replay's own tensors, not clones: a replay is reused only
-    once the caller has dropped every output of its previous run (tensors and views). While
-    they are alive another replay is captured, up to MAX_REPLAYS per signature; past that the
-    schedule runs uncaptured, into new outputs.
+    inputs it reads in place; other inputs are copied into its own buffers. Read in place: static
+    inputs (parameters, buffers, an optimizer's state), and the outputs of live replays (tensors
+    or views of them): AOTAutograd's saved activations are the forward replay's outputs, at the
+    same addresses every step while that replay is reused, and copying them into the backward's
+    buffers would cost a training step as much memory traffic as they weigh. Outputs are the
+    replay's own tensors, not clones: a replay is reused only once the caller has dropped every
+    output of its previous run (tensors and views). While they are alive another replay is
+    captured, up to MAX_REPLAYS per signature and addresses; past that the schedule runs
+    uncaptured, into new outputs.
     Outputs found still held at a later call are ones callers keep (a training loop's list of
     losses, a .grad accumulated over steps): from then on they are returned as clones, one small
     copy each, so that the replay stays free for the next call. The rest (AOTAutograd's saved
     activations, released by the backward) are returned in place.
     Inputs the code writes (an optimizer step's parameters and state, host.written) are updated
-    once per call: a static one where it lives (its address is in the replay's key), another in
-    the replay's buffer, then copied into the caller's tensor.
+    once per call: one read in place where it lives (its address is in the replay's key), another
+    in the replay's buffer, then copied into the caller's tensor.
     Replays run on the caller's current stream.
     """
 
     MAX_REPLAYS = 4
+    # Per signature and static addresses, how many sets of replay outputs' addresses get replays
+    # reading them in place. A loop feeding a function its own output (x = f(x)) meets a new
+    # address at each call, each a new capture; past these it copies them into a replay's buffers,
+    # and the replays it has take turns.
+    MAX_OUTPUT_ADDRESSES = 4
 
     def __init__(self, fn: CudaFunction):
         self.fn = fn
         self.replays: dict[tuple, list[_Replay]] = {}
+        self.output_addresses: dict[tuple, int] = {}  # per key of static addresses: how many sets
         self.kept: set[int] = set()  # output positions callers keep (returned as clones)
         self.uncapturable = False
 
-    def _capture(self, inputs) -> _Replay:
+    def _capture(self, inputs, in_place) -> _Replay:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm up: module load, allocator pools
             # on copies of the inputs the code writes: the replay after the capture updates them
             self.fn(*[t.clone() if i in self.fn.written else t for i, t in enumerate(inputs)])
         torch.cuda.current_stream().wait_stream(side)
-        return _Replay(self.fn, inputs)
+        return _Replay(self.fn, inputs, in_place)
+
+    def _replays_for(self, inputs) -> tuple[list[bool], list[_Replay]]:
+        """The inputs to read in place, and the replays captured for their addresses."""
+        signature = _key(inputs)
+        static = [_is_static(t) for t in inputs]
+        in_place = [s or _is_replay_output(t) for s, t in zip(static, inputs)]
+        if in_place != static:
+            key = (signature, _addresses(inputs, in_place))
+            if key in self.replays:
+                return in_place, self.replays[key]
+        by_static = (signature, _addresses(inputs, static))
+        if in_place != static and self.output_addresses.get(by_static, 0) < self.MAX_OUTPUT_ADDRESSES:
+            self.output_addresses[by_static] = self.output_addresses.get(by_static, 0) + 1
+            return in_place, self.replays.setdefault(key, [])
+        return static, self.replays.setdefault(by_static, [])
 
     def __call__(self, *inputs):
-        static = [_is_static(t) for t in inputs]
-        replays = self.replays.setdefault((_key(inputs), _static_addresses(inputs, static)), [])
+        in_place, replays = self._replays_for(inputs)
         for replay in replays:
             held = replay.held_outputs()
             if not held:
@@ -297,7 +359,7 @@ class GraphedFunction:
             self.kept.update(held)
         if len(replays) < self.MAX_REPLAYS and not self.uncapturable:
             try:
-                replays.append(self._capture(inputs))
+                replays.append(self._capture(inputs, in_place))
             except Exception as e:  # a step that cannot be captured (one that syncs): run uncaptured from now on
                 log.warning("dynamo-mlir cuda: %s: not replayed as a CUDA graph: %s",
                             self.fn.signature.name, str(e).splitlines()[0])
