@@ -77,8 +77,9 @@ def _tensor_digest(t: torch.Tensor) -> str:
 
 def graph_text(gm: fx.GraphModule, example_inputs) -> str | None:
     """What decides the graph's compile, as text; None for a graph this level does not take."""
-    if torch._C._is_any_autocast_enabled() or next(gm.parameters(), None) is not None \
-            or next(gm.buffers(), None) is not None:
+    # Parameters held by the graph (no Dynamo graph of an inlined module has any) would be
+    # hashed on every compile; tensor constants (get_attr, held as buffers) are.
+    if torch._C._is_any_autocast_enabled() or next(gm.parameters(), None) is not None:
         return None
     specs = [_input_spec(x) for x in example_inputs]
     if any(s is None for s in specs):

@@ -306,3 +306,39 @@ def test_a_load_failure_on_a_hit_keeps_or_drops_the_entry_by_its_kind(tmp_path, 
         counts = _compile_mlp(options)
     assert counts["bad_entries"] == 1 and counts["hits"] == 0 and "is unusable" in caplog.text
     assert len(calls) == 2 and entry.exists()  # rewritten by the fresh compile
+
+
+def test_graph_text_refuses_what_its_code_does_not_pin_down():
+    """The graph level keys on the graph's code: a graph whose code reads as the same for other
+    behaviour (a submodule's settings, a parameter's values, a function from outside torch) has
+    no key; a tensor constant's bytes are part of it."""
+    from dynamo_mlir.frontend.graph_cache import graph_text
+
+    x = torch.randn(2, 4)
+    leaky = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.LeakyReLU(0.2)))
+    assert graph_text(leaky, [x]) is None  # call_module: the slope is not in the code
+    assert graph_text(torch.fx.symbolic_trace(torch.nn.Linear(4, 4)), [x]) is None  # parameters
+
+    def helper(t):
+        return t * 2
+
+    def calling(fn):
+        graph = torch.fx.Graph()
+        graph.output(graph.call_function(fn, (graph.placeholder("t"),)))
+        return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+    assert graph_text(calling(helper), [x]) is None  # a function of this test, not of torch
+    assert graph_text(calling(torch.relu), [x]) is not None
+
+    class WithConstant(torch.nn.Module):
+        def __init__(self, value):
+            super().__init__()
+            self.c = torch.full((4,), value)  # a plain attribute: get_attr, not a buffer
+
+        def forward(self, t):
+            return torch.relu(t + self.c)
+
+    one, two = (torch.fx.symbolic_trace(WithConstant(v)) for v in (1.0, 2.0))
+    assert graph_text(one, [x]) is not None and graph_text(one, [x]) != graph_text(two, [x])
+    assert graph_text(one, [x]) != graph_text(one, [x.t().contiguous().t()])  # strides are in it
+    assert graph_text(one, [torch.randn(2, 4, requires_grad=True)]) != graph_text(one, [x])
