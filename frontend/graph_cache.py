@@ -130,39 +130,48 @@ class GraphLookup:
         return cls(cache.cache_for(options), cache.graph_key(text, target, bound), target, bound, t0)
 
     def load(self):
-        """The graph's callable (unboxed, as inference_path.InferencePath hands it to Dynamo)
-        and its report, already registered; None on a miss."""
-        entry, self.where = self.cache.get(self.key)
-        if entry is None:
+        """The graph's callable (unboxed, as inference_path.InferencePath hands it to Dynamo),
+        its report registered; None on a miss."""
+        found = self._entry()
+        if found is None:
             return None
-        if not isinstance(entry.package, GraphEntry):
-            self.cache.discard(self.key, f"a graph entry holds a {type(entry.package).__name__}")
-            self.where = "bad"
-            return None
-        report = entry.package.report
-        (part,) = report.partitions
+        part = found.report.partitions[0]
         region, self.region_where = self.cache.get(part.recipe.key)
         if region is None:  # its code is gone (cleared, damaged): trace and compile again
             self.where = "miss"
             return None
-        name = new_graph_name(report.kind)
-        t0 = time.perf_counter()
-        try:
-            fn = part.recipe.load(region.package, self.target,
-                                  config.replace(self.options, graph_name=f"{name}_{part.name}"))
-        except CompileError:  # the machine's answer (no device): the full compile meets it and says why
-            self.where = "miss"
+        name, t0 = new_graph_name(found.report.kind), time.perf_counter()
+        fn = self._load_region(part, region.package, f"{name}_{part.name}")
+        if fn is None:
             return None
-        except Exception as e:  # noqa: BLE001  the region's entry is unusable, as build_region judges it
+        stage_seconds = {"graph_key": t0 - self.t0, "load": time.perf_counter() - t0}
+        part = replace(part, stage_seconds=stage_seconds, pass_seconds={}, cache=self.region_where)
+        REGISTRY.add(replace(found.report, name=name, partitions=[part], graph_cache=self.where,
+                             compile_seconds=time.perf_counter() - self.t0))
+        return found.direct.bind(fn)
+
+    def _entry(self) -> GraphEntry | None:
+        entry, self.where = self.cache.get(self.key)
+        if entry is None:
+            return None
+        if not isinstance(entry.package, GraphEntry) or len(entry.package.report.partitions) != 1:
+            self.cache.discard(self.key, f"a graph entry holds a {type(entry.package).__name__}")
+            self.where = "bad"
+            return None
+        return entry.package
+
+    def _load_region(self, part, artifact, name: str):
+        """The region's callable, or None: a CompileError (no device) is left for the full compile
+        to meet and report; any other failure makes the region's entry unusable, as build_region
+        judges it."""
+        try:
+            return part.recipe.load(artifact, self.target, config.replace(self.options, graph_name=name))
+        except CompileError:
+            self.where = "miss"
+        except Exception as e:  # noqa: BLE001
             self.cache.discard(part.recipe.key, f"loading it failed: {type(e).__name__}: {e}")
             self.where, self.region_where = "miss", "bad"
-            return None
-        load_seconds = time.perf_counter() - t0
-        stage_seconds = {"graph_key": t0 - self.t0, "load": load_seconds}
-        part = replace(part, stage_seconds=stage_seconds, pass_seconds={}, cache=self.region_where)
-        REGISTRY.add(replace(report, name=name, partitions=[part], graph_cache=self.where,
-                             compile_seconds=time.perf_counter() - self.t0))
-        return entry.package.direct.bind(fn)
+        return None
 
     def store(self, report: GraphReport, direct: DirectRecipe) -> None:
         """After a miss: the graph's entry, if it compiled to one region with a recipe."""

@@ -156,6 +156,7 @@ def test_the_graph_level_skips_the_trace_and_misses_on_what_changes_it(tmp_path,
     assert first["graph_misses"] == 1 and first["misses"] == 1
     again, stages = _infer_mlp(options, x)
     assert again["graph_hits"] == again["memory_hits"] == 1 and stages == NOTHING_TRACED
+    assert "from the graph cache (memory): AOTAutograd, partitioning and import skipped" in dynamo_mlir.explain()
     cache.cache_for(cache_options(tmp_path)).forget_memory()
     assert _infer_mlp(options, x) == ({**again, "memory_hits": 0, "disk_hits": 1}, NOTHING_TRACED)
     # Inputs of another shape or layout, or an option that changes code: another graph entry
