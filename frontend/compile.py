@@ -21,6 +21,7 @@ from ..codegen.signature import Signature
 from ..codegen.target import Target, get_target, library_nodes, target_for_device
 from .importer import import_graph
 from .input_mutations import add_write_back, in_place_writes, take_input_writes
+from .input_views import is_input_view, split_output_views, unpermute_inputs
 from .partition import partition
 from .region_sizes import is_host_size_node, route_sizes
 from .registry import Unsupported
@@ -179,6 +180,11 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     mixed = len(graph_devices(gm, example_inputs)) > 1
     graph = rebase_as_strided(seed_random_ops(gm))
     writes = take_input_writes(graph)
+    written = frozenset(dest for dest, _ in writes)
+    if kind == "forward":  # views of inputs it saves for the backward (input_views.py)
+        split_output_views(graph, written, trailing=len(writes))
+    elif kind == "backward":  # the saved views, permuted inputs
+        unpermute_inputs(graph, written)
     fused, oracle = partition(graph, target, target.device_type if mixed else None)
     in_place = "written_inputs" in target.capabilities
     done = set()  # writes a region does itself (in_place_writes)
@@ -193,7 +199,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
             done |= {w for w, kj in mine.items() if kj in taken}
     for node in fused.graph.nodes:
         if node.op == "call_function" and not is_plumbing(node) and not is_host_size_node(node) \
-                and not is_seed_node(node):
+                and not is_seed_node(node) and not is_input_view(node):
             verdict = oracle.verdicts.get(node.name)
             report.fallbacks.append((op_name(node.target), verdict.reason if verdict else "not considered"))
     for p in report.partitions:

@@ -20,6 +20,7 @@ from ..dialects import is_ours, new_context
 from ..lowering import registry as lowering_registry
 from . import dtypes
 from .aten import elementwise
+from .input_views import is_input_view
 from .importer import ImportContext, import_node, is_size_node, is_symbolic, is_tensor_node, static_shape
 from . import registry as import_registry
 from .registry import Unsupported
@@ -147,7 +148,7 @@ class SupportOracle(OperatorSupportBase):
         self._context = new_context()
 
     def is_node_supported(self, submodules, node: fx.Node) -> bool:
-        if node.op != "call_function":
+        if node.op != "call_function" or is_input_view(node):  # input_views.py: a view kept eager
             return False
         if node.name not in self.verdicts:
             self.verdicts[node.name] = self._remembered(node)
