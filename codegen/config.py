@@ -54,7 +54,9 @@ class Options(OptionSet):
                                affects_code=False)  # how the loaded code is called, not what is generated
     cache: bool = option(True, "Keep compiled regions in the compile cache (in memory, and on disk under cache_dir) "
                                "and load them from it instead of compiling again (codegen/cache.py; "
-                               "`dynamo-mlir cache`); off: every region compiles.", affects_code=False)
+                               "`dynamo-mlir cache`), and find an inference graph compiled to one region "
+                               "before it is traced (frontend/graph_cache.py); off: every graph is traced "
+                               "and every region compiles.", affects_code=False)
     cache_dir: str | None = option(None, "The compile cache's folder; default: $XDG_CACHE_HOME/dynamo-mlir "
                                          "(~/.cache/dynamo-mlir).", affects_code=False)
     # Not options: explicit target-option keys waiting for the target, then that target's

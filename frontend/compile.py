@@ -19,7 +19,7 @@ from ..codegen.config import Options
 from ..codegen.passes import CompileError
 from ..codegen.signature import Signature
 from ..codegen.target import Target, get_target, library_nodes, target_for_device
-from .importer import import_graph
+from .importer import import_graph, plan_is_identity
 from .input_mutations import add_write_back, in_place_writes, take_input_writes
 from .input_views import is_input_view, split_output_views, unpermute_inputs
 from .partition import partition
@@ -46,8 +46,7 @@ class RegionRecipe:
     def load(self, artifact, target: Target, options: Options):
         """The region's callable from its cached artifact (build_region's last step)."""
         fn = target.load(artifact, self.signature, options)
-        identity = all(p == ("result", i) for i, p in enumerate(self.output_plan))
-        return fn if identity else _planned(fn, self.output_plan)
+        return fn if plan_is_identity(self.output_plan) else _planned(fn, self.output_plan)
 
 
 @dataclass(frozen=True)

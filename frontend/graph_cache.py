@@ -131,7 +131,18 @@ class GraphLookup:
 
     def load(self):
         """The graph's callable (unboxed, as inference_path.InferencePath hands it to Dynamo),
-        its report registered; None on a miss."""
+        its report registered; None on a miss. A failure of the lookup itself is a miss, said
+        once (strict=True raises it): the graph is then traced and compiled as without a cache."""
+        try:
+            return self._load()
+        except Exception as e:  # noqa: BLE001
+            if self.options.strict:
+                raise
+            log.warning("dynamo-mlir: graph cache lookup failed (%s: %s); tracing the graph", type(e).__name__, e)
+            self.where = "miss"
+            return None
+
+    def _load(self):
         found = self._entry()
         if found is None:
             return None
@@ -155,7 +166,7 @@ class GraphLookup:
         if entry is None:
             return None
         if not isinstance(entry.package, GraphEntry) or len(entry.package.report.partitions) != 1:
-            self.cache.discard(self.key, f"a graph entry holds a {type(entry.package).__name__}")
+            self.cache.discard(self.key, "not a one-region graph entry")
             self.where = "bad"
             return None
         return entry.package

@@ -310,7 +310,12 @@ class ImportedGraph:
 
     @property
     def plan_is_identity(self) -> bool:
-        return all(p == ("result", i) for i, p in enumerate(self.output_plan))
+        return plan_is_identity(self.output_plan)
+
+
+def plan_is_identity(plan) -> bool:
+    """Whether an output plan returns the function's results as they come."""
+    return all(p == ("result", i) for i, p in enumerate(plan))
 
 
 def tensor_spec(val: torch.Tensor) -> TensorSpec:

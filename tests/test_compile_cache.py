@@ -343,3 +343,20 @@ def test_graph_text_refuses_what_its_code_does_not_pin_down():
     assert graph_text(one, [x]) is not None and graph_text(one, [x]) != graph_text(two, [x])
     assert graph_text(one, [x]) != graph_text(one, [x.t().contiguous().t()])  # strides are in it
     assert graph_text(one, [torch.randn(2, 4, requires_grad=True)]) != graph_text(one, [x])
+
+
+def test_a_failing_graph_lookup_traces_the_graph(tmp_path, monkeypatch, caplog):
+    """A bug or surprise in the graph level costs a trace, never the compile."""
+    from dynamo_mlir.frontend.graph_cache import GraphLookup
+
+    options, x = {"cache_dir": str(tmp_path)}, torch.randn(4, 16)
+    _infer_mlp(options, x)
+
+    def broken(self):
+        raise RuntimeError("unexpected entry")
+
+    monkeypatch.setattr(GraphLookup, "_load", broken)
+    with caplog.at_level(logging.WARNING, logger="dynamo_mlir"):
+        counts, stages = _infer_mlp(options, x)  # compiled and right (asserted inside)
+    assert counts["graph_hits"] == 0 and counts["hits"] == 1 and stages == sorted(NO_STAGE_RAN)
+    assert "graph cache lookup failed (RuntimeError: unexpected entry)" in caplog.text
