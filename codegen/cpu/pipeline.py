@@ -11,8 +11,8 @@ from ..half_bits import bf16_as_bits
 from ..memref_copies import copies_to_linalg
 from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import (channels_last, fastmath, lane_vectors, library, library_conv, library_epilogue, memory_plan,
-               parallel, shared_broadcasts)
+from . import (channels_last, fastmath, flat_elementwise, lane_vectors, library, library_conv, library_epilogue,
+               memory_plan, parallel, shared_broadcasts)
 
 _library = lambda o: o.target_options.library_matmul  # noqa: E731
 _fusing = lambda o: o.fuse_elementwise  # noqa: E731
@@ -25,6 +25,15 @@ def _pass(name, run, doc, **contract) -> Pass:
 def _vectorize_lanes(module, options):
     if lane_vectors.vectorize_lane_loops(module):  # rewrote loops: fold what it left
         return run_pipeline(module, "canonicalize, cse", "cpu-lane-vectors", options)
+    return module
+
+
+def _collapse_narrow_elementwise(module, options):
+    # Two ops on one buffer each get a view of it: CSE makes them one value, else a parallel group
+    # holding both passes LLVM two pointers it cannot prove equal, and the runtime alias check of
+    # the vectorized loop fails on every call (they are equal): scalar code.
+    if flat_elementwise.collapse_narrow_elementwise(module):
+        return run_pipeline(module, "cse", "cpu-collapse-narrow-elementwise", options)
     return module
 
 
@@ -83,6 +92,9 @@ LOOPS = (
     _pass("call-blas", lambda m, o: library.call_blas(m),
           "Named matmuls BLAS can take -> sgemm_/dgemm_ calls.",
           options=("library_matmul",), enabled=_library, requires=("cpu-unshare-zero-fills", "cpu-bufferize")),
+    _pass("collapse-narrow-elementwise", _collapse_narrow_elementwise,
+          "Elementwise ops on contiguous buffers whose innermost dim is too narrow to vectorize (a 3x3 "
+          "kernel's weights) over rows x one flat dim (memref.collapse_shape views).", requires=("cpu-bufferize",)),
     _pass("parallel-loops", _parallel_loops,
           "Large loop nests outlined into torch_parallel_for calls, the rest as scf loops.",
           options=("parallel",), enabled=lambda o: o.target_options.parallel, produces=(NOALIAS,),

@@ -15,6 +15,7 @@
 // RUN: dynamo-mlir pass cpu-bf16-as-bits %s | check --prefix BITS
 // RUN: dynamo-mlir pass cpu-contractions-in-float32 %s | check --prefix WIDEN
 // RUN: dynamo-mlir pass cpu-expand-conv-grads %s | check --prefix GRADS
+// RUN: dynamo-mlir pass cpu-collapse-narrow-elementwise %s | check --prefix NARROW
 
 // Named passes of the cpu target run alone (`dynamo-mlir passes` lists them). Two gemms share
 // one zero fill after CSE: cpu-unshare-zero-fills gives each its own fill right before it, what
@@ -273,4 +274,65 @@ func.func @main(%p: tensor<8xf32> {bufferization.writable = false}, %g: tensor<8
     linalg.yield %t : f32
   } -> tensor<8xf32>
   return %sq, %new : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// cpu-collapse-narrow-elementwise: SGD's momentum update of a 3x3 convolution's weight (an
+// innermost loop of 3) runs over rows x one flat dim of 4608, through one view per buffer
+// (the buffer read and written is one view, one pointer); the scalar operand keeps its map.
+// NARROW: %[[B:.*]] = memref.collapse_shape %arg0 {{\[}}[0], [1, 2, 3]] : memref<512x512x3x3xf32> into memref<512x4608xf32>
+// NARROW-NEXT: %[[G:.*]] = memref.collapse_shape %arg1 {{\[}}[0], [1, 2, 3]] : memref<512x512x3x3xf32> into memref<512x4608xf32>
+// NARROW-NEXT: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%[[B]], %arg2, %[[G]] : memref<512x4608xf32>, memref<f32>, memref<512x4608xf32>) outs(%[[B]] : memref<512x4608xf32>)
+// NARROW: arith.mulf
+// NARROW-NEXT: arith.addf
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#scalar4 = affine_map<(d0, d1, d2, d3) -> ()>
+func.func @main(%buf: memref<512x512x3x3xf32>, %grad: memref<512x512x3x3xf32>, %m: memref<f32>) {
+  linalg.generic {indexing_maps = [#id4, #scalar4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%buf, %m, %grad : memref<512x512x3x3xf32>, memref<f32>, memref<512x512x3x3xf32>) outs(%buf : memref<512x512x3x3xf32>) {
+  ^bb0(%b: f32, %s: f32, %g: f32, %o: f32):
+    %0 = arith.mulf %b, %s : f32
+    %1 = arith.addf %0, %g : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// Left as they are: an innermost dim wide enough to vectorize, a strided buffer (not one
+// contiguous range per row), a broadcast operand (its map is no identity), a body reading
+// linalg.index.
+// NARROW-LABEL: func.func @main
+// NARROW-NOT: memref.collapse_shape
+// NARROW: return
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0)>
+func.func @main(%wide: memref<4x4x32xf32>, %s: memref<4x4x3xf32, strided<[24, 6, 1]>>, %out: memref<4x4x3xf32>,
+                %bias: memref<4xf32>) {
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%wide : memref<4x4x32xf32>) outs(%wide : memref<4x4x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %0 = arith.negf %a : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : memref<4x4x3xf32, strided<[24, 6, 1]>>) outs(%out : memref<4x4x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%bias : memref<4xf32>) outs(%out : memref<4x4x3xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }
+  linalg.generic {indexing_maps = [#id3], iterator_types = ["parallel", "parallel", "parallel"]} outs(%out : memref<4x4x3xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 2 : index
+    %c = arith.index_cast %i : index to i32
+    %f = arith.sitofp %c : i32 to f32
+    linalg.yield %f : f32
+  }
+  return
 }
