@@ -101,6 +101,8 @@ def _owners(key: str) -> list[str]:
 def _check_keys(keys, target) -> None:
     """Raise for keys that neither the core nor `target` declares (without a target: no option
     set at all), saying which target each belongs to, if any, and which options are accepted."""
+    if not keys:
+        return
     accepted = set(Options.names()) | set(target.options_class.names() if target else
                                           (n for cls in option_sets().values() for n in cls.names()))
     wrong = sorted(k for k in keys if k not in accepted)
@@ -121,6 +123,8 @@ def _warn_stray_env(names: tuple[str, ...]) -> None:
 
 
 def _check_env(environ: Mapping[str, str]) -> None:
+    if not any(k.startswith(ENV_PREFIX) for k in environ):
+        return  # nothing to check: the targets' option sets are not even loaded
     known = {env_var(n) for cls in option_sets().values() for n in cls.names()}
     stray = tuple(sorted(k for k in environ if k.startswith(ENV_PREFIX) and k not in known))
     if stray:

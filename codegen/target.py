@@ -4,6 +4,7 @@
 third-party package would, so new hardware is a new package, not an edit of the core.
 """
 
+import functools
 import importlib.metadata
 import logging
 from dataclasses import dataclass, field
@@ -105,7 +106,6 @@ def library_nodes(artifact: Any, target: Target | None = None) -> frozenset[str]
 
 
 _TARGETS: dict[str, Target] = {}
-_discovered = False
 
 
 class DuplicateTarget(ValueError):
@@ -127,26 +127,42 @@ def register_target(target: Target, override: bool = False) -> Target:
     return target
 
 
-def _discover() -> None:
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    # The core's own targets first: when a plugin serves the same device, the core stays the
-    # default unless it is unavailable (see target_for_device).
-    points = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
-                    key=lambda ep: not ep.value.startswith("dynamo_mlir."))
-    for ep in points:
-        if ep.name in _TARGETS:
-            continue
+@functools.cache
+def _entry_points() -> tuple:
+    """The installed targets' entry points, the core's own first: when a plugin serves the same
+    device, the core stays the default unless it is unavailable (see target_for_device)."""
+    return tuple(sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
+                        key=lambda ep: not ep.value.startswith("dynamo_mlir.")))
+
+
+def _load(ep) -> Target | None:
+    """Import and register one entry point's target, once (a broken plugin: a warning, None)."""
+    if ep.name not in _loaded:
+        _loaded[ep.name] = None
         try:
-            register_target(ep.load())
+            _loaded[ep.name] = register_target(ep.load())
         except Exception as e:  # a broken plugin must not take the others down
             log.warning("dynamo-mlir: target plugin %r failed to load: %s", ep.name, e)
+    return _loaded[ep.name]
+
+
+_loaded: dict[str, Target | None] = {}  # entry point name -> its target (None: it failed)
+
+
+def _discover() -> None:
+    """Load every installed target. Only what lists or checks all of them needs this: compiling
+    loads just the target it uses (importing a target imports its pipeline, a tenth of a second
+    of a warm start's first call each)."""
+    for ep in _entry_points():
+        _load(ep)
 
 
 def get_target(name: str) -> Target:
-    _discover()
+    for ep in _entry_points():
+        if name not in _TARGETS and ep.name == name:
+            _load(ep)
+    if name not in _TARGETS:
+        _discover()
     if name not in _TARGETS:
         raise KeyError(f"unknown target '{name}'; known targets: {sorted(_TARGETS)}")
     return _TARGETS[name]
@@ -167,10 +183,19 @@ def _device_names(device_type: str) -> set[str]:
 
 def target_for_device(device_type: str) -> Target:
     """The target chosen for tensors of `device_type`: among the targets serving it, the first
-    that can run here (core targets before plugins), else the first (its stages still run)."""
-    _discover()
+    that can run here, else the first (its stages still run). The order: installed targets (the
+    core's before plugins), then ones registered by hand. Installed targets load in that order
+    only until one serving the device can run here."""
     names = _device_names(device_type)
-    serving = [t for t in _TARGETS.values() if names & set(t.served_device_types())]
+    serves = lambda t: bool(names & set(t.served_device_types()))  # noqa: E731
+    # A core target is named for its device: tried first, the others are not imported at all.
+    for ep in sorted(_entry_points(), key=lambda ep: ep.name not in names):
+        target = _load(ep)
+        if target is not None and serves(target) and target.available():
+            return target
+    installed = [t for t in map(_load, _entry_points()) if t is not None]
+    ordered = installed + [t for t in _TARGETS.values() if t not in installed]
+    serving = [t for t in ordered if serves(t)]
     if not serving:
         known = ", ".join(f"{t.name} ({'/'.join(t.served_device_types()) or 'explicit only'})"
                           for t in _TARGETS.values())

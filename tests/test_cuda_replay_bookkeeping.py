@@ -108,6 +108,14 @@ def fake_capture(monkeypatch):
     monkeypatch.setattr(torch.cuda, "stream", lambda stream: contextlib.nullcontext())
 
 
+def _graphed(kernels) -> GraphedFunction:
+    """A GraphedFunction past its first call, which runs uncaptured (tested on its own below):
+    from here each call replays or captures."""
+    f = GraphedFunction(kernels)
+    f.called = True
+    return f
+
+
 def _captured(fn: GraphedFunction) -> list[_Replay]:
     return [r for replays in fn.replays.values() for r in replays]
 
@@ -117,8 +125,19 @@ def _copied(replay: _Replay) -> list[int]:
     return sorted(i for _, positions in replay.copies for i in positions)
 
 
+def test_the_first_call_runs_uncaptured_and_the_second_captures(fake_capture):
+    f = GraphedFunction(_Kernels())
+    x = torch.randn(8)
+    (y,) = f(x)
+    torch.testing.assert_close(y, 2 * x + 1)
+    assert _captured(f) == [] and not _is_replay_output(y)
+    (z,) = f(x)
+    torch.testing.assert_close(z, 2 * x + 1)
+    assert len(_captured(f)) == 1 and _is_replay_output(z)
+
+
 def test_a_replay_reads_another_replays_outputs_in_place_and_keeps_none_of_them(fake_capture):
-    forward, backward = GraphedFunction(_Kernels()), GraphedFunction(_Kernels())
+    forward, backward = _graphed(_Kernels()), _graphed(_Kernels())
     for step in range(3):
         x = torch.randn(8)
         (y,) = forward(x)
@@ -132,7 +151,7 @@ def test_a_replay_reads_another_replays_outputs_in_place_and_keeps_none_of_them(
 
 
 def test_views_are_read_in_place_at_their_own_address_and_strides(fake_capture):
-    forward, backward = GraphedFunction(_Kernels()), GraphedFunction(_Kernels())
+    forward, backward = _graphed(_Kernels()), _graphed(_Kernels())
     x = torch.randn(8)
     (y,) = forward(x)
     (z,) = backward(y[2:])  # a view at an offset
@@ -144,7 +163,7 @@ def test_views_are_read_in_place_at_their_own_address_and_strides(fake_capture):
 
 
 def test_a_clone_of_a_replay_output_and_the_same_memory_under_another_storage_are_copied(fake_capture):
-    forward, backward = GraphedFunction(_Kernels()), GraphedFunction(_Kernels())
+    forward, backward = _graphed(_Kernels()), _graphed(_Kernels())
     (y,) = forward(torch.randn(8))
     alias = torch.from_numpy(y.numpy())  # the output's memory, not its storage
     assert not _is_replay_output(y.clone()) and not _is_replay_output(alias)
@@ -154,7 +173,7 @@ def test_a_clone_of_a_replay_output_and_the_same_memory_under_another_storage_ar
 
 
 def test_a_dead_replays_outputs_are_ordinary_tensors(fake_capture):
-    forward = GraphedFunction(_Kernels())
+    forward = _graphed(_Kernels())
     (y,) = forward(torch.randn(8))
     address = y.untyped_storage().data_ptr()
     assert address in runtime._REPLAY_OUTPUTS
@@ -167,7 +186,7 @@ def test_each_consumer_reads_its_own_producers_outputs(fake_capture):
     """Two forwards before their backwards: the first's outputs are still held at the second,
     which then runs another replay into other buffers (and learns to return that output as a
     clone); each backward reads its own forward's output."""
-    forward, backward = GraphedFunction(_Kernels()), GraphedFunction(_Kernels())
+    forward, backward = _graphed(_Kernels()), _graphed(_Kernels())
     for step in range(3):
         x1, x2 = torch.randn(8), torch.randn(8)
         (y1,), (y2,) = forward(x1), forward(x2)
@@ -179,7 +198,7 @@ def test_each_consumer_reads_its_own_producers_outputs(fake_capture):
 
 
 def test_a_written_input_is_written_in_place_when_a_replay_output_else_copied_back(fake_capture):
-    forward, update = GraphedFunction(_Kernels()), GraphedFunction(_Kernels(written={0}))
+    forward, update = _graphed(_Kernels()), _graphed(_Kernels(written={0}))
     for step in range(2):
         (y,) = forward(torch.randn(8))
         before = y.clone()
@@ -198,7 +217,7 @@ def test_a_written_input_is_written_in_place_when_a_replay_output_else_copied_ba
 def test_a_function_fed_its_own_outputs_captures_a_bounded_number_of_replays(fake_capture):
     """x = f(x): each replay's output is a new address; past MAX_OUTPUT_ADDRESSES of them the
     outputs are copied in, and the replays take turns."""
-    f = GraphedFunction(_Kernels())
+    f = _graphed(_Kernels())
     x = torch.randn(8)
     for step in range(4 * GraphedFunction.MAX_OUTPUT_ADDRESSES):
         want = 2 * x + 1
@@ -218,15 +237,15 @@ class _Uncapturable(_Kernels):
 
 
 def _one_replay() -> GraphedFunction:
-    f = GraphedFunction(_Kernels())
+    f = _graphed(_Kernels())
     f.MAX_REPLAYS = 1  # its outputs held, it has no room for another
     return f
 
 
-@pytest.mark.parametrize("make", [lambda: GraphedFunction(_Uncapturable()), _one_replay],
+@pytest.mark.parametrize("make", [lambda: _graphed(_Uncapturable()), _one_replay],
                          ids=["capture_fails", "max_replays"])
 def test_a_replay_output_into_an_uncaptured_call(fake_capture, make):
-    forward, backward = GraphedFunction(_Kernels()), make()
+    forward, backward = _graphed(_Kernels()), make()
     for step in range(3):
         x = torch.randn(8)
         (y,) = forward(x)
