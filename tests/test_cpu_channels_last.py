@@ -185,7 +185,22 @@ def test_convolutions_then_flatten_and_linear(tmp_path, on):
 
 @ON_OFF
 def test_a_convolution_result_that_is_also_a_graph_output(tmp_path, on):
-    """conv1's result is returned and feeds conv2: it is transposed once, for the output."""
+    """conv1's result is returned and feeds conv2: it is transposed once, for the output. (conv2's
+    result is reduced over H and W, which keeps it as is: the one NHWC value returned is conv1's.)"""
+    def f(x, w1, w2):
+        y = F.conv2d(x, w1, padding=1)
+        return y, F.conv2d(torch.relu(y), w2, padding=1).sum((2, 3))
+
+    torch.manual_seed(0)
+    args = torch.randn(2, 3, 10, 10), torch.randn(8, 3, 3, 3), torch.randn(5, 8, 3, 3)
+    _, layout = _run(f, *args, on=on, tmp_path=tmp_path, library=_convs(2))
+    _check_layout(layout, on, [(2, 8, 10, 10), (2, 5, 10, 10)], transposes=2)
+
+
+@pytest.mark.parametrize("on", [True, False], ids=["nhwc", "nchw"])
+def test_a_function_returning_several_nhwc_values_stays_nchw(tmp_path, on):
+    """Two chained convolutions' results both returned: each would go back through a transpose
+    (what a training graph's forward does with its activations), so the function stays NCHW."""
     def f(x, w1, w2):
         y = F.conv2d(x, w1, padding=1)
         return y, F.conv2d(torch.relu(y), w2, padding=1)
@@ -193,7 +208,7 @@ def test_a_convolution_result_that_is_also_a_graph_output(tmp_path, on):
     torch.manual_seed(0)
     args = torch.randn(2, 3, 10, 10), torch.randn(8, 3, 3, 3), torch.randn(5, 8, 3, 3)
     _, layout = _run(f, *args, on=on, tmp_path=tmp_path, library=_convs(2))
-    _check_layout(layout, on, [(2, 8, 10, 10), (2, 5, 10, 10)], transposes=3)
+    _check_layout(layout, False, [(2, 8, 10, 10), (2, 5, 10, 10)], transposes=0)
 
 
 @ON_OFF
@@ -221,8 +236,9 @@ def test_lone_convolution_stays_nchw(tmp_path, on):
 
 @ON_OFF
 def test_training_step_gradients(tmp_path, on):
-    """Forward and backward of the CNN in training mode (batch statistics: per-channel sums over
-    N, H, W, reduced in NHWC) against eager's gradients; the forward's convolutions NHWC."""
+    """Forward and backward of the CNN in training mode against eager's gradients and running
+    statistics. The forward returns its activations for the backward, so it stays NCHW (see
+    test_a_function_returning_several_nhwc_values_stays_nchw)."""
     torch.manual_seed(0)
     model, x = cnn(stages=2, image=8).train(), torch.randn(2, 3, 8, 8)
     ref = copy.deepcopy(model)
@@ -239,8 +255,24 @@ def test_training_step_gradients(tmp_path, on):
     for (name, b), (_, r) in zip(model.named_buffers(), ref.named_buffers()):
         torch.testing.assert_close(b, r, rtol=1e-4, atol=1e-5, msg=name)  # running statistics
     shapes, _, text = _layout(tmp_path, graph="forward")
-    assert shapes == ([(2, 8, 8, 16), (2, 4, 4, 32)] if on else [(2, 16, 8, 8), (2, 32, 4, 4)])
-    assert text.count(NHWC_POOL) == (2 if on else 0)
+    assert shapes == [(2, 16, 8, 8), (2, 32, 4, 4)] and text.count(NHWC_POOL) == 0
+
+
+@ON_OFF
+def test_batch_statistics_in_nhwc(tmp_path, on):
+    """Training-mode batch norm in an inference graph (no gradients): its per-channel sums over
+    N, H, W reduced in NHWC, the running statistics left as eager leaves them."""
+    torch.manual_seed(0)
+    model, x = cnn(stages=2, image=8).train(), torch.randn(2, 3, 8, 8)
+    ref = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="mlir", options={"channels_last": on, "dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), ref(x), rtol=1e-4, atol=1e-5)
+    assert_all_compiled(library={**_convs(2), "aten.mm.default": 1})
+    for (name, b), (_, r) in zip(model.named_buffers(), ref.named_buffers()):
+        torch.testing.assert_close(b, r, rtol=1e-4, atol=1e-5, msg=name)
+    _check_layout(_layout(tmp_path), on, [(2, 16, 8, 8), (2, 32, 4, 4)], transposes=2)
+    assert _layout(tmp_path)[2].count(NHWC_POOL) == (2 if on else 0)
 
 
 # ----------------------------------------------------------------------------- the layout attribute

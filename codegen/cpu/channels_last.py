@@ -290,6 +290,21 @@ def _erase_orphans(block: ir.Block) -> None:
             op.erase()
 
 
+# A function returning more NHWC values than this stays NCHW: each would go back through a
+# transpose, and a training graph's forward returns its activations for the backward (ResNet-50's
+# SGD step at batch 2, `bench_models.py --scale --only train_resnet50_b2_sgd`, 2026-11-27:
+# 263.6 ms channels-last, 237.5 ms NCHW, eager 233.5; its backward's convolution gradients are
+# NCHW calls either way). An inference graph returns its logits, or a last feature map.
+MAX_RETURNED = 1
+
+
+def _returned(ops: list, chosen: set[int]) -> int:
+    """How many 4-d values computed by the ops at `chosen` positions the function returns (each
+    transposed back; a reduction's result, whose kept dims stay in order, needs none)."""
+    computed = {r for k in chosen for r in ops[k].results if _type(r).rank == 4}
+    return sum(v in computed for v in ops[-1].operands) if ops and ops[-1].name == "func.return" else 0
+
+
 def keep_channels_last(module: ir.Module, options) -> None:
     """Before call_library_convs (cpu option channels_last, with library_matmul): chained
     convolutions and the ops between them in NHWC (see the module docstring)."""
@@ -301,7 +316,7 @@ def keep_channels_last(module: ir.Module, options) -> None:
         block = fn.regions[0].blocks[0]
         ops = [op.opview for op in block.operations]
         convs, moved = choose(ops)
-        if not convs:
+        if not convs or _returned(ops, convs | moved) > MAX_RETURNED:
             continue
         twins, chosen = _Twins(), convs | moved
         for k, op in enumerate(ops):
