@@ -220,15 +220,15 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     Dynamo's guards hold the graph's inputs to the dtypes and static shapes compiled for
     (`guarded_inputs`: a forward or inference graph), CompiledRegion's check of the promised
     metadata. A backward graph's inputs include tensors saved by eager ops, whose metadata may
-    lie (see CompiledRegion): it keeps the check. None otherwise."""
+    lie (see CompiledRegion): it keeps the check. A region computing into its inputs (an
+    optimizer step) qualifies when every input comes contiguous: it then writes the caller's
+    tensors themselves. None otherwise."""
     nodes = list(fused.graph.nodes)
     inputs = [n for n in nodes if n.op == "placeholder"]
     calls = [n for n in nodes if n.op not in ("placeholder", "output")]
     head = calls[0] if calls else None
     region = getattr(fused, head.target, None) if head is not None and head.op == "call_module" else None
     if not isinstance(region, CompiledRegion) or head.kwargs or not all(a in inputs for a in head.args):
-        return None
-    if region.written_inputs:  # CompiledRegion.forward writes back what went to a contiguous copy
         return None
     order = [inputs.index(a) for a in head.args]
     if order == list(range(len(inputs))):
@@ -253,6 +253,10 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     # would only add a torch call per input per call (benchmarks/dynamo_floor.py: a torch call
     # inside the compiled frame costs 2-3x what it costs outside).
     copies = not all(_static_contiguous(n) for n in inputs)
+    if copies and region.written_inputs:  # CompiledRegion.forward writes back what went to a contiguous copy
+        return None
+    # (An input the code computes into comes contiguous, so the code wrote the caller's tensor,
+    # and the output plan returns that tensor for its output: nothing is left to write back.)
     recipe = DirectRecipe(None if order is None else tuple(order), tuple(picks), every_output, copies)
     return recipe.bind(region.fn)
 
