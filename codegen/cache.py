@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.util
 import importlib.metadata
 import json
 import logging
@@ -89,7 +90,8 @@ def software() -> dict[str, str]:
     sources (a development checkout changes without a version bump)."""
     import torch
 
-    folders = [importlib.import_module(f"dynamo_mlir.{p}").__path__[0] for p in _OUR_PACKAGES]
+    # Found, not imported: importing the cuda target here would cost a CPU compile its import.
+    folders = [importlib.util.find_spec(f"dynamo_mlir.{p}").submodule_search_locations[0] for p in _OUR_PACKAGES]
     return {"python": "%d.%d" % sys.version_info[:2], "torch": torch.__version__,
             "torch-mlir": _version_of("torch-mlir", "torch_mlir"), "llvmlite": _version_of("llvmlite", "llvmlite"),
             "dynamo-mlir": _version_of("dynamo-mlir", "dynamo_mlir"), "sources": _hash_sources(folders)[:16]}

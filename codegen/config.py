@@ -123,10 +123,12 @@ def _warn_stray_env(names: tuple[str, ...]) -> None:
 
 
 def _check_env(environ: Mapping[str, str]) -> None:
-    if not any(k.startswith(ENV_PREFIX) for k in environ):
-        return  # nothing to check: the targets' option sets are not even loaded
+    ours = [k for k in environ if k.startswith(ENV_PREFIX)]
+    core = {env_var(n) for n in Options.names()}
+    if all(k in core for k in ours):
+        return  # none or the core's own (DYNAMO_MLIR_CACHE_DIR): no target is loaded to check them
     known = {env_var(n) for cls in option_sets().values() for n in cls.names()}
-    stray = tuple(sorted(k for k in environ if k.startswith(ENV_PREFIX) and k not in known))
+    stray = tuple(sorted(k for k in ours if k not in known))
     if stray:
         _warn_stray_env(stray)
 

@@ -160,3 +160,29 @@ def test_cli_option_flags_are_typed_and_checked(tmp_path, capsys):
     assert "'cuda_arch' (an option of cuda) for target 'cpu'" in capsys.readouterr().err
     assert cli.main(["dump", f"{models}:gelu_add", "-O", "opt_level"]) == 2
     assert "-O takes KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_compile_loads_only_the_target_it_uses(tmp_path):
+    """A new process compiling for the CPU, its cache folder set through the environment, imports
+    no other target (each imports its pipeline: a tenth of a second of a warm start's first call);
+    an unknown DYNAMO_MLIR_* variable still gets its warning, which needs every target's options."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, torch, dynamo_mlir\n"
+        "f = torch.compile(lambda x: torch.relu(x) * 2, backend='mlir')\n"
+        "x = torch.randn(8)\n"
+        "assert torch.equal(f(x), torch.relu(x) * 2)\n"
+        "assert dynamo_mlir.stats()['ops_compiled'] == 2, dynamo_mlir.explain()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('dynamo_mlir.codegen.') and m.count('.') == 2))\n"
+    )
+    env = {**os.environ, "DYNAMO_MLIR_CACHE_DIR": str(tmp_path)}
+    env.pop("DYNAMO_MLIR_TARGET", None)
+    loaded = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    targets = [m for m in eval(loaded.stdout.strip().splitlines()[-1]) if m.split(".")[-1] in ("cpu", "cuda")]
+    assert targets == ["dynamo_mlir.codegen.cpu"]
+    env["DYNAMO_MLIR_NOT_AN_OPTION"] = "1"
+    warned = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert warned.returncode == 0 and "ignoring environment variable(s) ['DYNAMO_MLIR_NOT_AN_OPTION']" in warned.stderr
