@@ -11,7 +11,7 @@ from ..half_bits import bf16_as_bits
 from ..memref_copies import copies_to_linalg
 from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import (channels_last, fastmath, flat_elementwise, lane_vectors, library, library_conv, library_epilogue,
+from . import (channels_last, fastmath, narrow_elementwise, lane_vectors, library, library_conv, library_epilogue,
                memory_plan, parallel, shared_broadcasts)
 
 _library = lambda o: o.target_options.library_matmul  # noqa: E731
@@ -32,7 +32,7 @@ def _collapse_narrow_elementwise(module, options):
     # Two ops on one buffer each get a view of it: CSE makes them one value, else a parallel group
     # holding both passes LLVM two pointers it cannot prove equal, and the runtime alias check of
     # the vectorized loop fails on every call (they are equal): scalar code.
-    if flat_elementwise.collapse_narrow_elementwise(module):
+    if narrow_elementwise.collapse_narrow_elementwise(module):
         return run_pipeline(module, "cse", "cpu-collapse-narrow-elementwise", options)
     return module
 

@@ -90,9 +90,9 @@ def _collapse_rows(op: ir.Operation) -> None:
         operands = [v if _scalar(v) else _rows_view(v, views) for v in op.operands]
         maps = [ir.AffineMapAttr.get(scalar if _scalar(v) else identity) for v in op.operands]
         parallel = ir.Attribute.parse(_PARALLEL)
-        flat = linalg.GenericOp([], operands[:ins], operands[ins:], ir.ArrayAttr.get(maps),
+        collapsed = linalg.GenericOp([], operands[:ins], operands[ins:], ir.ArrayAttr.get(maps),
                                 ir.ArrayAttr.get([parallel, parallel]))
-    op.regions[0].blocks[0].append_to(flat.regions[0])
+    op.regions[0].blocks[0].append_to(collapsed.regions[0])
     op.erase()
 
 
