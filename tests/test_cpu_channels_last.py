@@ -199,8 +199,9 @@ def test_a_convolution_result_that_is_also_a_graph_output(tmp_path, on):
 
 @pytest.mark.parametrize("on", [True, False], ids=["nhwc", "nchw"])
 def test_a_function_returning_several_nhwc_values_stays_nchw(tmp_path, on):
-    """Two chained convolutions' results both returned: each would go back through a transpose
-    (what a training graph's forward does with its activations), so the function stays NCHW."""
+    """Two chained convolutions' results both returned, as many NHWC values as convolutions:
+    each would go back through a transpose (a training graph's forward returns its activations
+    so), and the function stays NCHW."""
     def f(x, w1, w2):
         y = F.conv2d(x, w1, padding=1)
         return y, F.conv2d(torch.relu(y), w2, padding=1)

@@ -290,14 +290,6 @@ def _erase_orphans(block: ir.Block) -> None:
             op.erase()
 
 
-# A function returning more NHWC values than this stays NCHW: each would go back through a
-# transpose, and a training graph's forward returns its activations for the backward (ResNet-50's
-# SGD step at batch 2, `bench_models.py --scale --only train_resnet50_b2_sgd`, 2026-11-27:
-# 263.6 ms channels-last, 237.5 ms NCHW, eager 233.5; its backward's convolution gradients are
-# NCHW calls either way). An inference graph returns its logits, or a last feature map.
-MAX_RETURNED = 1
-
-
 def _returned(ops: list, chosen: set[int]) -> int:
     """How many 4-d values computed by the ops at `chosen` positions the function returns (each
     transposed back; a reduction's result, whose kept dims stay in order, needs none)."""
@@ -318,7 +310,12 @@ def keep_channels_last(module: ir.Module, options) -> None:
             continue  # (an optimizer's graph: building the op views alone cost 15 ms for 186 ops)
         ops = [op.opview for op in block.operations]
         convs, moved = choose(ops)
-        if not convs or _returned(ops, convs | moved) > MAX_RETURNED:
+        if not convs or _returned(ops, convs | moved) >= len(convs):
+            # Each returned NHWC value goes back through a transpose. A training graph's forward
+            # returns its activations for the backward, one or more per convolution: it stays
+            # NCHW (ResNet-50's SGD step at batch 2, `bench_models.py --scale --only
+            # train_resnet50_b2_sgd`, 2026-11-27: 263.6 ms channels-last, 237.5 ms NCHW, eager
+            # 233.5). An inference graph returns its logits, or a few feature maps of many convolutions.
             continue
         twins, chosen = _Twins(), convs | moved
         for k, op in enumerate(ops):
