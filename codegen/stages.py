@@ -23,6 +23,7 @@ from ..lowering import lower_dynamo_ops
 from .attributes import WRITABLE, WRITTEN_ARGUMENTS, WRITTEN_INPUTS
 from .functions import defined_functions
 from .half_bits import bf16_as_bits
+from .identical_kernels import merge_identical_kernels
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
 from .passes import CompileError, Pass, get_pass, register_pass, run_pipeline, upstream
@@ -263,7 +264,8 @@ def _existing_or(name: str, make) -> Pass:
 def gpu_passes(target: str, fuse_rows=lambda options: True) -> tuple[Pass, ...]:
     """`map_to_gpu` as passes of `target`, the rewrites of cuda/to_gpu.py in convert_module's
     order: <target>-fold-transposes-of-attention, -erase-empty-loop-nests,
-    -generalize-library-ops, -fuse-rows (where fuse_rows(options)), -kernels, -outline-kernels."""
+    -generalize-library-ops, -fuse-rows (where fuse_rows(options)), -kernels, -outline-kernels,
+    -merge-identical-kernels."""
     from .cuda import to_gpu
 
     on_hosts = to_gpu.per_host
@@ -281,4 +283,7 @@ def gpu_passes(target: str, fuse_rows=lambda options: True) -> tuple[Pass, ...]:
                     requires=(f"{target}-erase-empty-loop-nests", f"{target}-generalize-library-ops")),
         upstream(f"{target}-outline-kernels", "gpu-kernel-outlining, canonicalize, cse",
                  "gpu.launch bodies outlined into gpu.modules.", requires=(f"{target}-kernels",)),
+        _registered(target, "merge-identical-kernels", lambda m, o: merge_identical_kernels(m),
+                    "gpu.modules that print the same kept once, their launches pointed at the copy kept.",
+                    requires=(f"{target}-outline-kernels",)),
     )

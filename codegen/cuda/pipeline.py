@@ -17,6 +17,7 @@ from torch_mlir import ir
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
+from ..identical_kernels import merge_identical_kernels
 from ..own_inits import own_inits
 from ..recompute_producers import recompute_cheap_producers
 from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITTEN_ARGUMENTS
@@ -97,6 +98,10 @@ GPU = (
     # Outlining sinks constants into the kernels; what stays captured becomes kernel arguments.
     upstream("cuda-outline-kernels", "gpu-kernel-outlining, canonicalize, cse",
              "gpu.launch bodies outlined into gpu.modules.", requires=("cuda-kernels",)),
+    _pass("merge-identical-kernels", lambda m, o: merge_identical_kernels(m),
+          "gpu.modules that print the same (a model's repeated layers) kept once, their launches pointed at "
+          "the copy kept: every later stage converts and compiles each kernel once.",
+          requires=("cuda-outline-kernels",)),
 )
 
 

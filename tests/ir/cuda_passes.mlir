@@ -14,6 +14,7 @@
 // RUN: dynamo-mlir pass cuda-recompute-cheap-producers %s --target cuda | check --prefix RECOMPUTE
 // RUN: dynamo-mlir pass cuda-fuse-recomputed-producers %s --target cuda | check --prefix FUSEREC
 // RUN: dynamo-mlir pass cuda-write-inputs-in-place %s --target cuda | check --prefix INPLACE
+// RUN: dynamo-mlir pass cuda-merge-identical-kernels %s --target cuda | check --prefix MERGE
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -501,6 +502,55 @@ module attributes {dynamo_mlir.index_bitwidth = 32 : i64, gpu.container_module} 
       %5 = llvm.fadd %3, %4 : f32
       llvm.store %5, %1 : f32, !llvm.ptr
       llvm.return
+    }
+  }
+}
+
+// -----
+
+// cuda-merge-identical-kernels: two layers' identical kernels (same code, same buffer types) are
+// one gpu.module, both launches call it with their own buffers; a kernel over other sizes stays.
+// MERGE: gpu.launch_func  @main_kernel::@main_kernel {{.*}} args(%arg0 : memref<32xf32>)
+// MERGE-NEXT: gpu.launch_func  @main_kernel::@main_kernel {{.*}} args(%arg1 : memref<32xf32>)
+// MERGE-NEXT: gpu.launch_func  @main_kernel_1::@main_kernel {{.*}} args(%arg2 : memref<64xf32>)
+// MERGE: gpu.module @main_kernel {
+// MERGE-NOT: gpu.module @main_kernel_0
+// MERGE: gpu.module @main_kernel_1 {
+module attributes {gpu.container_module} {
+  func.func @main(%arg0: memref<32xf32>, %arg1: memref<32xf32>, %arg2: memref<64xf32>) {
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    gpu.launch_func  @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)  args(%arg0 : memref<32xf32>)
+    gpu.launch_func  @main_kernel_0::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)  args(%arg1 : memref<32xf32>)
+    gpu.launch_func  @main_kernel_1::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1)  args(%arg2 : memref<64xf32>)
+    return
+  }
+  gpu.module @main_kernel {
+    gpu.func @main_kernel(%arg0: memref<32xf32>) kernel {
+      %thread_id_x = gpu.thread_id x
+      %0 = memref.load %arg0[%thread_id_x] : memref<32xf32>
+      %1 = arith.addf %0, %0 : f32
+      memref.store %1, %arg0[%thread_id_x] : memref<32xf32>
+      gpu.return
+    }
+  }
+  gpu.module @main_kernel_0 {
+    gpu.func @main_kernel(%arg0: memref<32xf32>) kernel {
+      %thread_id_x = gpu.thread_id x
+      %0 = memref.load %arg0[%thread_id_x] : memref<32xf32>
+      %1 = arith.addf %0, %0 : f32
+      memref.store %1, %arg0[%thread_id_x] : memref<32xf32>
+      gpu.return
+    }
+  }
+  gpu.module @main_kernel_1 {
+    gpu.func @main_kernel(%arg0: memref<64xf32>) kernel {
+      %thread_id_x = gpu.thread_id x
+      %0 = memref.load %arg0[%thread_id_x] : memref<64xf32>
+      %1 = arith.addf %0, %0 : f32
+      memref.store %1, %arg0[%thread_id_x] : memref<64xf32>
+      gpu.return
     }
   }
 }

@@ -107,7 +107,7 @@ def test_the_core_steps_are_named_passes_each_running_alone(tmp_path):
             ran.append(name)
             before = str(path)
     assert ran == [p.name for s in target.stages[:3] for p in s.passes]
-    assert ran[0] == "rocm-lower-dynamo-ops" and "rocm-fuse-rows" in ran and ran[-1] == "rocm-outline-kernels"
+    assert ran[0] == "rocm-lower-dynamo-ops" and "rocm-fuse-rows" in ran and ran[-1] == "rocm-merge-identical-kernels"
 
 
 @pytest.mark.parametrize("model,arch", [("mlp", "gfx90a"), ("transformer_block", "gfx90a"), ("mlp", "gfx942")])
