@@ -49,6 +49,9 @@ class Target:
     available(): whether this machine can run it (e.g. a GPU is present); PTX can be generated
     without one, so `stages` must not need it.
     unsupported_ops: dynamo op names this target cannot lower (the partitioner keeps them eager).
+    dynamic_shape_ops: with the `dynamic_shapes` capability, the ATen op packets it compiles with
+    symbolic sizes (None: every one the core's import rules take with them,
+    frontend/partition.DYNAMIC_SHAPE_OPS); a node of another op with symbolic sizes stays eager.
     capabilities: what lowering rules may require of it (lowering.registry.CAPABILITIES); building
     a Target declares its name and capabilities to the lowering registry, so build it before
     importing its own rules (register_lowering(..., target=name) checks the name).
@@ -79,6 +82,7 @@ class Target:
     load: Callable[..., Callable]
     available: Callable[[], bool] = lambda: True
     unsupported_ops: frozenset[str] = frozenset()
+    dynamic_shape_ops: frozenset | None = None
     extra_dumps: dict[str, tuple[str, Callable[[Any], str]]] = field(default_factory=dict)
     doc: str = ""
     capabilities: frozenset[str] = frozenset()

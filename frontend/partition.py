@@ -67,6 +67,9 @@ def _check_dynamic(node: fx.Node, vals, target) -> None:
         packet = getattr(node.target, "overloadpacket", None)
         if packet not in DYNAMIC_SHAPE_OPS:
             raise Unsupported("dynamic (symbolic) sizes are not supported by this op's rule yet")
+        if target.dynamic_shape_ops is not None and packet not in target.dynamic_shape_ops:
+            raise Unsupported(f"the {target.name} target compiles this op with static shapes only (its sizes are "
+                              "symbolic: compile with dynamic=False, or mark no dim dynamic)")
 
 
 def _read_outputs(node: fx.Node) -> list:

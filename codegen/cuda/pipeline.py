@@ -96,8 +96,9 @@ GPU = (
           "library ops stay for the host schedule.",
           requires=("cuda-fold-transposes-of-attention", "cuda-erase-empty-loop-nests")),
     # Outlining sinks constants into the kernels; what stays captured becomes kernel arguments.
-    upstream("cuda-outline-kernels", "gpu-kernel-outlining, canonicalize, cse",
-             "gpu.launch bodies outlined into gpu.modules.", requires=("cuda-kernels",)),
+    upstream("cuda-outline-kernels", "gpu-launch-sink-index-computations, gpu-kernel-outlining, canonicalize, cse",
+             "gpu.launch bodies outlined into gpu.modules (the constants and size arithmetic they use sunk into "
+             "them first).", requires=("cuda-kernels",)),
     _pass("merge-identical-kernels", lambda m, o: merge_identical_kernels(m),
           "gpu.modules that print the same (a model's repeated layers) kept once, their launches pointed at "
           "the copy kept: every later stage converts and compiles each kernel once.",
@@ -106,9 +107,11 @@ GPU = (
 
 
 def _index_bitwidth(module, options) -> None:
-    """32-bit index math in the kernels where every buffer fits (cheaper address arithmetic)."""
+    """32-bit index math in the kernels where every buffer fits (cheaper address arithmetic); a
+    buffer of symbolic size may not."""
     hosts = to_gpu.host_functions(module)
-    bits = 32 if max([schedule.max_elements(f) for f in hosts] or [0]) < 2**31 else 64
+    fits = max([schedule.max_elements(f) for f in hosts] or [0]) < 2**31
+    bits = 32 if fits and not any(schedule.has_symbolic_buffers(f) for f in hosts) else 64  # sizes unknown: 64
     module.operation.attributes[INDEX_BITWIDTH] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), bits)
 
 
@@ -119,7 +122,8 @@ def index_bitwidth(module: ir.Module) -> int:
 
 
 def _to_nvvm(module, options) -> str:
-    return ("gpu.module(convert-scf-to-cf, "
+    # expand-strided-metadata: the views a tiled kernel (codegen/gpu/tiled.py) takes of its buffers.
+    return ("gpu.module(expand-strided-metadata, lower-affine, convert-scf-to-cf, "
             f"convert-gpu-to-nvvm{{use-bare-ptr-memref-call-conv=1 index-bitwidth={index_bitwidth(module)}}}, "
             # Math ops convert-gpu-to-nvvm maps to no libdevice function (trunc, absi, ...) become
             # LLVM intrinsics that NVPTX selects; left as math ops they cannot be translated.

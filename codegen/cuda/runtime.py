@@ -15,6 +15,7 @@ import weakref
 
 import torch
 
+from ..gpu import host_sizes
 from ..signature import Signature
 from . import library
 from .schedule import Alloc, HostSchedule, Launch, Library
@@ -80,23 +81,32 @@ class LaunchStep:
 
     def __init__(self, launch: Launch, function, index_bits: int):
         self.launch, self.function = launch, function
-        self.values, self.ptr_slots = [], []
+        self.values, self.ptr_slots, self.sizes = [], [], []
         for i, (kind, value) in enumerate(launch.args):
             if kind == "ptr":
                 self.values.append(ctypes.c_void_p(0))
                 self.ptr_slots.append((i, value))
             else:
                 key = f"index{index_bits}" if kind == "index" else kind
-                self.values.append(_SCALARS[key](value))
+                static = not isinstance(value, (host_sizes.Dim, host_sizes.Apply))
+                self.values.append(_SCALARS[key](value if static else 0))
+                if not static:  # a size known per call (codegen/gpu/host_sizes.py)
+                    self.sizes.append((i, value))
         n = len(self.values)
         self.params = (ctypes.c_void_p * max(n, 1))(*[ctypes.addressof(v) for v in self.values])
         self.params_ptr = ctypes.addressof(self.params)
+        self.grid = launch.grid if host_sizes.is_static(*launch.grid) else None
 
     def __call__(self, bufs, stream) -> None:
         values = self.values
         for i, slot in self.ptr_slots:
             values[i].value = bufs[slot].data_ptr()
-        (gx, gy, gz), (bx, by, bz) = self.launch.grid, self.launch.block
+        for i, size in self.sizes:
+            values[i].value = host_sizes.evaluate(size, bufs)
+        grid = self.grid or tuple(host_sizes.evaluate(g, bufs) for g in self.launch.grid)
+        if 0 in grid:  # no element to compute (a dynamic size of 0): no launch
+            return
+        (gx, gy, gz), (bx, by, bz) = grid, self.launch.block
         err = driver().cuLaunchKernel(self.function, gx, gy, gz, bx, by, bz, 0, stream, self.params_ptr, 0)
         if err[0] != 0:
             check(err, f"cuLaunchKernel {self.launch.kernel} grid={self.launch.grid} block={self.launch.block}")
@@ -106,7 +116,7 @@ def _alloc_step(step: Alloc, device):
     dtype = getattr(torch, step.dtype)
 
     def run(bufs, stream):
-        bufs[step.slot] = torch.empty(step.numel, dtype=dtype, device=device)
+        bufs[step.slot] = torch.empty(host_sizes.evaluate(step.numel, bufs), dtype=dtype, device=device)
 
     return run
 
@@ -157,7 +167,8 @@ class CudaFunction:
         for i, t in enumerate(inputs):
             # Kernels index row-major buffers and use 16-byte vector loads: contiguous and aligned.
             bufs[i] = t if t.is_contiguous() and t.data_ptr() % 16 == 0 else t.contiguous().clone()
-        outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self.out_specs]
+        shapes = [s for s, _ in self.out_specs] if self.signature.is_static else self.signature.output_shapes(inputs)
+        outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, (_, dtype) in zip(shapes, self.out_specs)]
         bufs[self.n_in:self.n_in + len(outputs)] = outputs
         for slot, tensor in constants:
             bufs[slot] = tensor

@@ -18,6 +18,7 @@ import numpy as np
 from torch_mlir import ir
 
 from ..attributes import WRITTEN_ARGUMENTS
+from ..gpu import host_sizes
 from ..provenance import nodes_of
 from .loopnest import Unsupported, layout, op_name
 from .library_calls import CALL_KIND, call_attrs, is_declaration
@@ -92,12 +93,23 @@ class HostSchedule:
         return frozenset(n for step in self.steps if isinstance(step, Library) for n in step.nodes)
 
     def __str__(self):
-        args = ", ".join(f"%{i}: {'x'.join(map(str, s))}x{d}{' written' if i in self.written else ''}"
+        args = ", ".join(f"%{i}: {'x'.join('?' if n < 0 else str(n) for n in s)}x{d}{' written' if i in self.written else ''}"
                          for i, (s, d) in enumerate(self.arg_types))
         lines = [f"host {self.name}({args})"]
         lines += [f"  %{s} = {c}" for s, c in self.constants.items()]
         lines += [f"  {step}" for step in self.steps]
         return "\n".join(lines)
+
+
+DYNAMIC = ir.ShapedType.get_dynamic_size()
+
+
+def _row_major(shape) -> tuple:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step = host_sizes.apply("arith.muli", (step, n))
+    return tuple(reversed(strides))
 
 
 def dtype_name(t: ir.Type) -> str:
@@ -123,15 +135,26 @@ def max_elements(func_op) -> int:
     return max([_numel(ir.MemRefType(t).shape) for t in buffers if ir.MemRefType(t).has_static_shape] or [0])
 
 
+def has_symbolic_buffers(func_op) -> bool:
+    """Whether the host function takes or allocates a buffer of symbolic size."""
+    block = func_op.regions[0].blocks[0]
+    buffers = [a.type for a in block.arguments]
+    buffers += [op.results[0].type for op in block.operations if op_name(op) in ("memref.alloc", "memref.alloca")]
+    return any(isinstance(t, ir.MemRefType) and not ir.MemRefType(t).has_static_shape for t in buffers)
+
+
 class _Reader:
     def __init__(self, module: ir.Module, func_op):
         self.module = module
         block = func_op.regions[0].blocks[0]
         args = list(block.arguments)
+        for a in args:
+            if not isinstance(a.type, ir.MemRefType):
+                raise Unsupported(f"a host function argument of type {a.type} (sizes travel with the tensors)")
         types = [ir.MemRefType(a.type) for a in args]
         self.out = HostSchedule(ir.StringAttr(func_op.attributes["sym_name"]).value, len(args),
                                 [(tuple(t.shape), dtype_name(t.element_type)) for t in types], n_slots=len(args))
-        self.views: dict = {a: self.view(i, t) for i, (a, t) in enumerate(zip(args, types))}
+        self.views: dict = {a: self.arg_view(i, t) for i, (a, t) in enumerate(zip(args, types))}
         self.scalars: dict = {}
         self.out.max_elements = max_elements(func_op)
         if WRITTEN_ARGUMENTS in func_op.attributes:
@@ -141,6 +164,16 @@ class _Reader:
     def view(slot: int, t: ir.MemRefType) -> View:
         strides, offset = layout(t)
         return View(slot, tuple(t.shape), tuple(strides), offset)
+
+    def arg_view(self, slot: int, t: ir.MemRefType) -> View:
+        """An argument's view; a dynamic dim reads the size of the tensor in the slot at run time
+        (arguments come contiguous: row-major strides)."""
+        if t.has_static_shape:
+            return self.view(slot, t)
+        if not (isinstance(t.layout, ir.AffineMapAttr) and t.layout.value == ir.AffineMap.get_identity(t.rank)):
+            raise Unsupported(f"an argument of symbolic sizes and strided layout {t}")
+        shape = tuple(host_sizes.Dim(slot, d) if n == DYNAMIC else n for d, n in enumerate(t.shape))
+        return View(slot, shape, _row_major(shape), 0)
 
     def new_slot(self) -> int:
         self.out.n_slots += 1
@@ -166,11 +199,50 @@ class _Reader:
 
     def alloc(self, op) -> None:
         t = ir.MemRefType(op.result.type)
-        if not t.has_static_shape:
-            raise Unsupported(f"dynamic allocation {t}")
         slot = self.new_slot()
-        self.out.steps.append(Alloc(slot, _numel(t.shape), dtype_name(t.element_type)))
-        self.views[op.result] = self.view(slot, t)
+        if t.has_static_shape:
+            self.out.steps.append(Alloc(slot, _numel(t.shape), dtype_name(t.element_type)))
+            self.views[op.result] = self.view(slot, t)
+            return
+        sizes = iter(self.index(v) for v in op.operands)  # one per dynamic dim, in order
+        shape = tuple(next(sizes) if n == DYNAMIC else n for n in t.shape)
+        self.out.steps.append(Alloc(slot, host_sizes.product(shape), dtype_name(t.element_type)))
+        self.views[op.result] = View(slot, shape, _row_major(shape), 0)
+
+    def index(self, v: ir.Value):
+        """An index value of the host function: an int, or an expression of the arguments' sizes."""
+        if v not in self.scalars:
+            raise Unsupported(f"an index value the host schedule cannot compute ({op_name(v) or 'an argument'})")
+        return self.scalars[v][1]
+
+    def dim(self, op) -> None:
+        view = self.views[op.operands[0]]
+        self.scalars[op.result] = ("index", view.shape[self.index(op.operands[1])])
+
+    def strided_metadata(self, op) -> None:
+        view = self.views[op.operands[0]]
+        results = list(op.results)
+        rank = len(view.shape)
+        self.views[results[0]] = View(view.slot, (), (), 0)  # the base buffer: the slot's own pointer
+        values = [view.offset, *view.shape, *view.strides]
+        for r, value in zip(results[1:1 + 1 + 2 * rank], values):
+            self.scalars[r] = ("index", value)
+
+    def affine_apply(self, op) -> None:
+        amap = ir.AffineMapAttr(op.attributes["map"]).value
+        values = [self.index(v) for v in op.operands]
+        (expr,) = amap.results
+        self.scalars[op.result] = ("index", host_sizes.affine_apply(expr, values[:amap.n_dims], values[amap.n_dims:]))
+
+    def index_op(self, op) -> None:
+        name = op_name(op)
+        if name == "arith.cmpi":
+            name = f"arith.cmpi.{_PREDICATES[ir.IntegerAttr(op.attributes['predicate']).value]}"
+        try:
+            operands = [self.index(v) for v in op.operands]
+        except Unsupported:
+            return  # not index arithmetic of the schedule (a kernel recomputes what it needs)
+        self.scalars[op.result] = (str(op.result.type), host_sizes.apply(name, operands))
 
     def get_global(self, op) -> None:
         name = ir.FlatSymbolRefAttr(op.attributes["name"]).value
@@ -181,7 +253,10 @@ class _Reader:
 
     def view_op(self, op) -> None:
         source = self.views[op.operands[0]]
-        self.views[op.result] = self.view(source.slot, ir.MemRefType(op.result.type))
+        t = ir.MemRefType(op.result.type)
+        if not t.has_static_shape:
+            raise Unsupported(f"a view with symbolic sizes ('{op_name(op)}' to {t}) in the host schedule")
+        self.views[op.result] = self.view(source.slot, t)
 
     def launch(self, op) -> None:
         lf = op.opview
@@ -208,6 +283,8 @@ class _Reader:
 
     def library(self, op) -> None:
         views = tuple(self.views[v] for v in op.operands)
+        if not all(host_sizes.is_static(*v.shape, *v.strides, v.offset) for v in views):
+            raise Unsupported(f"'{op_name(op)}' on views of symbolic sizes: the cuda library steps take static views")
         attrs = tuple((name, tuple(int(x) for x in ir.DenseIntElementsAttr(op.attributes[name])))
                       for name in ("strides", "dilations") if name in op.attributes)
         nodes = tuple(sorted(nodes_of(op.location)))
@@ -222,8 +299,16 @@ class _Reader:
         self.out.steps.append(Library(kind, views, False, call_attrs(op), tuple(sorted(nodes_of(op.location)))))
 
 
+# arith.cmpi's predicate attribute -> its name
+_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+
 HANDLERS = {
     "arith.constant": _Reader.constant,
+    "memref.dim": _Reader.dim,
+    "memref.extract_strided_metadata": _Reader.strided_metadata,
+    **{name: _Reader.index_op for name in host_sizes.APPLY if name.count(".") == 1},
+    "arith.cmpi": _Reader.index_op,
+    "affine.apply": _Reader.affine_apply,
     "memref.alloc": _Reader.alloc,
     "memref.alloca": _Reader.alloc,
     "memref.get_global": _Reader.get_global,

@@ -24,6 +24,11 @@ from .rowkernel import row_kernel
 from ..attributes import OVERWRITE  # set on a library op whose accumulator was a zero fill
 from ..passes import CompileError
 from .loopnest import LOOP_NESTS, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
+from .ptx import arch_for
+from ..gpu import tiled
+from ..gpu.capabilities import capabilities_for
+from ..gpu.kernel_abi import split_dynamic_buffers
+from ..gpu.tiled import has_symbolic_sizes, iterators as tiled_iterators
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -321,6 +326,8 @@ def build_kernels(func_op) -> list[str]:
         build = LOOP_NESTS.get(op.name)
         if build is None or i + 1 in init_of:  # a host op, or a fill folded into the next op
             continue
+        if has_symbolic_sizes(op):  # left for the tiled strategy (kernels_pass)
+            continue
         nest = build(op.opview)
         schedule = kernels.schedule_for(nest)
         with ir.InsertionPoint(op), op.location:
@@ -441,9 +448,19 @@ def per_host(rewrite):
 
 
 def kernels_pass(module: ir.Module, options) -> None:
-    """build_kernels on every host function of the module, which then holds launches."""
+    """build_kernels on every host function of the module, then the ops with symbolic sizes
+    through the tiled strategy (codegen/gpu/tiled.py), their buffers passed as pointer and sizes."""
     mark_container(module)
     per_host(build_kernels)(module, options)
+    symbolic = [op.operation for f in host_functions(module) for op in f.regions[0].blocks[0].operations
+                if op.operation.name in LOOP_NESTS and has_symbolic_sizes(op.operation)]
+    for op in symbolic:
+        if "parallel" not in tiled_iterators(op):
+            raise CompileError("gpu", f"'{op.name}' with symbolic sizes and no parallel loop (a whole reduction) "
+                                      "has no tiled GPU strategy yet")
+    if symbolic:
+        tiled.tile_to_launches(module, symbolic, capabilities_for(arch_for(options)), "gpu", options)
+        per_host(split_dynamic_buffers)(module, options)
 
 
 def mark_container(module: ir.Module) -> None:

@@ -1,0 +1,10 @@
+"""Target-independent GPU code generation: what the cuda target (and a GPU plugin such as
+examples/rocm_target) builds kernels from.
+
+- `capabilities`: what a GPU offers the strategies (warp size, threads per block, shared memory,
+  widest access, tensor-core shapes), as data per architecture;
+- `tiled`: linalg ops with symbolic sizes tiled to blocks and threads by MLIR's own transforms
+  (transform IR built here, applied by the transform interpreter, scf.parallel -> gpu.launch);
+- `kernel_abi`: the operands of such a kernel as bare pointers plus `index` sizes, the
+  convention every kernel of these targets is called with.
+"""

@@ -1,0 +1,80 @@
+"""Symbolic sizes on the cuda target: elementwise work compiles once for every size
+(codegen/gpu/tiled.py, kernel_abi.py, host_sizes.py). The first tests need no GPU (they read the
+generated host schedule and PTX); the others run on one and compare with eager."""
+
+import pytest
+import torch
+
+import dynamo_mlir
+from dynamo_mlir.codegen.target import get_target
+from helpers import assert_all_compiled, read_stage
+
+TARGET = get_target("cuda")
+on_gpu = pytest.mark.skipif(not TARGET.available(), reason="needs a CUDA GPU and cuda-bindings")
+
+
+def bias_exp(x, b):
+    return torch.exp(x + b) * 2
+
+
+def test_a_symbolic_batch_is_one_kernel_set_whose_grid_reads_the_size(tmp_path):
+    """Generated without a GPU: the launch grid and the kernels' size arguments are expressions of
+    the input's size, evaluated per call; the kernels take bare pointers and `index` sizes."""
+    dynamo_mlir.reset()
+    x, b = torch.randn(5, 768), torch.randn(768)
+    torch._dynamo.mark_dynamic(x, 0)
+    options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": str(tmp_path), "cache": False, "strict": True}
+    with pytest.raises(Exception, match="not a CUDA device"):  # the PTX was built; CPU tensors can't run it
+        torch.compile(bias_exp, backend="mlir", options=options)(x, b)
+    s = dynamo_mlir.stats()
+    assert s["partitions_failed"] == 0 and s["fallback_ops"] == {} and s["ops_compiled"] == 3, dynamo_mlir.explain()
+    host = read_stage(str(tmp_path), "host")
+    assert "host main(%0: ?x768xfloat32, %1: 768xfloat32, %2: ?x768xfloat32)" in host
+    assert "grid=(dim(%0, 0), 1, 1) block=(256, 1, 1)" in host
+    assert "dim(%0, 0):index" in host
+    ptx = read_stage(str(tmp_path), "ptx")
+    assert ".entry main_kernel(" in ptx and ".param .u64 main_kernel_param_1" in ptx  # a 64-bit size argument
+
+
+def test_a_reduction_with_symbolic_sizes_stays_eager_with_the_reason():
+    dynamo_mlir.reset()
+    x = torch.randn(6, 32)
+    torch._dynamo.mark_dynamic(x, 0)
+    f = lambda x: torch.softmax(x * 2, dim=-1)  # noqa: E731
+    options = {"target": "cuda", "cuda_arch": "sm_90", "cache": False}
+    with pytest.raises(Exception, match="not a CUDA device"):  # the multiplication compiled
+        torch.compile(f, backend="mlir", options=options)(x)
+    reasons = dict(dynamo_mlir.stats()["fallback_reasons"])
+    assert "compiles this op with static shapes only" in reasons["aten._softmax.default"], reasons
+
+
+@on_gpu
+@pytest.mark.cuda
+def test_marked_dynamic_batch_compiles_once_and_matches_eager_at_every_size():
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    b = torch.randn(768, device="cuda")
+    compiled = torch.compile(bias_exp, backend="mlir")
+    for rows in (5, 17, 1000, 3):
+        x = torch.randn(rows, 768, device="cuda")
+        torch._dynamo.mark_dynamic(x, 0)
+        before = x.clone()
+        torch.testing.assert_close(compiled(x, b), bias_exp(x, b))
+        assert torch.equal(x, before)
+    s = assert_all_compiled(min_ops=3)
+    assert s["graphs"] == 1, dynamo_mlir.explain()
+
+
+@on_gpu
+@pytest.mark.cuda
+def test_automatic_dynamic_shapes_compile_at_most_twice_with_nothing_eager():
+    """PyTorch's default: the second size recompiles with that dim symbolic, the third reuses it."""
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    f = lambda x, y: torch.where(x > 0, x * y, torch.tanh(y)) - 1  # noqa: E731
+    compiled = torch.compile(f, backend="mlir")
+    for length in (128, 192, 256, 320):
+        x, y = torch.randn(8, length, 64, device="cuda"), torch.randn(8, length, 64, device="cuda")
+        torch.testing.assert_close(compiled(x, y), f(x, y))
+    s = assert_all_compiled(min_ops=4)
+    assert s["graphs"] <= 2, dynamo_mlir.explain()
