@@ -11,6 +11,9 @@ On cuda (one GPU):
   train_resnet50_amp   a ResNet-50 training step (SGD), autocast bf16, batch 32
   train_gpt2_amp       a GPT-2 small training step (AdamW), autocast bf16, 8 x 512
   and the GEMM table: torch.mm at 4096^3 in bf16, fp16 and fp32
+  gpt2_small_sweep     GPT-2 small, float32, batch 8 at 128, 192, 256 and 320 tokens with
+                       PyTorch's automatic dynamic shapes (one timed call: the sweep; issue 25)
+  bert_base_sweep      BERT-base, float32, batch 8 at 64, 128, 192 and 256 tokens, the same way
 
 On cpu (issue 27's table; everything float32, the transformers models cut to their first 4 layers):
   gpt2_small_4l          GPT-2 small, 4 layers of 768, 1 x 128 tokens
@@ -257,6 +260,9 @@ def scale_workloads(device: str) -> dict:
         out[name] = w
     for name, (fn, inputs) in _gemms(g).items():
         out[name] = ScaleInference(fn, tuple(x.to(device) for x in inputs), "gemm", flops=2.0 * GEMM**3)
+    # Issue 25's sweeps: the full models, batch 8, automatic dynamic shapes.
+    out["gpt2_small_sweep"] = length_sweep("gpt2", 12, 768, (128, 192, 256, 320), batch=8, device=device)
+    out["bert_base_sweep"] = length_sweep("bert", 12, 768, (64, 128, 192, 256), batch=8, device=device)
     return out
 
 

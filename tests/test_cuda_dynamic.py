@@ -36,15 +36,27 @@ def test_a_symbolic_batch_is_one_kernel_set_whose_grid_reads_the_size(tmp_path):
     assert ".entry main_kernel(" in ptx and ".param .u64 main_kernel_param_1" in ptx  # a 64-bit size argument
 
 
-def test_a_reduction_with_symbolic_sizes_stays_eager_with_the_reason():
-    dynamo_mlir.reset()
-    x = torch.randn(6, 32)
-    torch._dynamo.mark_dynamic(x, 0)
-    f = lambda x: torch.softmax(x * 2, dim=-1)  # noqa: E731
-    options = {"target": "cuda", "cuda_arch": "sm_90", "cache": False}
-    with pytest.raises(Exception, match="not a CUDA device"):  # the multiplication compiled
-        torch.compile(f, backend="mlir", options=options)(x)
-    reasons = dict(dynamo_mlir.stats()["fallback_reasons"])
+def test_a_target_compiles_only_the_ops_its_dynamic_shape_ops_name_with_symbolic_sizes():
+    """Target.dynamic_shape_ops: a target (here the cuda one, narrowed to multiplication) leaves
+    every other op of symbolic sizes eager, saying so."""
+    import dataclasses
+
+    from dynamo_mlir.codegen.target import register_target
+
+    register_target(dataclasses.replace(TARGET, dynamic_shape_ops=frozenset({torch.ops.aten.mul})), override=True)
+    try:
+        dynamo_mlir.reset()
+        x = torch.randn(6, 32)
+        torch._dynamo.mark_dynamic(x, 0)
+        f = lambda x: torch.softmax(x * 2, dim=-1)  # noqa: E731
+        options = {"target": "cuda", "cuda_arch": "sm_90", "cache": False}
+        with pytest.raises(Exception, match="not a CUDA device"):  # the multiplication compiled
+            torch.compile(f, backend="mlir", options=options)(x)
+    finally:
+        register_target(TARGET, override=True)
+    s = dynamo_mlir.stats()
+    assert s["fallback_ops"] == {"aten._softmax.default": 1} and s["ops_compiled"] == 1, dynamo_mlir.explain()
+    reasons = dict(s["fallback_reasons"])
     assert "compiles this op with static shapes only" in reasons["aten._softmax.default"], reasons
 
 
@@ -78,3 +90,50 @@ def test_automatic_dynamic_shapes_compile_at_most_twice_with_nothing_eager():
         torch.testing.assert_close(compiled(x, y), f(x, y))
     s = assert_all_compiled(min_ops=4)
     assert s["graphs"] <= 2, dynamo_mlir.explain()
+
+
+@on_gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("model", ["gpt2", "bert"])
+def test_a_language_model_over_changing_lengths_compiles_once_more_with_nothing_eager(model):
+    """A transformers model (2 layers of 128, random weights) at four sequence lengths with
+    PyTorch's automatic dynamic shapes: the second length recompiles with symbolic sizes, which
+    serves the rest; every op in our kernels or as a library call, each length matching eager."""
+    import transformers
+
+    torch.manual_seed(0)
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    if model == "gpt2":
+        cfg = transformers.GPT2Config(n_layer=2, n_embd=128, n_head=2, use_cache=False)
+        net = transformers.GPT2LMHeadModel(cfg)
+    else:
+        cfg = transformers.BertConfig(num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
+                                      intermediate_size=512)
+        net = transformers.BertForMaskedLM(cfg)
+    net = net.cuda().eval()
+    fn = lambda ids: net(input_ids=ids).logits  # noqa: E731
+    compiled = torch.compile(fn, backend="mlir")
+    with torch.no_grad():
+        for length in (32, 48, 64, 80):
+            ids = torch.randint(0, cfg.vocab_size, (2, length), device="cuda")
+            torch.testing.assert_close(compiled(ids), fn(ids), rtol=1e-4, atol=1e-4)
+    s = dynamo_mlir.stats()
+    assert s["fallback_ops"] == {} and s["partitions_failed"] == 0 and s["runtime_fallback_calls"] == 0, \
+        dynamo_mlir.explain()
+    assert s["graphs"] <= 2 and s["ops_compiled"] > 50, dynamo_mlir.explain()
+
+
+@on_gpu
+@pytest.mark.cuda
+def test_a_slice_by_a_symbolic_bound_reads_the_bound_per_call():
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    table = torch.randn(64, 32, device="cuda")
+    f = lambda x, k: table[k : k + 4] * 2 + x  # noqa: E731
+    compiled = torch.compile(f, backend="mlir", dynamic=True)
+    x = torch.randn(4, 32, device="cuda")
+    for k in (3, 11, 60):
+        torch.testing.assert_close(compiled(x, k), f(x, k))
+    s = assert_all_compiled(min_ops=2)
+    assert s["graphs"] == 1, dynamo_mlir.explain()

@@ -9,21 +9,6 @@ from . import pipeline, ptx, runtime
 from .options import CUDAOptions
 
 
-def _elementwise_packets() -> frozenset:
-    """The ATen ops the cuda target compiles with symbolic sizes: elementwise work (the tiled
-    strategy of codegen/gpu/tiled.py). Views, reductions and library ops of symbolic sizes stay
-    eager until the host schedule takes symbolic views."""
-    import torch
-
-    from ...dialects import dynamo as dy
-
-    aten = torch.ops.aten
-    names = [a for e in dy.ELEMENTWISE.values() for a in e.aten] + list(dy.COMPARE_PREDICATES)
-    return frozenset({getattr(aten, a) for a in names} | {
-        aten.div, aten.pow, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max, aten.gelu, aten.logical_not,
-        aten.isnan, aten.isinf, aten._to_copy, aten.clone, aten.alias, aten.detach, aten.lift_fresh_copy})
-
-
 def _host_schedule(program) -> str:
     return "\n".join(str(h) for h in program.hosts.values())
 
@@ -49,9 +34,9 @@ TARGET = Target(
     # Kernels come from linalg ops mapped to blocks/threads: no place for serial loop nests, and
     # the math library's bodies are not validated on it (those ops stay eager). written_inputs:
     # an optimizer step's kernels store the new parameters into the caller's tensors.
-    # dynamic_shapes: elementwise ops only (dynamic_shape_ops).
+    # dynamic_shapes: an op of symbolic sizes becomes a kernel by codegen/gpu/tiled.py, its
+    # sizes evaluated per call by the host schedule (codegen/gpu/host_sizes.py).
     capabilities=frozenset({"written_inputs", "dynamic_shapes"}),
-    dynamic_shape_ops=_elementwise_packets(),
 )
 
 from . import rules  # noqa: E402,F401  (cuda-specific lowerings; after TARGET, which declares the name)

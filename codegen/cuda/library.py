@@ -23,11 +23,15 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..gpu import host_sizes
 from .schedule import Library, View
 
 
 def view_of(bufs, v: View) -> torch.Tensor:
     base = bufs[v.slot]
+    if not host_sizes.is_static(*v.shape, *v.strides, v.offset):  # sizes known per call
+        v = View(v.slot, *(tuple(host_sizes.evaluate(x, bufs) for x in xs) for xs in (v.shape, v.strides)),
+                 host_sizes.evaluate(v.offset, bufs))
     return base.as_strided(v.shape, v.strides, base.storage_offset() + v.offset)
 
 
@@ -208,5 +212,15 @@ def step(lib: Library):
 
     def run(bufs, stream):
         runner(lib, *[view_of(bufs, v) for v in lib.operands])
+
+    return run
+
+
+def store_step(store):
+    """A host-computed value into one element: a fill kernel on torch's stream (no host-to-device
+    copy, so the schedule can still be captured as a CUDA graph)."""
+
+    def run(bufs, stream):
+        view_of(bufs, store.view).fill_(host_sizes.evaluate(store.value, bufs))
 
     return run

@@ -18,7 +18,7 @@ import torch
 from ..gpu import host_sizes
 from ..signature import Signature
 from . import library
-from .schedule import Alloc, HostSchedule, Launch, Library
+from .schedule import Alloc, HostSchedule, Launch, Library, Store
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -156,17 +156,21 @@ class CudaFunction:
             return _alloc_step(step, device)
         if isinstance(step, Library):
             return library.step(step)
+        if isinstance(step, Store):
+            return library.store_step(step)
         raise TypeError(f"unknown host step {step}")
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
-        device = inputs[0].device if inputs else torch.device("cuda", torch.cuda.current_device())
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]  # the others: `index` sizes
+        device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
         if device.type != "cuda":  # a host pointer handed to a kernel would fault the GPU
             raise CudaError(f"dynamo-mlir cuda: {self.signature.name} got a tensor on {device}, not a CUDA device")
         _, steps, constants = self._prepare(device)
         bufs: list = [None] * self.host.n_slots
         for i, t in enumerate(inputs):
             # Kernels index row-major buffers and use 16-byte vector loads: contiguous and aligned.
-            bufs[i] = t if t.is_contiguous() and t.data_ptr() % 16 == 0 else t.contiguous().clone()
+            usable = not isinstance(t, torch.Tensor) or (t.is_contiguous() and t.data_ptr() % 16 == 0)
+            bufs[i] = t if usable else t.contiguous().clone()
         shapes = [s for s, _ in self.out_specs] if self.signature.is_static else self.signature.output_shapes(inputs)
         outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, (_, dtype) in zip(shapes, self.out_specs)]
         bufs[self.n_in:self.n_in + len(outputs)] = outputs
@@ -368,6 +372,8 @@ class GraphedFunction:
             # (0.17 s for the demo's transformer block on an H200), which a function called once
             # (a warm start's first call, a one-off) would pay for nothing. Replays from the second.
             self.called = True
+            return self.fn(*inputs)
+        if not all(isinstance(t, torch.Tensor) for t in inputs):  # an `index` size: its value is in the launches
             return self.fn(*inputs)
         in_place, replays = self._replays_for(inputs)
         for replay in replays:

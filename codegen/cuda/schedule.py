@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from torch_mlir import ir
+from torch_mlir import ir, passmanager
 
 from ..attributes import WRITTEN_ARGUMENTS
 from ..gpu import host_sizes
+from ..gpu.kernel_abi import needs_split
 from ..provenance import nodes_of
 from .loopnest import Unsupported, layout, op_name
 from .library_calls import CALL_KIND, call_attrs, is_declaration
@@ -63,6 +64,17 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class Store:
+    """A value the host computes (a size) written into one element of a device buffer."""
+
+    view: View   # 0-d: the element
+    value: object  # an int or a host_sizes expression
+
+    def __str__(self):
+        return f"{self.view} = {self.value}"
+
+
+@dataclass(frozen=True)
 class Library:
     op: str                 # linalg op name, or a library call's kind (library_calls.py)
     operands: tuple         # Views: inputs then the output
@@ -93,7 +105,7 @@ class HostSchedule:
         return frozenset(n for step in self.steps if isinstance(step, Library) for n in step.nodes)
 
     def __str__(self):
-        args = ", ".join(f"%{i}: {'x'.join('?' if n < 0 else str(n) for n in s)}x{d}{' written' if i in self.written else ''}"
+        args = ", ".join(f"%{i}: {_type_text(s, d)}{' written' if i in self.written else ''}"
                          for i, (s, d) in enumerate(self.arg_types))
         lines = [f"host {self.name}({args})"]
         lines += [f"  %{s} = {c}" for s, c in self.constants.items()]
@@ -104,12 +116,25 @@ class HostSchedule:
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 
 
+def sum_of(values):
+    out = 0
+    for v in values:
+        out = host_sizes.apply("arith.addi", (out, v))
+    return out
+
+
 def _row_major(shape) -> tuple:
     strides, step = [], 1
     for n in reversed(shape):
         strides.append(step)
         step = host_sizes.apply("arith.muli", (step, n))
     return tuple(reversed(strides))
+
+
+def _type_text(shape, dtype: str) -> str:
+    if dtype == "index":
+        return "index"
+    return f"{'x'.join('?' if n < 0 else str(n) for n in shape)}x{dtype}"
 
 
 def dtype_name(t: ir.Type) -> str:
@@ -132,7 +157,35 @@ def max_elements(func_op) -> int:
     block = func_op.regions[0].blocks[0]
     buffers = [a.type for a in block.arguments]
     buffers += [op.results[0].type for op in block.operations if op_name(op) in ("memref.alloc", "memref.alloca")]
-    return max([_numel(ir.MemRefType(t).shape) for t in buffers if ir.MemRefType(t).has_static_shape] or [0])
+    return max([_numel(ir.MemRefType(t).shape) for t in buffers
+                if isinstance(t, ir.MemRefType) and ir.MemRefType(t).has_static_shape] or [0])
+
+
+def _arg_type(t: ir.Type) -> tuple[tuple[int, ...], str]:
+    """(shape, dtype) of a host function argument; an `index` argument (a Python int) is ((), "index")."""
+    if isinstance(t, ir.IndexType):
+        return (), "index"
+    m = ir.MemRefType(t)
+    return tuple(m.shape), dtype_name(m.element_type)
+
+
+def _is_shape_buffer(alloc) -> bool:
+    """A small 1-D integer buffer that the host only stores sizes into and reshapes by (what a
+    reshape to symbolic sizes bufferizes into): the schedule keeps it as expressions, on no device."""
+    t = ir.MemRefType(alloc.result.type)
+    if t.rank != 1 or not t.has_static_shape or not isinstance(t.element_type, (ir.IntegerType, ir.IndexType)):
+        return False
+    uses = [(u.owner, u.operand_number) for u in alloc.result.uses]
+    kinds = {(op_name(o), n) for o, n in uses}
+    return bool(uses) and kinds <= {("memref.store", 1), ("memref.load", 0), ("memref.reshape", 1), ("memref.dealloc", 0)} \
+        and ("memref.reshape", 1) in kinds
+
+
+def _has_symbolic_views(func_op) -> bool:
+    """Whether a buffer or view of the host function has a dynamic size, stride or offset."""
+    block = func_op.regions[0].blocks[0]
+    values = [*block.arguments, *(r for op in block.operations for r in op.results)]
+    return any(needs_split(v.type) for v in values)
 
 
 def has_symbolic_buffers(func_op) -> bool:
@@ -149,13 +202,15 @@ class _Reader:
         block = func_op.regions[0].blocks[0]
         args = list(block.arguments)
         for a in args:
-            if not isinstance(a.type, ir.MemRefType):
-                raise Unsupported(f"a host function argument of type {a.type} (sizes travel with the tensors)")
-        types = [ir.MemRefType(a.type) for a in args]
+            if not isinstance(a.type, (ir.MemRefType, ir.IndexType)):
+                raise Unsupported(f"a host function argument of type {a.type}")
         self.out = HostSchedule(ir.StringAttr(func_op.attributes["sym_name"]).value, len(args),
-                                [(tuple(t.shape), dtype_name(t.element_type)) for t in types], n_slots=len(args))
-        self.views: dict = {a: self.arg_view(i, t) for i, (a, t) in enumerate(zip(args, types))}
-        self.scalars: dict = {}
+                                [_arg_type(a.type) for a in args], n_slots=len(args))
+        self.views: dict = {a: self.arg_view(i, ir.MemRefType(a.type))
+                            for i, a in enumerate(args) if isinstance(a.type, ir.MemRefType)}
+        # A size no input tensor carries is an `index` argument (frontend/compile.route_sizes).
+        self.scalars: dict = {a: ("index", host_sizes.Arg(i)) for i, a in enumerate(args) if isinstance(a.type, ir.IndexType)}
+        self.shapes: dict = {}  # shape buffers (_is_shape_buffer) -> their elements' expressions
         self.out.max_elements = max_elements(func_op)
         if WRITTEN_ARGUMENTS in func_op.attributes:
             self.out.written = tuple(ir.DenseI64ArrayAttr(func_op.attributes[WRITTEN_ARGUMENTS]))
@@ -199,6 +254,9 @@ class _Reader:
 
     def alloc(self, op) -> None:
         t = ir.MemRefType(op.result.type)
+        if _is_shape_buffer(op):
+            self.shapes[op.result] = [0] * t.shape[0]
+            return
         slot = self.new_slot()
         if t.has_static_shape:
             self.out.steps.append(Alloc(slot, _numel(t.shape), dtype_name(t.element_type)))
@@ -208,6 +266,33 @@ class _Reader:
         shape = tuple(next(sizes) if n == DYNAMIC else n for n in t.shape)
         self.out.steps.append(Alloc(slot, host_sizes.product(shape), dtype_name(t.element_type)))
         self.views[op.result] = View(slot, shape, _row_major(shape), 0)
+
+    def store(self, op) -> None:
+        """An element of a shape buffer (the sizes a reshape takes) is kept as an expression; a
+        host value stored into a device buffer (a size made a tensor) is a Store step."""
+        value, buffer, *position = op.operands
+        if buffer in self.shapes:
+            self.shapes[buffer][self.index(position[0])] = self.index(value)
+            return
+        view = self.views[buffer]
+        at = host_sizes.apply("arith.addi", (view.offset, sum_of(
+            host_sizes.apply("arith.muli", (self.index(p), s)) for p, s in zip(position, view.strides))))
+        self.out.steps.append(Store(View(view.slot, (), (), at), self.index(value)))
+
+    def load(self, op) -> None:
+        """A load from a shape buffer is its expression; any other host load is re-read inside
+        the kernels that use it (materialize in loopnest.py), so the schedule reads no device memory."""
+        buffer = op.operands[0]
+        if buffer in self.shapes:
+            self.scalars[op.result] = (str(op.result.type), self.shapes[buffer][self.index(op.operands[1])])
+
+    def reshape(self, op) -> None:
+        if ir.MemRefType(op.result.type).has_static_shape:
+            return self.view_op(op)
+        source, shape = self.views[op.operands[0]], tuple(self.shapes[op.operands[1]])
+        if source.strides != _row_major(source.shape):
+            raise Unsupported("memref.reshape of a strided view in the host schedule")
+        self.views[op.result] = View(source.slot, shape, _row_major(shape), source.offset)
 
     def index(self, v: ir.Value):
         """An index value of the host function: an int, or an expression of the arguments' sizes."""
@@ -234,6 +319,20 @@ class _Reader:
         (expr,) = amap.results
         self.scalars[op.result] = ("index", host_sizes.affine_apply(expr, values[:amap.n_dims], values[amap.n_dims:]))
 
+    def reinterpret_cast(self, op) -> None:
+        """A view given by offset, sizes and strides (static in the op's attributes, dynamic as its
+        operands): what expand-strided-metadata makes of every view of symbolic size."""
+        source = self.views[op.operands[0]]
+        view = op.opview
+        offset, = self._mixed(view.offsets, op.attributes["static_offsets"])
+        shape = self._mixed(view.sizes, op.attributes["static_sizes"])
+        strides = self._mixed(view.strides, op.attributes["static_strides"])
+        self.views[op.result] = View(source.slot, shape, strides, offset)
+
+    def _mixed(self, values, static) -> tuple:
+        dynamic = iter(self.index(v) for v in values)
+        return tuple(next(dynamic) if n == DYNAMIC else n for n in ir.DenseI64ArrayAttr(static))
+
     def index_op(self, op) -> None:
         name = op_name(op)
         if name == "arith.cmpi":
@@ -254,7 +353,7 @@ class _Reader:
     def view_op(self, op) -> None:
         source = self.views[op.operands[0]]
         t = ir.MemRefType(op.result.type)
-        if not t.has_static_shape:
+        if needs_split(t):  # expand-strided-metadata made every such view a reinterpret_cast (extract)
             raise Unsupported(f"a view with symbolic sizes ('{op_name(op)}' to {t}) in the host schedule")
         self.views[op.result] = self.view(source.slot, t)
 
@@ -283,8 +382,6 @@ class _Reader:
 
     def library(self, op) -> None:
         views = tuple(self.views[v] for v in op.operands)
-        if not all(host_sizes.is_static(*v.shape, *v.strides, v.offset) for v in views):
-            raise Unsupported(f"'{op_name(op)}' on views of symbolic sizes: the cuda library steps take static views")
         attrs = tuple((name, tuple(int(x) for x in ir.DenseIntElementsAttr(op.attributes[name])))
                       for name in ("strides", "dilations") if name in op.attributes)
         nodes = tuple(sorted(nodes_of(op.location)))
@@ -309,13 +406,16 @@ HANDLERS = {
     **{name: _Reader.index_op for name in host_sizes.APPLY if name.count(".") == 1},
     "arith.cmpi": _Reader.index_op,
     "affine.apply": _Reader.affine_apply,
+    "memref.reinterpret_cast": _Reader.reinterpret_cast,
     "memref.alloc": _Reader.alloc,
     "memref.alloca": _Reader.alloc,
     "memref.get_global": _Reader.get_global,
     "gpu.launch_func": _Reader.launch,
     "func.call": _Reader.call,
     "memref.dealloc": lambda self, op: None,
-    "memref.load": lambda self, op: None,  # re-read inside the kernels that use it
+    "memref.load": _Reader.load,
+    "memref.store": _Reader.store,
+    "memref.reshape": _Reader.reshape,
     "func.return": lambda self, op: None,
 }
 
@@ -373,7 +473,14 @@ def _bf16_from_text(text: str) -> np.ndarray:
 
 
 def extract(module: ir.Module) -> dict[str, HostSchedule]:
-    """Every host function of `module` (one per graph region) as a HostSchedule, by name."""
+    """Every host function of `module` (one per graph region) as a HostSchedule, by name. Views
+    of symbolic size are first rewritten by expand-strided-metadata into reinterpret_casts whose
+    offset, sizes and strides are index arithmetic on the buffers' sizes (read as expressions:
+    codegen/gpu/host_sizes.py), so no view op needs a rule of ours."""
+    hosts = [f for f in module.body.operations if op_name(f) == "func.func" and not is_declaration(f)]
+    if any(_has_symbolic_views(f) for f in hosts):
+        passmanager.PassManager.parse("builtin.module(func.func(expand-strided-metadata))",
+                                      context=module.context).run(module.operation)
     schedules = {}
     for func_op in module.body.operations:
         if op_name(func_op) != "func.func" or is_declaration(func_op):

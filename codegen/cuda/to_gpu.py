@@ -348,6 +348,8 @@ def _fills_before_row_reductions(ops: list) -> list[int]:
     for i, (fill, op) in enumerate(zip(ops, ops[1:])):
         if op_name(fill) != "linalg.fill" or op.name not in LOOP_NESTS or _output(op) != fill.opview.outputs[0]:
             continue
+        if has_symbolic_sizes(fill) or has_symbolic_sizes(op):  # the tiled strategy takes both
+            continue
         if kernels.schedule_for(LOOP_NESTS[op.name](op.opview)) == "row_reduce":
             found.append(i)
     return found

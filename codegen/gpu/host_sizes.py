@@ -31,6 +31,18 @@ class Dim:
 
 
 @dataclass(frozen=True)
+class Arg:
+    """The `index` argument in `slot` (a size no input tensor carries, passed as an int)."""
+
+    slot: int
+
+    def __str__(self):
+        return f"%{self.slot}"
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True)
 class Apply:
     """An index op (its MLIR name; arith.cmpi with its predicate) on expressions."""
 
@@ -43,7 +55,7 @@ class Apply:
     __repr__ = __str__
 
 
-Expr = Union[int, Dim, Apply]
+Expr = Union[int, Dim, Arg, Apply]
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -100,6 +112,8 @@ def evaluate(expr: Expr, bufs) -> int:
         return expr
     if isinstance(expr, Dim):
         return bufs[expr.slot].shape[expr.dim]
+    if isinstance(expr, Arg):
+        return int(bufs[expr.slot])
     return int(APPLY[expr.op](*(evaluate(x, bufs) for x in expr.operands)))
 
 

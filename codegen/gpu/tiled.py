@@ -25,19 +25,25 @@ from torch_mlir.dialects.transform import structured
 
 from ..passes import run_pipeline
 from .capabilities import GpuCapabilities
+from .kernel_abi import needs_split
 
 TILE = "dynamo_mlir.gpu_tile"  # payload op attribute: its index in the transform script
 ELEMENTS_PER_THREAD = 4
 
 
 def has_symbolic_sizes(op) -> bool:
-    """Whether any buffer operand of `op` has a dynamic size, stride or offset."""
-    for v in op.operands:
-        if isinstance(v.type, ir.MemRefType):
-            t = ir.MemRefType(v.type)
-            if not t.has_static_shape:
-                return True
-    return False
+    """Whether a buffer `op` reads or writes (an operand, or one its body loads from: a gather)
+    has a dynamic size, stride or offset."""
+    found = []
+
+    def visit(inner):
+        if any(needs_split(v.type) for v in inner.operands):
+            found.append(inner)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    op.operation.walk(visit)
+    return bool(found)
 
 
 def iterators(op) -> list[str]:
