@@ -32,7 +32,8 @@ aten = torch.ops.aten
 # same-shape elementwise work, reductions, softmax, permutes, and the ops that make dynamic
 # dims from size values (reshapes, expands, fills: see frontend/sizes.py), matmuls, whole-dim
 # selects, slices by symbolic bounds, scans (size-limited per call), advanced indexing and
-# gathers. Nodes with symbolic sizes outside this set run eagerly.
+# gathers, constant padding, fused attention (the lengths symbolic, the head dim static). Nodes
+# with symbolic sizes outside this set run eagerly.
 DYNAMIC_SHAPE_OPS = frozenset({
     *elementwise.BINARY, *elementwise.UNARY, *elementwise.COMPARE,
     aten.div, aten.pow, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max, aten.gelu,
@@ -45,6 +46,8 @@ DYNAMIC_SHAPE_OPS = frozenset({
     aten.full, aten.full_like, aten.zeros, aten.zeros_like, aten.ones, aten.ones_like,
     aten.new_zeros, aten.new_ones, aten.new_full, aten.empty_like,
     aten.embedding, aten.slice, aten.arange, aten.split_with_sizes, aten.cumsum, aten.cumprod, aten.index, aten.gather,
+    aten.constant_pad_nd, aten._scaled_dot_product_efficient_attention, aten._scaled_dot_product_flash_attention,
+    aten._scaled_dot_product_cudnn_attention,
 })
 
 

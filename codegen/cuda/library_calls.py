@@ -54,7 +54,7 @@ probabilities. Training graphs keep the math form (frontend/backend.py says why)
 from __future__ import annotations
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, bufferization, func, linalg, memref
+from torch_mlir.dialects import arith, bufferization, func, linalg, memref, tensor
 
 from ...dialects import dynamo as dy
 from ..attributes import LIBRARY_CALL
@@ -101,19 +101,29 @@ def _callee(module: ir.Operation, kind: str, types: list[ir.Type]) -> str:
 
 def _buffer_type(value: ir.Value) -> ir.MemRefType:
     t = ir.RankedTensorType(value.type)
-    if not t.has_static_shape:
-        raise NotImplementedError(f"a torch call on the cuda target needs static shapes, got {t}")
     return ir.MemRefType.get(t.shape, t.element_type)
+
+
+def _alloc(result: ir.Value, sizes_from: list[tuple[ir.Value, int]]) -> ir.Value:
+    """A buffer for `result`; a `?` dim d takes its size from dim sizes_from[d] of a tensor."""
+    t = _buffer_type(result)
+    dynamic = [tensor.dim(v, arith.constant(ir.IndexType.get(), d))
+               for n, (v, d) in zip(t.shape, sizes_from) if n == ir.ShapedType.get_dynamic_size()]
+    return memref.alloc(t, dynamic, [])
 
 
 def _read(value: ir.Value, user) -> ir.Value:
     return read_only_buffer(_buffer_type(value), value, user)  # one per call: ..buffer_reads says why
 
 
-def emit_call(op, kind: str, operands: list[ir.Value], updates_dest: bool = True) -> ir.Value:
+def emit_call(op, kind: str, operands: list[ir.Value], updates_dest: bool = True, sizes_from=None) -> ir.Value:
     """op's result as a buffer the torch call `kind` writes: a copy of op.dest that the call
-    updates in place, or (updates_dest off) a fresh buffer the call fills."""
-    out = memref.alloc(_buffer_type(op.out), [], [])
+    updates in place, or (updates_dest off) a fresh buffer the call fills. Symbolic sizes of the
+    result come from `sizes_from` ((tensor, dim) per result dim; default: dest's own dims)."""
+    t = ir.RankedTensorType(op.out.type)
+    if sizes_from is None:
+        sizes_from = [] if t.has_static_shape else [(op.dest, d) for d in range(t.rank)]
+    out = _alloc(op.out, sizes_from)
     if updates_dest:
         _init_from(op.dest, out, op)
     args = [_read(v, op) for v in operands] + [out]
@@ -154,7 +164,8 @@ def scatter(ctx, op) -> ir.Value:
 
 
 def attention(ctx, op) -> ir.Value:
-    return emit_call(op, ATTENTION, [op.query, op.key, op.value, *op.bias], updates_dest=False)
+    sizes = [(op.query, 0), (op.query, 1), (op.query, 2), (op.value, 3)]  # [B, H, L, Ev]
+    return emit_call(op, ATTENTION, [op.query, op.key, op.value, *op.bias], updates_dest=False, sizes_from=sizes)
 
 
 def _static(value: ir.Value) -> bool:

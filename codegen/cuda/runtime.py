@@ -88,7 +88,7 @@ class LaunchStep:
                 self.ptr_slots.append((i, value))
             else:
                 key = f"index{index_bits}" if kind == "index" else kind
-                static = not isinstance(value, (host_sizes.Dim, host_sizes.Apply))
+                static = not host_sizes.is_expression(value)
                 self.values.append(_SCALARS[key](value if static else 0))
                 if not static:  # a size known per call (codegen/gpu/host_sizes.py)
                     self.sizes.append((i, value))

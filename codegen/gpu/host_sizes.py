@@ -121,6 +121,11 @@ def is_static(*exprs) -> bool:
     return all(isinstance(x, int) for x in exprs)
 
 
+def is_expression(value) -> bool:
+    """Whether `value` (a launch's scalar argument, a size) is known only per call."""
+    return isinstance(value, (Dim, Arg, Apply))
+
+
 def affine_apply(expr, dims: list, symbols: list) -> Expr:
     """An affine expression (affine.apply's map result) on expressions of its dims and symbols."""
     if isinstance(expr, ir.AffineConstantExpr):

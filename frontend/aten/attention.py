@@ -62,8 +62,8 @@ def _attention(ctx, node, query, key, value, bias, dropout_p, is_causal, scale):
         raise Unsupported(f"attention with dropout ({dropout_p})")
     q, k, v = (ctx.tensor(x) for x in (query, key, value))
     shapes = [ctx.shape_of(x) for x in (q, k, v)]
-    if any(len(s) != 4 or dy.DYN in s for s in shapes):
-        raise Unsupported(f"attention on shapes {shapes}: static rank-4 [B, H, L, E] only")
+    if any(len(s) != 4 or s[3] == dy.DYN for s in shapes):
+        raise Unsupported(f"attention on shapes {shapes}: rank-4 [B, H, L, E], E static, only")
     if shapes[0][1] != shapes[1][1]:
         raise Unsupported(f"grouped-query attention ({shapes[0][1]} query heads, {shapes[1][1]} key heads)")
     biases = [] if bias is None else [_unexpanded(ctx, ctx.cast(ctx.tensor(bias), ctx.dtype_of(q)))]
