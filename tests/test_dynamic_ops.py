@@ -150,6 +150,25 @@ def test_a_symbolic_slice_bound_compiles_on_the_cuda_target(tmp_path):
     assert "%1: index" in host and "muli(%1, 64):index" in host, host  # k, and the slice's offset k * 64
 
 
+def test_padding_by_a_symbolic_amount_is_fills_concatenated_around_the_tensor(tmp_path):
+    """A mask padded up to a multiple of 8 along its symbolic length (what SDPA's memory-efficient
+    kernel asks of its bias on CUDA): the amount is a size expression, so constant_pad_nd becomes
+    a fill of that size concatenated after the tensor; one graph serves every length."""
+    import torch.nn.functional as F
+
+    def f(x):
+        return F.pad(x, (0, (8 - x.shape[-1] % 8) % 8), value=-1.0) * 2
+
+    dynamo_mlir.reset()
+    compiled = torch.compile(f, backend="mlir", dynamic=True, options={"dump_dir": str(tmp_path)})
+    for n in (5, 13, 16, 21):
+        x = torch.randn(3, n)
+        torch.testing.assert_close(compiled(x), f(x))
+    s = assert_all_compiled(min_ops=2)
+    assert s["graphs"] == 1, dynamo_mlir.explain()
+    assert "dynamo.concat" in read_stage(str(tmp_path), "dynamo")
+
+
 # ----------------------------------------------------------------------------- scans
 
 SCANS = {  # name -> fn(x [2, n])

@@ -329,6 +329,14 @@ class _Reader:
         strides = self._mixed(view.strides, op.attributes["static_strides"])
         self.views[op.result] = View(source.slot, shape, strides, offset)
 
+    def transpose(self, op) -> None:
+        """A permuted view: result dim i is source dim perm(i) (expand-strided-metadata leaves
+        memref.transpose as it is)."""
+        source = self.views[op.operands[0]]
+        perm = [e.position for e in ir.AffineMapAttr(op.attributes["permutation"]).value.results]
+        self.views[op.result] = View(source.slot, tuple(source.shape[p] for p in perm),
+                                     tuple(source.strides[p] for p in perm), source.offset)
+
     def _mixed(self, values, static) -> tuple:
         dynamic = iter(self.index(v) for v in values)
         return tuple(next(dynamic) if n == DYNAMIC else n for n in ir.DenseI64ArrayAttr(static))
@@ -407,6 +415,7 @@ HANDLERS = {
     "arith.cmpi": _Reader.index_op,
     "affine.apply": _Reader.affine_apply,
     "memref.reinterpret_cast": _Reader.reinterpret_cast,
+    "memref.transpose": _Reader.transpose,
     "memref.alloc": _Reader.alloc,
     "memref.alloca": _Reader.alloc,
     "memref.get_global": _Reader.get_global,

@@ -214,12 +214,36 @@ def _pad(ctx, node):
     x = ctx.tensor(a.self)
     rank = len(ctx.shape_of(x))
     low, high = [0] * rank, [0] * rank
+    if not all(isinstance(p, int) for p in a.pad):  # PadOp's amounts are attributes
+        return _pad_by_concat(ctx, a, x)
     for i in range(len(a.pad) // 2):  # pads list the last dim first
         low[rank - 1 - i], high[rank - 1 - i] = a.pad[2 * i], a.pad[2 * i + 1]
     if min(low + high) < 0:
         raise Unsupported("negative padding")
     fill = ctx.scalar(a.value, ctx.dtype_of(x))
     return dy.PadOp(x, fill, i64s(low), i64s(high), out=ctx.out_type(node)).out
+
+
+def _pad_by_concat(ctx, a, x):
+    """constant_pad_nd by symbolic amounts (a mask padded to a multiple of 8 along a symbolic
+    length): fills of the pads' sizes concatenated around x, dim by dim."""
+    shape = list(a.self.meta["val"].shape)
+    amounts = [p.meta["val"] if isinstance(p, torch.fx.Node) else p for p in a.pad]
+    if any(isinstance(p, int) and p < 0 for p in amounts):
+        raise Unsupported("negative padding")
+    result, dtype, rank = x, ctx.dtype_of(x), len(shape)
+    for i in range(len(amounts) // 2):  # pads list the last dim first
+        dim = rank - 1 - i
+        for before, amount in ((True, amounts[2 * i]), (False, amounts[2 * i + 1])):
+            if isinstance(amount, int) and amount == 0:
+                continue
+            fill = ctx.full(a.value, shape[:dim] + [amount] + shape[dim + 1:], dtype)
+            out = ctx.shape_of(result)
+            out[dim] = DYN
+            pair = (fill, result) if before else (result, fill)
+            result = dy.ConcatOp(*pair, i64(dim), out=ctx.type_like(result, shape=out)).out
+            shape[dim] = shape[dim] + amount
+    return result
 
 
 @import_rule(aten.copy)
