@@ -60,6 +60,18 @@ def test_a_target_compiles_only_the_ops_its_dynamic_shape_ops_name_with_symbolic
     assert "compiles this op with static shapes only" in reasons["aten._softmax.default"], reasons
 
 
+def test_a_grid_above_the_drivers_limits_for_this_calls_sizes_is_an_error_naming_the_kernel():
+    """A launch over symbolic sizes whose grid, for one call's sizes, exceeds CUDA's limits (65535
+    blocks in y and z) raises before the launch (no GPU needed: the check precedes the driver)."""
+    from dynamo_mlir.codegen.cuda.runtime import CudaError, LaunchStep
+    from dynamo_mlir.codegen.cuda.schedule import Launch
+    from dynamo_mlir.codegen.gpu.host_sizes import Dim
+
+    step = LaunchStep(Launch("main_kernel_3", (Dim(0, 0), Dim(0, 1), 1), (256, 1, 1), ()), None, 64)
+    with pytest.raises(CudaError, match=r"main_kernel_3 needs a grid of \(2, 70000, 1\)"):
+        step([torch.empty(2, 70000, device="meta")], stream=0)
+
+
 @on_gpu
 @pytest.mark.cuda
 def test_marked_dynamic_batch_compiles_once_and_matches_eager_at_every_size():

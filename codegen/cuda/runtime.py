@@ -103,13 +103,26 @@ class LaunchStep:
             values[i].value = bufs[slot].data_ptr()
         for i, size in self.sizes:
             values[i].value = host_sizes.evaluate(size, bufs)
-        grid = self.grid or tuple(host_sizes.evaluate(g, bufs) for g in self.launch.grid)
+        grid = self.grid or self._grid(bufs)
         if 0 in grid:  # no element to compute (a dynamic size of 0): no launch
             return
         (gx, gy, gz), (bx, by, bz) = grid, self.launch.block
         err = driver().cuLaunchKernel(self.function, gx, gy, gz, bx, by, bz, 0, stream, self.params_ptr, 0)
         if err[0] != 0:
             check(err, f"cuLaunchKernel {self.launch.kernel} grid={self.launch.grid} block={self.launch.block}")
+
+
+    def _grid(self, bufs) -> tuple:
+        """The grid of a launch over symbolic sizes, for this call's sizes; one the driver would
+        refuse is an error naming the kernel (before any launch, not a failed one)."""
+        grid = tuple(host_sizes.evaluate(g, bufs) for g in self.launch.grid)
+        if grid[0] > MAX_GRID[0] or grid[1] > MAX_GRID[1] or grid[2] > MAX_GRID[2]:
+            raise CudaError(f"dynamo-mlir cuda: kernel {self.launch.kernel} needs a grid of {grid} blocks for these "
+                            f"sizes, above CUDA's {MAX_GRID}; compile with dynamic=False")
+        return grid
+
+
+MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks per grid dimension (x, y, z)
 
 
 def _alloc_step(step: Alloc, device):

@@ -322,6 +322,8 @@ class _Reader:
     def reinterpret_cast(self, op) -> None:
         """A view given by offset, sizes and strides (static in the op's attributes, dynamic as its
         operands): what expand-strided-metadata makes of every view of symbolic size."""
+        if not needs_split(op.result.type):  # static: its type says it all
+            return self.view_op(op)
         source = self.views[op.operands[0]]
         view = op.opview
         offset, = self._mixed(view.offsets, op.attributes["static_offsets"])
@@ -332,6 +334,8 @@ class _Reader:
     def transpose(self, op) -> None:
         """A permuted view: result dim i is source dim perm(i) (expand-strided-metadata leaves
         memref.transpose as it is)."""
+        if not needs_split(op.result.type):
+            return self.view_op(op)
         source = self.views[op.operands[0]]
         perm = [e.position for e in ir.AffineMapAttr(op.attributes["permutation"]).value.results]
         self.views[op.result] = View(source.slot, tuple(source.shape[p] for p in perm),
