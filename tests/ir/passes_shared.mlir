@@ -1,4 +1,6 @@
 // RUN: dynamo-mlir pass cpu-lower-dynamo-ops %s | check --prefix LOWER
+// RUN: dynamo-mlir pass cpu-results-into-out-params %s | check --prefix OUTPARAM
+// RUN: dynamo-mlir pass cuda-results-into-out-params %s --target cuda | check --prefix OUTPARAM
 // RUN: dynamo-mlir pass cuda-lower-dynamo-ops %s --target cuda | check --prefix LOWER
 // RUN: dynamo-mlir pass cpu-linalg-cleanup %s | check --prefix CLEAN
 // RUN: dynamo-mlir pass cuda-linalg-cleanup %s --target cuda | check --prefix CLEAN
@@ -169,5 +171,46 @@ func.func @main(%a: memref<2x16xf32> {llvm.noalias}, %out: memref<2x16xf32> {llv
       memref.store %s, %out[%i, %l] : memref<2x16xf32>
     }
   }
+  return
+}
+
+// -----
+
+// <target>-results-into-out-params: the ?-sized result %t, filled and then copied whole into the
+// out-param %out, is computed into %out (no temporary, no copy, no free); %u is read after its copy,
+// so it stays; a static result (hoisted by bufferization already) is left alone.
+// OUTPARAM: func.func @main(%arg0: memref<?x8xf32>, %arg1: memref<?x8xf32>, %arg2: memref<?x8xf32>, %arg3: memref<4xf32>)
+// OUTPARAM: linalg.generic {{.*}} ins(%arg0 : memref<?x8xf32>) outs(%arg1 : memref<?x8xf32>)
+// OUTPARAM-NOT: memref.copy %{{.*}}, %arg1
+// OUTPARAM: %[[U:alloc[_0-9]*]] = memref.alloc(%{{.*}}) : memref<?x8xf32>
+// OUTPARAM: memref.copy %[[U]], %arg2
+// OUTPARAM: linalg.generic {{.*}} ins(%[[U]] : memref<?x8xf32>)
+// OUTPARAM: memref.copy %{{.*}}, %arg3
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#first = affine_map<(d0) -> (d0)>
+func.func @main(%x: memref<?x8xf32>, %out: memref<?x8xf32>, %out2: memref<?x8xf32>, %out3: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?x8xf32>
+  %t = memref.alloc(%n) : memref<?x8xf32>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x : memref<?x8xf32>) outs(%t : memref<?x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  memref.copy %t, %out : memref<?x8xf32> to memref<?x8xf32>
+  memref.dealloc %t : memref<?x8xf32>
+  %u = memref.alloc(%n) : memref<?x8xf32>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x : memref<?x8xf32>) outs(%u : memref<?x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.tanh %a : f32
+    linalg.yield %e : f32
+  }
+  memref.copy %u, %out2 : memref<?x8xf32> to memref<?x8xf32>
+  %s = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%u : memref<?x8xf32>) outs(%u : memref<?x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  }
+  memref.copy %s, %out3 : memref<4xf32> to memref<4xf32>
   return
 }
