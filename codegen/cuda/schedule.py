@@ -116,7 +116,7 @@ class HostSchedule:
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 
 
-def sum_of(values):
+def _sum_of(values):
     out = 0
     for v in values:
         out = host_sizes.apply("arith.addi", (out, v))
@@ -275,7 +275,7 @@ class _Reader:
             self.shapes[buffer][self.index(position[0])] = self.index(value)
             return
         view = self.views[buffer]
-        at = host_sizes.apply("arith.addi", (view.offset, sum_of(
+        at = host_sizes.apply("arith.addi", (view.offset, _sum_of(
             host_sizes.apply("arith.muli", (self.index(p), s)) for p, s in zip(position, view.strides))))
         self.out.steps.append(Store(View(view.slot, (), (), at), self.index(value)))
 
