@@ -6,5 +6,7 @@ examples/rocm_target) builds kernels from.
 - `tiled`: linalg ops with symbolic sizes tiled to blocks and threads by MLIR's own transforms
   (transform IR built here, applied by the transform interpreter, scf.parallel -> gpu.launch);
 - `kernel_abi`: the operands of such a kernel as bare pointers plus `index` sizes, the
-  convention every kernel of these targets is called with.
+  convention every kernel of these targets is called with;
+- `host_sizes`: the host schedule's sizes as expressions of its arguments' sizes, evaluated per
+  call (grids, kernel arguments, allocations, library calls' views).
 """
