@@ -60,6 +60,28 @@ def test_a_target_compiles_only_the_ops_its_dynamic_shape_ops_name_with_symbolic
     assert "compiles this op with static shapes only" in reasons["aten._softmax.default"], reasons
 
 
+def test_size_expressions_fold_what_is_static_and_evaluate_per_call():
+    """codegen/gpu/host_sizes.py: an op on ints folds; x * 1 and x + 0 are x; an affine map's
+    ceildiv / floordiv / mod read as MLIR defines them (mod non-negative, divisions rounding
+    toward -inf / +inf), on the sizes of the tensors in the slots and the `index` arguments."""
+    from torch_mlir import ir
+
+    from dynamo_mlir.codegen.gpu import host_sizes as hs
+
+    assert hs.apply("arith.muli", (6, 7)) == 42
+    n = hs.Dim(0, 1)
+    assert hs.apply("arith.muli", (n, 1)) is n and hs.apply("arith.addi", (0, n)) is n
+    bufs = [torch.empty(2, 1000, device="meta"), -7]
+    with ir.Context():
+        d0, s0 = ir.AffineDimExpr.get(0), ir.AffineSymbolExpr.get(0)
+        floor = ir.AffineFloorDivExpr.get(d0, ir.AffineConstantExpr.get(256))
+        expr = hs.affine_apply(floor + s0 % 8, [n], [hs.Arg(1)])
+        ceil = hs.affine_apply(ir.AffineCeilDivExpr.get(d0, ir.AffineConstantExpr.get(256)), [n], [])
+    assert hs.evaluate(expr, bufs) == 1000 // 256 + (-7) % 8  # 3 + 1
+    assert hs.evaluate(ceil, bufs) == 4 and hs.is_expression(ceil) and not hs.is_expression(4)
+    assert hs.evaluate(hs.apply("arith.divsi", (hs.Arg(1), 2)), bufs) == -3  # toward zero, as arith.divsi
+
+
 def test_a_grid_above_the_drivers_limits_for_this_calls_sizes_is_an_error_naming_the_kernel():
     """A launch over symbolic sizes whose grid, for one call's sizes, exceeds CUDA's limits (65535
     blocks in y and z) raises before the launch (no GPU needed: the check precedes the driver)."""

@@ -12,3 +12,18 @@ func.func @main(%q: tensor<2x?x4x32xf32>, %k: tensor<2x4x?x32xf32>, %v: tensor<2
   %o = "dynamo.attention"(%t, %k, %v) {is_causal = 1 : i64, scale = 0.17677669529663687 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (tensor<2x4x?x32xf32>, tensor<2x4x?x32xf32>, tensor<2x4x?x32xf32>) -> tensor<2x4x?x32xf32>
   return %o : tensor<2x4x?x32xf32>
 }
+
+// -----
+
+// A reshape to symbolic sizes: the sizes it takes, stored into a small integer buffer, stay host
+// expressions (no device buffer is allocated for them); the size that no tensor carries is an
+// `index` argument (%1) of the schedule, read by the grid and passed to the kernel; the result is
+// computed into its out-param (%2) with no copy.
+// HOST: host main(%0: 2x?x64xfloat32, %1: index, %2: ?x64xfloat32)
+// HOST-NEXT: launch main_kernel grid=(index_cast(index_cast(%1)), 1, 1) block=(256, 1, 1) (%2, dim(%2, 0):index, %0, index_cast(%1):index)
+// HOST-NOT: empty
+func.func @main(%x: tensor<2x?x64xf32>, %n: index) -> tensor<?x64xf32> {
+  %r = "dynamo.reshape"(%x, %n) {operandSegmentSizes = array<i32: 1, 1>} : (tensor<2x?x64xf32>, index) -> tensor<?x64xf32>
+  %y = "dynamo.exp"(%r) : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
