@@ -20,6 +20,7 @@ from . import aten as _rules  # noqa: F401  (registers the import rules)
 from . import half_attention
 from .compile import choose_target, compile_graph, direct_call, graph_devices, new_graph_name
 from .graph_cache import GraphLookup
+from .importer import is_symbolic
 from .half_precision import half_overrides
 from .inference_path import InferencePath, without_wrapper
 from .foreach import decompositions as foreach_decompositions
@@ -43,7 +44,7 @@ _EXTRA_DECOMPOSITIONS = [
     # Training: batch norm in train mode, and SDPA as plain matmuls/softmax, so that its
     # backward is matmuls/softmax too instead of one opaque flash-attention backward kernel.
     aten._native_batch_norm_legit_functional, aten._native_batch_norm_legit, aten.native_batch_norm_backward,
-    aten._scaled_dot_product_flash_attention_for_cpu, aten.native_layer_norm_backward,
+    aten.native_layer_norm_backward,
     # Found by the OpInfo sweep: their references land on ops we import.
     aten.addmv, aten.dist, aten.ldexp,
     aten.frexp,
@@ -53,6 +54,9 @@ _EXTRA_DECOMPOSITIONS = [
 @functools.cache
 def decompositions() -> dict:
     table = dict(core_aten_decompositions())
+    # The CPU fused attention an inference graph keeps (CPUOptions.keeps_fused_attention) is
+    # imported whole; every other graph has SDPA in its math form before it is traced.
+    table.pop(aten._scaled_dot_product_flash_attention_for_cpu.default, None)
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
     table.update(linear_cross_entropy_decompositions())
     table.update(foreach_decompositions())  # torch.optim's multi-tensor updates, per tensor
@@ -150,7 +154,8 @@ def keeps_fused_attention(gm: torch.fx.GraphModule, example_inputs, options: con
         return False  # compile_graph says so, for the whole graph
     if target.device_type not in graph_devices(gm, example_inputs):
         return False  # e.g. target="cuda" on CPU tensors: torch's fused CUDA kernels need CUDA tensors
-    return config.bind(options, target).target_options.keeps_fused_attention()
+    symbolic = any(isinstance(t, torch.SymInt) or (isinstance(t, torch.Tensor) and is_symbolic(t)) for t in example_inputs)
+    return config.bind(options, target).target_options.keeps_fused_attention(symbolic)
 
 
 def _compiler(kind: str, options: config.Options, path: InferencePath | None = None):

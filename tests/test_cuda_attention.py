@@ -237,11 +237,15 @@ def test_inference_graph_on_cuda_keeps_fused_attention():
         assert keeps_fused_attention(_sdpa_graph(), _fake_cuda(requires_grad=True), resolve({}))
 
 
-@pytest.mark.parametrize("why", ["cpu_tensors", "cuda_target_on_cpu_tensors", "option_off", "training",
+@pytest.mark.parametrize("why", ["cpu_tensors_library_off", "cuda_target_on_cpu_tensors", "option_off", "training",
                                  "grad_enabled_inside"])
 def test_otherwise_attention_takes_the_math_form(why):
-    inputs = list(_qkv()) if why in ("cpu_tensors", "cuda_target_on_cpu_tensors") else _fake_cuda(why == "training")
-    options = {"cuda_target_on_cpu_tensors": {"target": "cuda"}, "option_off": {"cuda_library_attention": False}}
+    """(On CPU tensors the cpu target keeps the fused op only with library_matmul: its own call
+    of torch's CPU kernel, codegen/cpu/library_attention.py.)"""
+    cpu = why in ("cpu_tensors_library_off", "cuda_target_on_cpu_tensors")
+    inputs = list(_qkv()) if cpu else _fake_cuda(why == "training")
+    options = {"cuda_target_on_cpu_tensors": {"target": "cuda"}, "option_off": {"cuda_library_attention": False},
+               "cpu_tensors_library_off": {"library_matmul": False}}
     graph = _sdpa_graph(set_grad=why == "grad_enabled_inside")
     assert not keeps_fused_attention(graph, inputs, resolve(options.get(why, {})))
 

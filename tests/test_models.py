@@ -24,7 +24,8 @@ MODELS = {
 LIBRARY = {
     "mlp": {"aten.mm.default": 3},
     "cnn": {"aten.mm.default": 1, "aten.convolution.default": 2},
-    "transformer_block": {"aten.mm.default": 4, "aten.bmm.default": 2},
+    # inference keeps SDPA whole: torch's fused CPU attention (codegen/cpu/library_attention.py)
+    "transformer_block": {"aten.mm.default": 4, "aten._scaled_dot_product_flash_attention_for_cpu.default": 1},
 }
 
 

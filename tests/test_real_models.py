@@ -79,9 +79,9 @@ CUDA_LIBRARY_OPS = {"aten.mm.default", "aten.bmm.default", "aten.convolution.def
 
 # What the cpu target hands to libtorch_cpu (library_matmul): every float32 matmul here to MKL
 # (sgemm_/dgemm_), every float32 convolution (backward: its input and weight gradients are
-# convolutions) to torch's kernel.
+# convolutions) to torch's kernel, and in inference SDPA's fused CPU attention (library_attention.py).
 CPU_LIBRARY_OPS = {"aten.mm.default", "aten.bmm.default", "aten.convolution.default",
-                   "aten.convolution_backward.default"}
+                   "aten.convolution_backward.default", "aten._scaled_dot_product_flash_attention_for_cpu.default"}
 
 
 def _assert_compiled(caplog, graphs_by_kind, device="cpu"):

@@ -96,9 +96,11 @@ STATUS = "dynamo_library_status"  # the module's global, symbol `_mlir_<STATUS>`
 FROM_BLOB, CONVOLUTION = "aoti_torch_create_tensor_from_blob", "aoti_torch_cpu_convolution"
 BACKWARD = "aoti_torch_cpu_convolution_backward"
 COPY, DELETE = "aoti_torch_copy_", "aoti_torch_delete_tensor_object"
+FLASH_ATTENTION = "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"  # library_attention.py
 # The tensor handles of one call, in their slots' order: its two operands, torch's result (y;
-# a backward's three, r0..r2: the unasked two are undefined tensors) and our output buffer.
-HANDLES = ("x", "w", "y", "out", "r0", "r1", "r2")
+# a backward's three, r0..r2: the unasked two are undefined tensors) and our output buffer;
+# attention's third operand and its bias (library_attention.py).
+HANDLES = ("x", "w", "y", "out", "r0", "r1", "r2", "v", "b")
 # Those each kind of call sets, cleared before it and deleted after it (a call that stops early
 # leaves later ones null, which delete ignores).
 FORWARD_HANDLES, BACKWARD_HANDLES = ("x", "w", "y", "out"), ("x", "w", "out", "r0", "r1", "r2")
@@ -113,10 +115,11 @@ def _signatures() -> dict[str, tuple[list[ir.Type], list[ir.Type]]]:
         BACKWARD: ([ptr, ptr, ptr, ptr, i64, ptr, i64, ptr, i64, ptr, i64, i32, ptr, i64, i64, ptr, i64, ptr, ptr, ptr], [i32]),
         COPY: ([ptr, ptr, i32], [i32]),
         DELETE: ([ptr], [i32]),
+        FLASH_ATTENTION: ([ptr, ptr, ptr, ir.F64Type.get(), i32, ptr, ptr, ptr, ptr], [i32]),
     }
 
 
-SYMBOLS = frozenset({FROM_BLOB, CONVOLUTION, BACKWARD, COPY, DELETE})
+SYMBOLS = frozenset({FROM_BLOB, CONVOLUTION, BACKWARD, COPY, DELETE, FLASH_ATTENTION})
 
 
 @functools.cache
@@ -143,7 +146,7 @@ def eligible(op) -> bool:
             and all(t.has_static_shape and 0 not in t.shape for t in types))
 
 
-def _strided(t: ir.RankedTensorType) -> ir.MemRefType:
+def strided_type(t: ir.RankedTensorType) -> ir.MemRefType:
     """The memref type of `t` with any layout (sizes and strides are read at run time)."""
     dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
     layout = ir.StridedLayoutAttr.get(dynamic, [dynamic] * t.rank)
@@ -158,18 +161,26 @@ def _i32(v) -> ir.Value:
     return arith.constant(ir.IntegerType.get_signless(32), v)
 
 
-class _Frame:
+class ShimFrame:
     """One convolution's stack slots, allocated at the function's entry: its int64 arrays (each
     operand's sizes and strides, then stride, padding, dilation, output padding) and the handles."""
 
-    def __init__(self, entry: ir.Block, rank: int):
+    def __init__(self, entry: ir.Block, rank: int, ints: int | None = None):
+        """`ints`: int64 slots (default: a convolution's, 3 operands' sizes and strides and its
+        4 windows)."""
         i64 = ir.IntegerType.get_signless(64)
         self.spatial = rank - 2
         with ir.InsertionPoint.at_block_begin(entry):
-            self.ints = memref.alloca(ir.MemRefType.get([6 * rank + 4 * self.spatial], i64), [], [])
+            self.ints = memref.alloca(ir.MemRefType.get([ints or 6 * rank + 4 * self.spatial], i64), [], [])
             self.handles = memref.alloca(ir.MemRefType.get([len(HANDLES)], i64), [], [])
             self.mask = memref.alloca(ir.MemRefType.get([3], ir.IntegerType.get_signless(32)), [], [])
+            self.doubles = memref.alloca(ir.MemRefType.get([1], ir.F64Type.get()), [], [])
         self.used = 0
+
+    def double(self, value: float) -> ir.Value:
+        """A pointer to a double holding `value` (a shim's optional double argument)."""
+        memref.store(arith.constant(ir.F64Type.get(), value), self.doubles, [arith.constant(ir.IndexType.get(), 0)])
+        return pointer_to(self.doubles)
 
     def array(self, values: list[ir.Value]) -> ir.Value:
         """A pointer to the next len(values) int64 slots, holding `values` (i64 or index)."""
@@ -198,7 +209,7 @@ class _Frame:
         return llvm.inttoptr(llvm.PointerType.get(), value)
 
 
-def _call(name: str, args: list[ir.Value], retains: int | None = None) -> ir.Value:
+def call_shim(name: str, args: list[ir.Value], retains: int | None = None) -> ir.Value:
     """The call's status; `retains`: the index of the operand whose slot keeps the buffer (RETAINS)."""
     status = func.call([ir.IntegerType.get_signless(32)], name, args)
     if retains is not None:
@@ -206,7 +217,7 @@ def _call(name: str, args: list[ir.Value], retains: int | None = None) -> ir.Val
     return status
 
 
-def _wrap(frame: _Frame, buffer: ir.Value, name: str, dims: list[int] | None = None) -> ir.Value:
+def wrap_buffer(frame: ShimFrame, buffer: ir.Value, name: str, dims: list[int] | None = None) -> ir.Value:
     """A torch tensor handle over `buffer` (its data, sizes, strides), in slot `name`; the status.
     `dims`: torch's dim i is the buffer's dim dims[i] (an NHWC buffer is shown to torch as the
     NCHW tensor with channels-last strides, a view, no copy); default: the buffer's own order."""
@@ -215,12 +226,12 @@ def _wrap(frame: _Frame, buffer: ir.Value, name: str, dims: list[int] | None = N
     dims = dims or list(range(t.rank))
     sizes, strides = frame.array([rest[d] for d in dims]), frame.array([rest[t.rank + d] for d in dims])
     codes = _codes()
-    return _call(FROM_BLOB, [pointer_to(buffer), _i64(t.rank), sizes, strides, _i64(0),
+    return call_shim(FROM_BLOB, [pointer_to(buffer), _i64(t.rank), sizes, strides, _i64(0),
                              _i32(codes[str(t.element_type)]), _i32(codes["cpu"]), _i32(0), frame.handle_slot(name)],
                  retains=8)  # the handle lives in that slot: the buffer with it
 
 
-def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
+def _emit(frame: ShimFrame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
     """The calls computing conv(x, w) into the buffer y. A call runs only if every one before it
     succeeded (a failed one leaves its handle null, which no later call may be given); the
     deletes always run (deleting a null handle does nothing); the status goes to STATUS.
@@ -231,25 +242,25 @@ def _emit(frame: _Frame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
     n = frame.spatial
     torch_dims = dy.TO_NCHW if dy.layout_of(op) == "nhwc" else None
     frame.clear_handles(FORWARD_HANDLES)
-    status = _wrap(frame, x, "x", torch_dims)
-    status = _then(status, lambda: _wrap(frame, w, "w"))
+    status = wrap_buffer(frame, x, "x", torch_dims)
+    status = then(status, lambda: wrap_buffer(frame, w, "w"))
 
     def convolve():
         windows = [frame.array([_i64(v) for v in values]) for values in (stride, padding, dilation, [0] * n)]
-        return _call(CONVOLUTION, [
+        return call_shim(CONVOLUTION, [
             frame.handle("x"), frame.handle("w"), llvm.mlir_zero(llvm.PointerType.get()),
             windows[0], _i64(n), windows[1], _i64(n), windows[2], _i64(n), _i32(0), windows[3], _i64(n),
             _i64(groups), frame.handle_slot("y")])
 
-    status = _then(status, convolve)
-    status = _then(status, lambda: _wrap(frame, y, "out", torch_dims))
-    status = _then(status, lambda: _call(COPY, [frame.handle("out"), frame.handle("y"), _i32(0)]))
+    status = then(status, convolve)
+    status = then(status, lambda: wrap_buffer(frame, y, "out", torch_dims))
+    status = then(status, lambda: call_shim(COPY, [frame.handle("out"), frame.handle("y"), _i32(0)]))
     for name in FORWARD_HANDLES:
-        status = arith.ori(status, _call(DELETE, [frame.handle(name)]))
-    _record(status)
+        status = arith.ori(status, call_shim(DELETE, [frame.handle(name)]))
+    record_status(status)
 
 
-def _emit_grad(frame: _Frame, op, grad: ir.Value, given: ir.Value, y: ir.Value, which: int) -> None:
+def _emit_grad(frame: ShimFrame, op, grad: ir.Value, given: ir.Value, y: ir.Value, which: int) -> None:
     """The calls computing gradient `which` (0: input, 1: weight) of the convolution into the
     buffer y: torch's convolution_backward, given the output gradient and the other operand; the
     operand whose gradient is asked lends only its shape (as torch.nn.grad's functions do),
@@ -257,41 +268,41 @@ def _emit_grad(frame: _Frame, op, grad: ir.Value, given: ir.Value, y: ir.Value, 
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     n = frame.spatial
     frame.clear_handles(BACKWARD_HANDLES)
-    status = _wrap(frame, grad, "x")
-    status = _then(status, lambda: _wrap(frame, given, "w"))
-    status = _then(status, lambda: _wrap(frame, y, "out"))
+    status = wrap_buffer(frame, grad, "x")
+    status = then(status, lambda: wrap_buffer(frame, given, "w"))
+    status = then(status, lambda: wrap_buffer(frame, y, "out"))
     x, w = ("out", "w") if which == 0 else ("w", "out")
 
     def backward():
         windows = [frame.array([_i64(v) for v in values]) for values in (stride, padding, dilation, [0] * n)]
         null = llvm.mlir_zero(llvm.PointerType.get())
-        return _call(BACKWARD, [
+        return call_shim(BACKWARD, [
             frame.handle("x"), frame.handle(x), frame.handle(w), null, _i64(0),
             windows[0], _i64(n), windows[1], _i64(n), windows[2], _i64(n), _i32(0), windows[3], _i64(n),
             _i64(ir.IntegerAttr(op.groups).value), frame.output_mask(which), _i64(3),
             frame.handle_slot("r0"), frame.handle_slot("r1"), frame.handle_slot("r2")])
 
-    status = _then(status, backward)
-    status = _then(status, lambda: _call(COPY, [frame.handle("out"), frame.handle(f"r{which}"), _i32(0)]))
+    status = then(status, backward)
+    status = then(status, lambda: call_shim(COPY, [frame.handle("out"), frame.handle(f"r{which}"), _i32(0)]))
     for name in BACKWARD_HANDLES:
-        status = arith.ori(status, _call(DELETE, [frame.handle(name)]))
-    _record(status)
+        status = arith.ori(status, call_shim(DELETE, [frame.handle(name)]))
+    record_status(status)
 
 
-def _then(status: ir.Value, call) -> ir.Value:
+def then(status: ir.Value, call) -> ir.Value:
     """`call()`'s status if `status` is success (0), else `status`."""
     ok = arith.cmpi(arith.CmpIPredicate.eq, status, _i32(0))
     return if_else(ok, [status.type], lambda: [call()], lambda: [status])[0]
 
 
-def _record(status: ir.Value) -> None:
+def record_status(status: ir.Value) -> None:
     """STATUS |= status (0 is success): the runtime reads it after the call."""
     cell = memref.get_global(ir.MemRefType.get([1], status.type), status_name())
     zero = arith.constant(ir.IndexType.get(), 0)
     memref.store(arith.ori(memref.load(cell, [zero]), status), cell, [zero])
 
 
-def _declare_all(module: ir.Module) -> None:
+def declare_shim(module: ir.Module) -> None:
     for name, (inputs, results) in _signatures().items():
         declare(module, name, inputs, results)
     for op in module.body.operations:
@@ -322,12 +333,12 @@ def call_library_convs(module: ir.Module, options) -> None:
             view = op.opview
             if not eligible(view):
                 continue
-            _declare_all(module)
+            declare_shim(module)
             out = ir.RankedTensorType(view.out.type)
-            frame = _Frame(fn.regions[0].blocks[0], out.rank)
+            frame = ShimFrame(fn.regions[0].blocks[0], out.rank)
             with ir.InsertionPoint(op), op.location:
                 operands = _operands(view)
-                a, b = (read_only_buffer(_strided(ir.RankedTensorType(v.type)), v, op) for v in operands)
+                a, b = (read_only_buffer(strided_type(ir.RankedTensorType(v.type)), v, op) for v in operands)
                 y = memref.alloc(ir.MemRefType.get(out.shape, out.element_type), [], [])
                 if op.name == "dynamo.conv2d":
                     _emit(frame, view, a, b, y)

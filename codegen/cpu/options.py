@@ -19,7 +19,8 @@ class CPUOptions(TargetOptions):
                                "~40% sooner.", _opt_level)
     library_matmul: bool = option(True, "Run float32/float64 matmul, batch matmul and convolution with static shapes "
                                         "as library calls into libtorch_cpu: MKL's sgemm_/dgemm_, torch's convolution "
-                                        "(oneDNN) (stats: ops_library); off: in our own loops.")
+                                        "(oneDNN), and an inference graph's attention as torch's fused CPU kernel "
+                                        "(stats: ops_library); off: in our own loops.")
     channels_last: bool = option(True, "With library_matmul: run chained 2-d convolutions (one's result reaching the "
                                        "next through batch norm, relu, pooling, ...) channels-last, NHWC, and the "
                                        "ops between them too, so no transpose sits between them "
@@ -39,3 +40,9 @@ class CPUOptions(TargetOptions):
                                               "applied when a function loads; codegen/cpu/heap.py): no page faults on "
                                               "each call's buffers, at the price of up to 64 MiB kept; off (default): "
                                               "malloc left as it is.")
+
+    def keeps_fused_attention(self, symbolic: bool = False) -> bool:
+        """With library_matmul, an inference graph of static shapes keeps SDPA whole: its
+        float32/float64 attention runs torch's fused CPU kernel (library_attention.py), eager's.
+        With symbolic sizes the math form compiles (the call takes static shapes)."""
+        return self.library_matmul and not symbolic

@@ -11,7 +11,7 @@ from ..half_bits import bf16_as_bits
 from ..memref_copies import copies_to_linalg
 from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import (channels_last, fastmath, narrow_elementwise, lane_vectors, library, library_conv, library_epilogue,
+from . import (channels_last, fastmath, narrow_elementwise, lane_vectors, library, library_attention, library_conv, library_epilogue,
                memory_plan, parallel, shared_broadcasts)
 
 _library = lambda o: o.target_options.library_matmul  # noqa: E731
@@ -55,6 +55,9 @@ LINALG = (
           options=("library_matmul", "channels_last")),
     _pass("library-convs", library_conv.call_library_convs,
           "Convolutions and their gradients -> calls of torch's kernels, their inputs read apart.",
+          options=("library_matmul",), produces=(READ, RETAINS)),
+    _pass("library-attention", library_attention.call_library_attention,
+          "Attention of static float shapes -> a call of torch's fused CPU kernel (eager's), its inputs read apart.",
           options=("library_matmul",), produces=(READ, RETAINS)),
     _pass("lower-dynamo-ops", lambda m, o: lower_dynamo_ops(m, target="cpu", options=o),
           "Every dynamo op -> linalg/tensor/arith/math by the cpu rules, then the generic ones (a matmul "

@@ -33,6 +33,7 @@ _RESULTS = {
     aten._scaled_dot_product_efficient_attention.default: 4,
     aten._scaled_dot_product_flash_attention.default: 9,
     aten._scaled_dot_product_cudnn_attention.default: 9,
+    aten._scaled_dot_product_flash_attention_for_cpu.default: 2,
 }
 
 
@@ -90,4 +91,16 @@ def _with_bias(ctx, node):
 def _flash(ctx, node):
     a = bind(node)
     out = _attention(ctx, node, a.query, a.key, a.value, None, a.dropout_p, a.is_causal, a.scale)
+    return _results(node, out)
+
+
+@import_rule(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def _flash_for_cpu(ctx, node):
+    """The CPU fused op (kept by CPUOptions.keeps_fused_attention): float32/float64 only; a half
+    type runs eager's kernel, whose float32 accumulation and rounding the dialect's op does not
+    promise."""
+    a = bind(node)
+    if a.query.meta["val"].dtype not in (torch.float32, torch.float64):
+        raise Unsupported(f"the CPU fused attention in {a.query.meta['val'].dtype}")
+    out = _attention(ctx, node, a.query, a.key, a.value, a.get("attn_mask"), a.dropout_p, a.is_causal, a.get("scale"))
     return _results(node, out)

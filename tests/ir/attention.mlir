@@ -1,16 +1,25 @@
-// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu -O library_matmul=false --stage linalg | check
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check --prefix LIBCPU
+// RUN: dynamo-mlir pass cpu-library-attention %s | check --prefix LIBCPU
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage linalg | check --prefix CUDA
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage host | check --prefix HOST
 
-// cpu (the generic rule, expanded into dynamo ops and lowered with their rules; the cpu matmul
-// rule keeps both contractions named batch matmuls, MKL calls in the loops stage, as it does
-// for every float matmul with library_matmul on): k transposed, q @ k^T, times the scale, plus the bias read through a broadcast map (its unit dims never
-// expanded in memory), then the softmax: row max, exp of the difference, row sum, division, and
-// zeros where the row max is -inf (every position masked); then p @ v.
+// cpu with library_matmul off (the generic rule, expanded into dynamo ops and lowered with their
+// rules, the contractions our own loops): k transposed, q @ k^T, times the scale, plus the bias
+// read through a broadcast map (its unit dims never expanded in memory), then the softmax: row
+// max, exp of the difference, row sum, division, and zeros where the row max is -inf (every
+// position masked); then p @ v.
+// cpu with library_matmul on (the default): one call of torch's fused CPU kernel on the operands'
+// buffers (codegen/cpu/library_attention.py), the bias passed as its mask, no loops of ours.
+// LIBCPU-NOT: linalg.generic
+// LIBCPU: call @aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
+// LIBCPU: call @aoti_torch_copy_(
+// LIBCPU-NOT: linalg.generic
+// LIBCPU: func.func private @aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(!llvm.ptr, !llvm.ptr, !llvm.ptr, f64, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
 // CHECK-DAG: #[[BIAS:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, d3)>
 // CHECK: %[[SCALE:cst[_0-9]*]] = arith.constant dense<2.500000e-01> : tensor<f32>
 // CHECK: linalg.transpose ins(%arg1 : tensor<2x4x8x16xf32>) outs(%{{[0-9]+}} : tensor<2x4x16x8xf32>) permutation = [0, 1, 3, 2]
-// CHECK: linalg.batch_matmul ins(%{{reshape[_0-9]*}}, %{{reshape[_0-9]*}} : tensor<8x8x16xf32>, tensor<8x16x8xf32>) outs(%{{[0-9]+}} : tensor<8x8x8xf32>)
+// CHECK: iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%{{reshape[_0-9]*}}, %{{reshape[_0-9]*}} : tensor<8x8x16xf32>, tensor<8x16x8xf32>) outs(%{{[0-9]+}} : tensor<8x8x8xf32>)
 // CHECK: ins(%[[SCALE]] : tensor<f32>)
 // CHECK: arith.mulf
 // CHECK: indexing_maps = [#[[BIAS]], {{.*}} ins(%arg3 : tensor<2x1x1x8xf32>)
@@ -26,7 +35,7 @@
 // CHECK: arith.divf
 // CHECK: arith.cmpf oeq
 // CHECK: arith.select
-// CHECK: linalg.batch_matmul ins(%{{reshape[_0-9]*}}, %{{reshape[_0-9]*}} : tensor<8x8x8xf32>, tensor<8x8x16xf32>) outs(%{{[0-9]+}} : tensor<8x8x16xf32>)
+// CHECK: iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%{{[0-9a-z_]*}}, %{{reshape[_0-9]*}} : tensor<8x8x8xf32>, tensor<8x8x16xf32>) outs(%{{[0-9]+}} : tensor<8x8x16xf32>)
 // cuda: one torch call on the operands' buffers, writing the result's buffer; no linalg op at all.
 // CUDA: func.func private @dynamo_cuda_attention_0(memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x4x8x16xf32>, memref<2x1x1x8xf32>, memref<2x4x8x16xf32>)
 // CUDA: %[[OUT:alloc[_0-9]*]] = memref.alloc() : memref<2x4x8x16xf32>
