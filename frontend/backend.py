@@ -142,8 +142,9 @@ def _is_inference(gm: torch.fx.GraphModule, example_inputs) -> bool:
 def keeps_fused_attention(gm: torch.fx.GraphModule, example_inputs, options: config.Options) -> bool:
     """Whether gm keeps F.scaled_dot_product_attention whole instead of its math form: an
     inference graph whose tensors are on the device of a target that runs torch's fused
-    attention op itself (TargetOptions.keeps_fused_attention: the cuda target's library call,
-    option cuda_library_attention). AOTAutograd then traces the fused op the dispatcher picks
+    attention op itself (TargetOptions.keeps_fused_attention, told whether gm has symbolic
+    sizes: the cuda target's library call, option cuda_library_attention; the cpu target's call
+    of torch's CPU kernel, static shapes with library_matmul). AOTAutograd then traces the fused op the dispatcher picks
     (frontend/aten/attention.py imports it) and the attention matrix never reaches memory. A
     training graph keeps the math form, whose backward we compile (use_math_attention)."""
     if not _is_inference(gm, example_inputs):

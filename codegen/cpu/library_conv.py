@@ -162,8 +162,9 @@ def _i32(v) -> ir.Value:
 
 
 class ShimFrame:
-    """One convolution's stack slots, allocated at the function's entry: its int64 arrays (each
-    operand's sizes and strides, then stride, padding, dilation, output padding) and the handles."""
+    """One shim call's stack slots, allocated at the function's entry: its int64 arrays (a
+    convolution's: each operand's sizes and strides, then stride, padding, dilation, output
+    padding), the tensor handles, and a double (attention's scale, library_attention.py)."""
 
     def __init__(self, entry: ir.Block, rank: int, ints: int | None = None):
         """`ints`: int64 slots (default: a convolution's, 3 operands' sizes and strides and its
