@@ -150,10 +150,11 @@ class TargetOptions(OptionSet):
         cls.validate(merged, f"target '{target}'")
         return cls(**merged)
 
-    def keeps_fused_attention(self, symbolic: bool = False) -> bool:
+    def keeps_fused_attention(self, symbolic: bool = False, half: bool = False) -> bool:
         """Whether an inference graph for this target keeps F.scaled_dot_product_attention whole,
         so that AOTAutograd traces torch's fused attention op (imported as dynamo.attention)
         instead of its math form: for a target with a fused kernel of its own for that op (the
         cuda target's library call, the cpu target's call of torch's CPU kernel). `symbolic`:
-        the graph has symbolic sizes. Default: no, the math form (frontend/backend.py)."""
+        the graph has symbolic sizes; `half`: a float16/bfloat16 input. Default: no, the math
+        form (frontend/backend.py)."""
         return False

@@ -143,7 +143,7 @@ def keeps_fused_attention(gm: torch.fx.GraphModule, example_inputs, options: con
     """Whether gm keeps F.scaled_dot_product_attention whole instead of its math form: an
     inference graph whose tensors are on the device of a target that runs torch's fused
     attention op itself (TargetOptions.keeps_fused_attention, told whether gm has symbolic
-    sizes: the cuda target's library call, option cuda_library_attention; the cpu target's call
+    sizes or half inputs: the cuda target's library call, option cuda_library_attention; the cpu target's call
     of torch's CPU kernel, static shapes with library_matmul). AOTAutograd then traces the fused op the dispatcher picks
     (frontend/aten/attention.py imports it) and the attention matrix never reaches memory. A
     training graph keeps the math form, whose backward we compile (use_math_attention)."""
@@ -156,7 +156,8 @@ def keeps_fused_attention(gm: torch.fx.GraphModule, example_inputs, options: con
     if target.device_type not in graph_devices(gm, example_inputs):
         return False  # e.g. target="cuda" on CPU tensors: torch's fused CUDA kernels need CUDA tensors
     symbolic = any(isinstance(t, torch.SymInt) or (isinstance(t, torch.Tensor) and is_symbolic(t)) for t in example_inputs)
-    return config.bind(options, target).target_options.keeps_fused_attention(symbolic)
+    half = any(isinstance(t, torch.Tensor) and t.dtype in (torch.float16, torch.bfloat16) for t in example_inputs)
+    return config.bind(options, target).target_options.keeps_fused_attention(symbolic, half)
 
 
 def _compiler(kind: str, options: config.Options, path: InferencePath | None = None):

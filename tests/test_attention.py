@@ -74,3 +74,33 @@ def test_sdpa_fully_masked_row_gives_eagers_zeros(library):
         assert_all_compiled(min_ops=2, library={"aten._scaled_dot_product_flash_attention_for_cpu.default": 1})
     else:
         assert_all_compiled(min_ops=5)
+
+
+def test_inference_grouped_query_attention_runs_torchs_fused_kernel_on_repeated_heads():
+    """enable_gqa in an inference graph: the key and value heads are repeated in place (query head
+    h reads key head h // 2) before torch's fused CPU kernel, no eager op."""
+    q, k, v = (t.detach() for t in _inputs(gqa=True))
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+    with torch.no_grad():
+        got = torch.compile(attend, backend="mlir")(q, k, v)
+    torch.testing.assert_close(got, attend(q, k, v), rtol=1e-4, atol=1e-5)
+    # the whole graph is the one call (the head repeat is part of the op's import, no ATen op of its own)
+    assert_all_compiled(min_ops=0, library={"aten._scaled_dot_product_flash_attention_for_cpu.default": 1})
+
+
+def test_half_inference_attention_keeps_the_math_form():
+    """A bfloat16 inference graph: the fused CPU op's import takes float32/float64 only, so the
+    graph keeps the math form (half_attention.py, eager's roundings), compiled, not run eagerly."""
+    q, k, v = (t.detach().to(torch.bfloat16) for t in _inputs())
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    with torch.no_grad():
+        got = torch.compile(attend, backend="mlir")(q, k, v)
+    want = attend(q.double(), k.double(), v.double())
+    assert (got.double() - want).abs().max() < 3e-2
+    assert_all_compiled(min_ops=5, library={"aten.bmm.default": 2})

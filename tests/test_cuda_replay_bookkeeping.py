@@ -72,6 +72,7 @@ class _Kernels:
     and writes addresses, as a kernel does: recorded while capturing, run at once otherwise."""
 
     signature = SimpleNamespace(name="kernels")
+    sized = False  # no `index` size input (CudaFunction.sized)
 
     def __init__(self, written=()):
         self.written = frozenset(written)

@@ -41,8 +41,9 @@ class CPUOptions(TargetOptions):
                                               "each call's buffers, at the price of up to 64 MiB kept; off (default): "
                                               "malloc left as it is.")
 
-    def keeps_fused_attention(self, symbolic: bool = False) -> bool:
-        """With library_matmul, an inference graph of static shapes keeps SDPA whole: its
-        float32/float64 attention runs torch's fused CPU kernel (library_attention.py), eager's.
-        With symbolic sizes the math form compiles (the call takes static shapes)."""
-        return self.library_matmul and not symbolic
+    def keeps_fused_attention(self, symbolic: bool = False, half: bool = False) -> bool:
+        """With library_matmul, an inference graph of static float32/float64 shapes keeps SDPA
+        whole: its attention runs torch's fused CPU kernel (library_attention.py), eager's. With
+        symbolic sizes (the call takes static shapes) or half inputs (frontend/half_attention.py
+        follows eager's roundings in the math form) the math form compiles."""
+        return self.library_matmul and not symbolic and not half

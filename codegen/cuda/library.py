@@ -29,10 +29,19 @@ from .schedule import Library, View
 
 def view_of(bufs, v: View) -> torch.Tensor:
     base = bufs[v.slot]
-    if not host_sizes.is_static(*v.shape, *v.strides, v.offset):  # sizes known per call
-        v = View(v.slot, *(tuple(host_sizes.evaluate(x, bufs) for x in xs) for xs in (v.shape, v.strides)),
-                 host_sizes.evaluate(v.offset, bufs))
     return base.as_strided(v.shape, v.strides, base.storage_offset() + v.offset)
+
+
+def sized_view_of(bufs, v: View) -> torch.Tensor:
+    """A view whose sizes, strides or offset are known per call (codegen/gpu/host_sizes.py)."""
+    sizes = tuple(host_sizes.evaluate(x, bufs) for x in v.shape)
+    strides = tuple(host_sizes.evaluate(x, bufs) for x in v.strides)
+    return view_of(bufs, View(v.slot, sizes, strides, host_sizes.evaluate(v.offset, bufs)))
+
+
+def view_getter(v: View):
+    """view_of or sized_view_of, chosen once for the step (not per call)."""
+    return view_of if host_sizes.is_static(*v.shape, *v.strides, v.offset) else sized_view_of
 
 
 def _accumulate(out: torch.Tensor, value: torch.Tensor, overwrite: bool) -> None:
@@ -209,9 +218,10 @@ RUNNERS = {
 
 def step(lib: Library):
     runner = RUNNERS[lib.op]
+    views = [(view_getter(v), v) for v in lib.operands]
 
     def run(bufs, stream):
-        runner(lib, *[view_of(bufs, v) for v in lib.operands])
+        runner(lib, *[get(bufs, v) for get, v in views])
 
     return run
 
@@ -220,7 +230,9 @@ def store_step(store):
     """A host-computed value into one element: a fill kernel on torch's stream (no host-to-device
     copy, so the schedule can still be captured as a CUDA graph)."""
 
+    get = view_getter(store.view)
+
     def run(bufs, stream):
-        view_of(bufs, store.view).fill_(host_sizes.evaluate(store.value, bufs))
+        get(bufs, store.view).fill_(host_sizes.evaluate(store.value, bufs))
 
     return run

@@ -70,7 +70,7 @@ class CUDAOptions(TargetOptions):
                                                  "benchmarks/rowfuse_bisect.py bisects with it.", _row_selection,
                                            affects_code="per graph")
 
-    def keeps_fused_attention(self, symbolic: bool = False) -> bool:
+    def keeps_fused_attention(self, symbolic: bool = False, half: bool = False) -> bool:
         """Whether an inference graph keeps F.scaled_dot_product_attention whole (frontend/backend.py)."""
         return self.cuda_library_attention
 

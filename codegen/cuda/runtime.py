@@ -16,7 +16,7 @@ import weakref
 import torch
 
 from ..gpu import host_sizes
-from ..signature import Signature
+from ..signature import Signature, SizeSpec, TensorSpec
 from . import library
 from .schedule import Alloc, HostSchedule, Launch, Library, Store
 
@@ -103,14 +103,15 @@ class LaunchStep:
             values[i].value = bufs[slot].data_ptr()
         for i, size in self.sizes:
             values[i].value = host_sizes.evaluate(size, bufs)
-        grid = self.grid or self._grid(bufs)
-        if 0 in grid:  # no element to compute (a dynamic size of 0): no launch
-            return
+        grid = self.grid
+        if grid is None:
+            grid = self._grid(bufs)
+            if 0 in grid:  # no element to compute (a dynamic size of 0): no launch
+                return
         (gx, gy, gz), (bx, by, bz) = grid, self.launch.block
         err = driver().cuLaunchKernel(self.function, gx, gy, gz, bx, by, bz, 0, stream, self.params_ptr, 0)
         if err[0] != 0:
-            check(err, f"cuLaunchKernel {self.launch.kernel} grid={self.launch.grid} block={self.launch.block}")
-
+            check(err, f"cuLaunchKernel {self.launch.kernel} grid={grid} block={self.launch.block}")
 
     def _grid(self, bufs) -> tuple:
         """The grid of a launch over symbolic sizes, for this call's sizes; one the driver would
@@ -126,12 +127,15 @@ MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks per grid dimension (x, y, z)
 
 
 def _alloc_step(step: Alloc, device):
-    dtype = getattr(torch, step.dtype)
+    dtype, slot, numel = getattr(torch, step.dtype), step.slot, step.numel
 
     def run(bufs, stream):
-        bufs[step.slot] = torch.empty(host_sizes.evaluate(step.numel, bufs), dtype=dtype, device=device)
+        bufs[slot] = torch.empty(numel, dtype=dtype, device=device)
 
-    return run
+    def run_sized(bufs, stream):  # a size known per call
+        bufs[slot] = torch.empty(host_sizes.evaluate(numel, bufs), dtype=dtype, device=device)
+
+    return run if host_sizes.is_static(numel) else run_sized
 
 
 def _upload(constant, device) -> torch.Tensor:
@@ -149,6 +153,11 @@ class CudaFunction:
         self.host: HostSchedule = program.hosts[signature.name]
         self.ptx, self.kernels = program.device, sorted(set(self.host.kernels))
         self.n_in = len(signature.inputs)
+        # Known once: where the first tensor input is (the others are `index` sizes, ints), and
+        # whether the outputs' shapes are the compiled ones or come per call from the inputs.
+        self.first_tensor = next((i for i, s in enumerate(signature.inputs) if isinstance(s, TensorSpec)), None)
+        self.static = signature.is_static
+        self.sized = any(isinstance(s, SizeSpec) for s in signature.inputs)  # an `index` size input
         self.out_specs = [(shape, getattr(torch, dtype)) for shape, dtype in self.host.arg_types[self.n_in:]]
         self.written = frozenset(self.host.written)
         self._per_device: dict[int, tuple] = {}
@@ -174,8 +183,8 @@ class CudaFunction:
         raise TypeError(f"unknown host step {step}")
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
-        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]  # the others: `index` sizes
-        device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
+        first = self.first_tensor
+        device = inputs[first].device if first is not None else torch.device("cuda", torch.cuda.current_device())
         if device.type != "cuda":  # a host pointer handed to a kernel would fault the GPU
             raise CudaError(f"dynamo-mlir cuda: {self.signature.name} got a tensor on {device}, not a CUDA device")
         _, steps, constants = self._prepare(device)
@@ -184,7 +193,7 @@ class CudaFunction:
             # Kernels index row-major buffers and use 16-byte vector loads: contiguous and aligned.
             usable = not isinstance(t, torch.Tensor) or (t.is_contiguous() and t.data_ptr() % 16 == 0)
             bufs[i] = t if usable else t.contiguous().clone()
-        shapes = [s for s, _ in self.out_specs] if self.signature.is_static else self.signature.output_shapes(inputs)
+        shapes = [s for s, _ in self.out_specs] if self.static else self.signature.output_shapes(inputs)
         outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, (_, dtype) in zip(shapes, self.out_specs)]
         bufs[self.n_in:self.n_in + len(outputs)] = outputs
         for slot, tensor in constants:
@@ -386,7 +395,7 @@ class GraphedFunction:
             # (a warm start's first call, a one-off) would pay for nothing. Replays from the second.
             self.called = True
             return self.fn(*inputs)
-        if not all(isinstance(t, torch.Tensor) for t in inputs):  # an `index` size: its value is in the launches
+        if self.fn.sized:  # an `index` size input: its value is baked into the launches, no replay serves it
             return self.fn(*inputs)
         in_place, replays = self._replays_for(inputs)
         for replay in replays:

@@ -57,10 +57,9 @@ def _as_linalg(op):
     """memref.copy (no TilingInterface) as the linalg.copy it is; other ops as they are."""
     if op.name != "memref.copy":
         return op
-    block, ops = op.parent.regions[0].blocks[0], None
     with ir.InsertionPoint(op), op.location:
-        linalg.copy(op.operands[0], outs=[op.operands[1]])  # on buffers: no result to return
-    ops = [o.operation for o in block.operations]
+        linalg.copy(op.operands[0], outs=[op.operands[1]])  # on buffers: no result, so find the op
+    ops = [o.operation for o in op.parent.regions[0].blocks[0].operations]
     new = ops[ops.index(op) - 1]
     op.erase()
     return new

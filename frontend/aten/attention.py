@@ -55,7 +55,9 @@ def _unexpanded(ctx, bias: ir.Value) -> ir.Value:
     return ctx.reshape(source, shape)
 
 
-def _attention(ctx, node, query, key, value, bias, dropout_p, is_causal, scale):
+def _attention(ctx, node, query, key, value, bias, dropout_p, is_causal, scale, repeat_heads=False):
+    """dynamo.attention of the fused op `node`; grouped-query attention with `repeat_heads` (the
+    CPU op, whose GQA torch's CPU dispatch picks) repeats the key and value heads, else is refused."""
     if any(output_read(node, i) for i in range(1, _RESULTS[node.target])):
         raise Unsupported("an output besides the attention's (log-sum-exp, RNG state) is read: "
                           "only an inference graph's attention is imported")
@@ -65,8 +67,11 @@ def _attention(ctx, node, query, key, value, bias, dropout_p, is_causal, scale):
     shapes = [ctx.shape_of(x) for x in (q, k, v)]
     if any(len(s) != 4 or s[3] == dy.DYN for s in shapes):
         raise Unsupported(f"attention on shapes {shapes}: rank-4 [B, H, L, E], E static, only")
-    if shapes[0][1] != shapes[1][1]:
-        raise Unsupported(f"grouped-query attention ({shapes[0][1]} query heads, {shapes[1][1]} key heads)")
+    if shapes[0][1] != shapes[1][1]:  # grouped-query attention (torch's enable_gqa)
+        if not repeat_heads:
+            raise Unsupported(f"grouped-query attention ({shapes[0][1]} query heads, {shapes[1][1]} key heads)")
+        k, v = (_repeat_heads(ctx, x, shapes[0][1]) for x in (k, v))
+        shapes = [ctx.shape_of(x) for x in (q, k, v)]
     biases = [] if bias is None else [_unexpanded(ctx, ctx.cast(ctx.tensor(bias), ctx.dtype_of(q)))]
     if biases and is_causal:
         raise Unsupported("attention with both a bias and is_causal")
@@ -74,6 +79,18 @@ def _attention(ctx, node, query, key, value, bias, dropout_p, is_causal, scale):
     f64 = ir.F64Type.get()
     return dy.AttentionOp(q, k, v, biases, i64(bool(is_causal)), ir.FloatAttr.get(f64, scale),
                           out=ctx.type_like(q, shape=shapes[0][:3] + shapes[2][3:])).out
+
+
+def _repeat_heads(ctx, x: ir.Value, heads: int) -> ir.Value:
+    """Keys or values [B, Hk, S, E] -> [B, heads, S, E], each head repeated heads // Hk times in
+    place: query head h reads key head h // (heads // Hk), as torch's enable_gqa does."""
+    b, hk, s, e = ctx.shape_of(x)
+    if dy.DYN in (b, hk, s, heads) or heads % hk:
+        raise Unsupported(f"grouped-query attention of {heads} query heads over {hk} key heads "
+                          f"with these shapes ({[b, hk, s, e]})")
+    grouped = ctx.reshape(x, [b, hk, 1, s, e])
+    wide = ctx.broadcast(grouped, [b, hk, heads // hk, s, e], source=(b, hk, 1, s, e))
+    return ctx.reshape(wide, [b, heads, s, e])
 
 
 def _results(node, out) -> tuple:
@@ -102,5 +119,6 @@ def _flash_for_cpu(ctx, node):
     a = bind(node)
     if a.query.meta["val"].dtype not in (torch.float32, torch.float64):
         raise Unsupported(f"the CPU fused attention in {a.query.meta['val'].dtype}")
-    out = _attention(ctx, node, a.query, a.key, a.value, a.get("attn_mask"), a.dropout_p, a.is_causal, a.get("scale"))
+    out = _attention(ctx, node, a.query, a.key, a.value, a.get("attn_mask"), a.dropout_p, a.is_causal, a.get("scale"),
+                     repeat_heads=True)
     return _results(node, out)
