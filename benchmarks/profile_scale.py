@@ -23,6 +23,8 @@ def _callable(w, backend: str):
     args = (w.inputs, w.target) if isinstance(w, scale.ScaleTraining) else w.inputs
     if backend != "eager":
         fn = torch.compile(fn, backend=backend)
+    if isinstance(w, scale.ScaleSweep):  # one call is the sweep over its lengths
+        fn = scale.sweep(fn)
     return fn, args
 
 

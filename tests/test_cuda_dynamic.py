@@ -36,6 +36,27 @@ def test_a_symbolic_batch_is_one_kernel_set_whose_grid_reads_the_size(tmp_path):
     assert ".entry main_kernel(" in ptx and ".param .u64 main_kernel_param_1" in ptx  # a 64-bit size argument
 
 
+def layer_norm_softmax(x, w, b):
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b).softmax(-1)
+
+
+def test_a_reduction_over_a_symbolic_row_count_is_one_block_per_row(tmp_path):
+    """codegen/gpu/row_reduce.py, generated without a GPU: a layer norm's and a softmax's row
+    reductions launch a block per row (the grid is the row count, read per call), and the fill
+    or copy that set their outputs is folded into them (no launch of its own)."""
+    dynamo_mlir.reset()
+    x, w, b = torch.randn(5, 768), torch.randn(768), torch.randn(768)
+    torch._dynamo.mark_dynamic(x, 0)
+    options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": str(tmp_path), "cache": False, "strict": True}
+    with pytest.raises(Exception, match="not a CUDA device"):
+        torch.compile(layer_norm_softmax, backend="mlir", options=options)(x, w, b)
+    host = read_stage(str(tmp_path), "host")
+    launches = [line for line in host.splitlines() if "launch " in line]
+    per_row = [line for line in launches if "grid=(dim(%0, 0), 1, 1)" in line or "grid=(dim(%3, 0), 1, 1)" in line]
+    # mean, variance, normalize (an elementwise row of 768 <= one tile), max, exp, sum, divide
+    assert len(per_row) == 7 and len(launches) == 8, host  # the 8th: the fill the sum's copy read
+
+
 def test_a_target_compiles_only_the_ops_its_dynamic_shape_ops_name_with_symbolic_sizes():
     """Target.dynamic_shape_ops: a target (here the cuda one, narrowed to multiplication) leaves
     every other op of symbolic sizes eager, saying so."""
@@ -108,6 +129,35 @@ def test_marked_dynamic_batch_compiles_once_and_matches_eager_at_every_size():
         torch.testing.assert_close(compiled(x, b), bias_exp(x, b))
         assert torch.equal(x, before)
     s = assert_all_compiled(min_ops=3)
+    assert s["graphs"] == 1, dynamo_mlir.explain()
+
+
+REDUCTIONS = {
+    "layer_norm_softmax": (layer_norm_softmax, lambda n: (torch.randn(n, 768), torch.randn(768), torch.randn(768))),
+    "sum_max_last_two": (lambda x: x.sum((-1, -2)) + x.amax((-1, -2)), lambda n: (torch.randn(3, n, 7, 33),)),
+    "mean_keepdim_of_view": (lambda x: x.transpose(0, 1).mean(-1, keepdim=True) * 2, lambda n: (torch.randn(n, 4, 50),)),
+    "int_sum": (lambda x: x.sum(-1, dtype=torch.int32), lambda n: (torch.randint(-5, 5, (n, 300), dtype=torch.int32),)),
+    "log_softmax_row_of_symbolic_length": (lambda x: torch.log_softmax(x, -1), lambda n: (torch.randn(4, n),)),
+}
+
+
+@on_gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_reductions_over_symbolic_sizes_match_eager_at_every_size(name):
+    """Row reductions with a symbolic row count or row length (one block per row), over several
+    sizes (from 2: Dynamo specializes 0 and 1), compiled once."""
+    f, make = REDUCTIONS[name]
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="mlir", dynamic=True)
+    for n in (5, 1000, 2, 37):
+        torch.manual_seed(n)
+        args = [a.cuda() for a in make(n)]
+        before = [a.clone() for a in args]
+        torch.testing.assert_close(compiled(*args), f(*args), rtol=1e-5, atol=1e-5)
+        assert all(torch.equal(a, c) for a, c in zip(args, before))
+    s = assert_all_compiled(min_ops=1)
     assert s["graphs"] == 1, dynamo_mlir.explain()
 
 

@@ -72,7 +72,6 @@ class _Kernels:
     and writes addresses, as a kernel does: recorded while capturing, run at once otherwise."""
 
     signature = SimpleNamespace(name="kernels")
-    sized = False  # no `index` size input (CudaFunction.sized)
 
     def __init__(self, written=()):
         self.written = frozenset(written)
@@ -256,3 +255,37 @@ def test_a_replay_output_into_an_uncaptured_call(fake_capture, make):
         del y, held, z
     assert len(_captured(forward)) == 1  # a failed capture kept no reference to its inputs either
     assert len(_captured(backward)) == (0 if backward.uncapturable else 1)
+
+
+class _SizedKernels(_Kernels):
+    """out = 2 * x[:n] + 1 for an `index` size input n: the capture fixes n in its step, as a
+    launch's grid and size arguments are fixed at capture."""
+
+    def __call__(self, x, n):
+        return super().__call__(x[:n])
+
+
+def test_a_size_input_keys_the_replays_by_its_value(fake_capture):
+    """A graph with an int input (a symbolic size Dynamo passes) is replayed: one capture per
+    value, each replay run only for the value it was captured with, none copying the int."""
+    f = _graphed(_SizedKernels())
+    x = torch.randn(8)
+    for n in (3, 5, 3, 5, 8):
+        (y,) = f(x, n)
+        torch.testing.assert_close(y, 2 * x[:n] + 1)
+        del y
+    assert sorted(key[0][1] for key in f.replays) == [3, 5, 8]
+    assert len(_captured(f)) == 3 and all(_copied(r) == [0] for r in _captured(f))
+
+
+def test_past_max_signatures_a_new_size_runs_uncaptured(fake_capture, monkeypatch):
+    """Ever new sizes (a growing length) stop capturing after MAX_SIGNATURES: the ones captured
+    keep replaying, a new one runs directly (still correct)."""
+    monkeypatch.setattr(GraphedFunction, "MAX_SIGNATURES", 2)
+    f = _graphed(_SizedKernels())
+    x = torch.randn(8)
+    for n in (2, 3, 4, 5, 2):
+        (y,) = f(x, n)
+        torch.testing.assert_close(y, 2 * x[:n] + 1)
+        del y
+    assert sorted(key[0][1] for key in f.replays) == [2, 3] and len(_captured(f)) == 2

@@ -31,6 +31,24 @@ def _row(n):
     return (torch.randn(2, n, generator=torch.Generator().manual_seed(n)),)
 
 
+# ----------------------------------------------------------------------------- variance
+
+
+VARIANCES = {  # correction -> fn(x [3, n, 4]) (literals: a closure's int would be a symbolic input)
+    0: lambda x: torch.var_mean(x, dim=(1,), correction=0),
+    1: lambda x: torch.var_mean(x, dim=(1,), correction=1),
+    2: lambda x: torch.var_mean(x, dim=(1,), correction=2),
+}
+
+
+@pytest.mark.parametrize("correction", list(VARIANCES))
+def test_variance_over_a_dynamic_dim_divides_by_the_count_read_per_call(correction):
+    """var_mean over a symbolic dim: the mean divides by the dim's size and the variance by
+    max(size - correction, 0), both read at run time (a layer norm of symbolic width)."""
+    _run_sizes(VARIANCES[correction], lambda n: (torch.randn(3, n, 4, generator=torch.Generator().manual_seed(n)),),
+               "aten.var_mean.correction")
+
+
 # ----------------------------------------------------------------------------- slices
 
 SLICES = {  # name -> fn(x [2, n])

@@ -19,18 +19,12 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, gpu, memref, scf, vector
 
 from ...lowering.scalar import identity_of
+from ..gpu.row_reduce import COMBINERS
 from .loopnest import PARALLEL, REDUCTION, Access, LoopNest, affine_dims, eval_affine, materialize, op_name
 
 BLOCK = 256          # threads per block for elementwise and serial kernels
 ROW_THREADS = 256    # at most this many threads cooperate on one row
 MAX_VEC_BYTES = 16   # ld.global.v4.b32: the widest access a thread can make
-
-# combining op -> gpu.all_reduce kind (its identity: lowering.scalar.IDENTITIES)
-COMBINERS = {
-    "arith.addf": "ADD", "arith.mulf": "MUL", "arith.maximumf": "MAXIMUMF", "arith.minimumf": "MINIMUMF",
-    "arith.maxnumf": "MAXNUMF", "arith.minnumf": "MINNUMF", "arith.addi": "ADD", "arith.muli": "MUL",
-    "arith.maxsi": "MAXSI", "arith.minsi": "MINSI", "arith.ori": "OR", "arith.andi": "AND", "arith.xori": "XOR",
-}
 
 
 def index(n: int) -> ir.Value:

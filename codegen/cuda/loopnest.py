@@ -190,7 +190,7 @@ def clone_region_body(block: ir.Block) -> Callable:
     return build
 
 
-def _combiner(block: ir.Block, yielded: ir.Value, out_arg: ir.Value) -> ir.Operation | None:
+def combiner_of(block: ir.Block, yielded: ir.Value, out_arg: ir.Value) -> ir.Operation | None:
     """The op that folds one new value into the accumulator (`acc = op(acc, f(inputs))`)."""
     owner = yielded.owner
     if op_name(yielded) is None or len(owner.operands) != 2:
@@ -223,7 +223,7 @@ def from_generic(op) -> LoopNest:
     yields = list(block.operations)[-1].operands
     out_args = list(block.arguments)[n_in:]
     has_reduction = REDUCTION in iterators
-    combiners = [_combiner(block, y, a) if has_reduction else None for y, a in zip(yields, out_args)]
+    combiners = [combiner_of(block, y, a) if has_reduction else None for y, a in zip(yields, out_args)]
     out_used = [any(u == a for o in block.operations for u in o.operands) for a in out_args]
     return LoopNest("generic", loop_sizes(len(iterators), accesses), iterators, accesses[:n_in],
                     accesses[n_in:], clone_region_body(block), combiners, out_used, gathered_roots(block))

@@ -16,7 +16,7 @@ import weakref
 import torch
 
 from ..gpu import host_sizes
-from ..signature import Signature, SizeSpec, TensorSpec
+from ..signature import Signature, TensorSpec
 from . import library
 from .schedule import Alloc, HostSchedule, Launch, Library, Store
 
@@ -157,7 +157,6 @@ class CudaFunction:
         # whether the outputs' shapes are the compiled ones or come per call from the inputs.
         self.first_tensor = next((i for i, s in enumerate(signature.inputs) if isinstance(s, TensorSpec)), None)
         self.static = signature.is_static
-        self.sized = any(isinstance(s, SizeSpec) for s in signature.inputs)  # an `index` size input
         self.out_specs = [(shape, getattr(torch, dtype)) for shape, dtype in self.host.arg_types[self.n_in:]]
         self.written = frozenset(self.host.written)
         self._per_device: dict[int, tuple] = {}
@@ -207,11 +206,11 @@ class CudaFunction:
         return outputs
 
 
-def _is_static(t: torch.Tensor) -> bool:
+def _is_static(t) -> bool:
     """A parameter or buffer (Dynamo marks the ones it lifts into graph inputs, and an optimizer's
     state and gradients): long-lived, and changed only in place, so a graph may read it where it
-    lives."""
-    return isinstance(t, torch.nn.Parameter) or hasattr(t, "_dynamo_static_input_type")
+    lives. An `index` size input (an int) counts as one: its value is in the replay's key."""
+    return not isinstance(t, torch.Tensor) or isinstance(t, torch.nn.Parameter) or hasattr(t, "_dynamo_static_input_type")
 
 
 # The output storages of the live replays, by address: data_ptr -> (weak reference to the replay,
@@ -313,7 +312,8 @@ def _copy_into(destinations: list[torch.Tensor], sources: list[torch.Tensor]) ->
 def _addresses(inputs, in_place) -> tuple:
     """Where the inputs read in place live, and their strides: a graph reads them with those it
     was captured with (a strided one through a contiguous copy it made then)."""
-    return tuple((t.data_ptr(), t.stride()) if p else None for t, p in zip(inputs, in_place))
+    return tuple((t.data_ptr(), t.stride()) if p and isinstance(t, torch.Tensor) else None
+                 for t, p in zip(inputs, in_place))
 
 
 def _tensor_refs(outputs: list[torch.Tensor]) -> list[int]:
@@ -355,6 +355,10 @@ class GraphedFunction:
     # address at each call, each a new capture; past these it copies them into a replay's buffers,
     # and the replays it has take turns.
     MAX_OUTPUT_ADDRESSES = 4
+    # Input signatures (shapes, size values) that get replays: a graph of symbolic sizes called
+    # at ever new sizes (a generation loop's growing length) would otherwise capture, and keep
+    # the memory of, a graph per size. Past these, new signatures run uncaptured.
+    MAX_SIGNATURES = 16
 
     def __init__(self, fn: CudaFunction):
         self.fn = fn
@@ -363,6 +367,7 @@ class GraphedFunction:
         self.kept: set[int] = set()  # output positions callers keep (returned as clones)
         self.uncapturable = False
         self.called = False
+        self.signatures: set[tuple] = set()
 
     def _capture(self, inputs, in_place) -> _Replay:
         side = torch.cuda.Stream()
@@ -373,9 +378,8 @@ class GraphedFunction:
         torch.cuda.current_stream().wait_stream(side)
         return _Replay(self.fn, inputs, in_place)
 
-    def _replays_for(self, inputs) -> tuple[list[bool], list[_Replay]]:
+    def _replays_for(self, inputs, signature) -> tuple[list[bool], list[_Replay]]:
         """The inputs to read in place, and the replays captured for their addresses."""
-        signature = _key(inputs)
         static = [_is_static(t) for t in inputs]
         in_place = [s or _is_replay_output(t) for s, t in zip(static, inputs)]
         if in_place != static:
@@ -395,9 +399,12 @@ class GraphedFunction:
             # (a warm start's first call, a one-off) would pay for nothing. Replays from the second.
             self.called = True
             return self.fn(*inputs)
-        if self.fn.sized:  # an `index` size input: its value is baked into the launches, no replay serves it
-            return self.fn(*inputs)
-        in_place, replays = self._replays_for(inputs)
+        signature = _key(inputs)
+        if signature not in self.signatures:
+            if len(self.signatures) >= self.MAX_SIGNATURES:
+                return self.fn(*inputs)
+            self.signatures.add(signature)
+        in_place, replays = self._replays_for(inputs, signature)
         for replay in replays:
             held = replay.held_outputs()
             if not held:
@@ -416,7 +423,9 @@ class GraphedFunction:
 
 
 def _key(inputs):
-    return tuple((t.device, t.dtype, tuple(t.shape)) for t in inputs)
+    """What a replay is captured for: each tensor's device, dtype and shape, each size's value
+    (the launches' grids and size arguments are evaluated from them at capture, then fixed)."""
+    return tuple((t.device, t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else int(t) for t in inputs)
 
 
 # A CUDA graph replay costs about as much host time as two direct launches (measured on an

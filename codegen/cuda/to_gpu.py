@@ -28,6 +28,7 @@ from .ptx import arch_for
 from ..gpu import tiled
 from ..gpu.capabilities import capabilities_for
 from ..gpu.kernel_abi import split_dynamic_buffers
+from ..gpu.row_reduce import build_row_reductions
 from ..gpu.tiled import has_symbolic_sizes, iterators as tiled_iterators
 
 log = logging.getLogger("dynamo_mlir")
@@ -450,10 +451,13 @@ def per_host(rewrite):
 
 
 def kernels_pass(module: ir.Module, options) -> None:
-    """build_kernels on every host function of the module, then the ops with symbolic sizes
-    through the tiled strategy (codegen/gpu/tiled.py), their buffers passed as pointer and sizes."""
+    """build_kernels on every host function of the module, then the ops with symbolic sizes: row
+    reductions one block per row (codegen/gpu/row_reduce.py), the rest through the tiled strategy
+    (codegen/gpu/tiled.py); their buffers passed as pointer and sizes."""
     mark_container(module)
     per_host(build_kernels)(module, options)
+    caps = capabilities_for(arch_for(options))
+    per_host(lambda f: build_row_reductions(f, caps))(module, options)
     symbolic = [op.operation for f in host_functions(module) for op in f.regions[0].blocks[0].operations
                 if op.operation.name in LOOP_NESTS and has_symbolic_sizes(op.operation)]
     for op in symbolic:
@@ -461,8 +465,8 @@ def kernels_pass(module: ir.Module, options) -> None:
             raise CompileError("gpu", f"'{op.name}' with symbolic sizes and no parallel loop (a whole reduction) "
                                       "has no tiled GPU strategy yet")
     if symbolic:
-        tiled.tile_to_launches(module, symbolic, capabilities_for(arch_for(options)), "gpu", options)
-        per_host(split_dynamic_buffers)(module, options)
+        tiled.tile_to_launches(module, symbolic, caps, "gpu", options)
+    per_host(split_dynamic_buffers)(module, options)
 
 
 def mark_container(module: ir.Module) -> None:

@@ -55,7 +55,7 @@ class Apply:
     __repr__ = __str__
 
 
-Expr = Union[int, Dim, Arg, Apply]
+Expr = Union[int, float, Dim, Arg, Apply]
 
 
 def _trunc_div(a: int, b: int) -> int:
@@ -81,15 +81,22 @@ APPLY = {
     "arith.select": lambda c, a, b: a if c else b, "arith.index_cast": lambda a: a,
     "arith.index_castui": lambda a: a,
     **{f"arith.cmpi.{name}": fn for name, fn in _CMP.items()},
+    # A size made a float (a mean's count over a dim of symbolic length), stored into a buffer.
+    "arith.sitofp": float, "arith.uitofp": float,
 }
+_FLOAT_RESULTS = ("arith.sitofp", "arith.uitofp")
+
+
+def _result(op: str, value):
+    return float(value) if op in _FLOAT_RESULTS else int(value)
 
 
 def apply(op: str, operands) -> Expr:
     """`op` on `operands`, folded to an int when they all are."""
     if op not in APPLY:
         raise KeyError(op)
-    if all(isinstance(x, int) for x in operands):
-        return int(APPLY[op](*operands))
+    if all(isinstance(x, (int, float)) for x in operands):
+        return _result(op, APPLY[op](*operands))
     identity = _IDENTITIES.get(op)
     if identity is not None and len(operands) == 2 and identity in operands:  # x * 1, x + 0
         return operands[1] if operands[0] == identity else operands[0]
@@ -108,13 +115,13 @@ def product(values) -> Expr:
 
 def evaluate(expr: Expr, bufs) -> int:
     """The value of `expr` for the tensors in `bufs` (slot -> tensor)."""
-    if isinstance(expr, int):
+    if isinstance(expr, (int, float)):
         return expr
     if isinstance(expr, Dim):
         return bufs[expr.slot].shape[expr.dim]
     if isinstance(expr, Arg):
         return int(bufs[expr.slot])
-    return int(APPLY[expr.op](*(evaluate(x, bufs) for x in expr.operands)))
+    return _result(expr.op, APPLY[expr.op](*(evaluate(x, bufs) for x in expr.operands)))
 
 
 def is_static(*exprs) -> bool:

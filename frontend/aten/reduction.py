@@ -101,16 +101,18 @@ def _argmax(ctx, node):
 
 def _variance(ctx, x, dims, correction, keep):
     """(var, mean kept over dims) in two passes: the mean, then the centered squares."""
-    shape = ctx.shape_of(x)
-    n = numel([shape[d] for d in dims])
+    shape, dtype = ctx.shape_of(x), ctx.dtype_of(x)
+    n = element_count(ctx, x, dims, dtype)  # a constant, or read off x where a dim is symbolic
     mean_k = reduce(ctx, x, "sum", dims, True)
     # like=: a scalar divisor broadcast to a shape with `?` dims reads them off the dividend
-    count = ctx.broadcast(ctx.scalar(n, ctx.dtype_of(x)), ctx.shape_of(mean_k), like=mean_k)
-    mean_k = emit_like(ctx, "div", mean_k, count)
+    mean_k = emit_like(ctx, "div", mean_k, ctx.broadcast(n, ctx.shape_of(mean_k), like=mean_k))
     centered = emit_like(ctx, "sub", x, ctx.broadcast(mean_k, shape))
     sq = reduce(ctx, emit_like(ctx, "mul", centered, centered), "sum", dims, keep)
-    divisor = ctx.broadcast(ctx.scalar(max(n - correction, 0), ctx.dtype_of(x)), ctx.shape_of(sq), like=sq)
-    return emit_like(ctx, "div", sq, divisor), mean_k
+    if all(shape[d] != DYN for d in dims):
+        dof = ctx.scalar(max(numel([shape[d] for d in dims]) - correction, 0), dtype)
+    else:  # max(n - correction, 0), as eager's divisor
+        dof = emit_like(ctx, "max", emit_like(ctx, "sub", n, ctx.scalar(correction, dtype)), ctx.scalar(0, dtype))
+    return emit_like(ctx, "div", sq, ctx.broadcast(dof, ctx.shape_of(sq), like=sq)), mean_k
 
 
 @import_rule(aten.var_mean.correction, aten.var.correction)
@@ -122,8 +124,8 @@ def _var_mean(ctx, node):
     shape = ctx.shape_of(x)
     dims = _dims(a.dim, len(shape))
     correction = 1 if a.correction is None else a.correction
-    if any(shape[d] == DYN for d in dims):
-        raise Unsupported("variance over a dynamic dim")
+    if not isinstance(correction, (int, float)):
+        raise Unsupported("variance with a symbolic correction")
     var, mean_k = _variance(ctx, x, dims, correction, a.keepdim)
     mean = mean_k if a.keepdim else ctx.reshape(mean_k, ctx.shape_of(var))
     var, mean = ctx.rounded(var, out_dtype), ctx.rounded(mean, out_dtype)

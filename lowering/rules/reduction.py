@@ -94,7 +94,14 @@ def cascade_sum(x, dims: list[int], row_limit: int = SUM_BLOCK, levels: int = DY
     while dims:
         shape = ranked(x).shape
         group = [dims.pop()]
-        terms, limit = shape[group[0]], row_limit if group[0] == len(shape) - 1 else SUM_BLOCK
+        innermost = group[0] == len(shape) - 1
+        terms, limit = shape[group[0]], row_limit if innermost else SUM_BLOCK
+        if terms == DYN and innermost and row_limit > SUM_BLOCK:
+            # The target's row kernel sums a row in a tree of row_limit / SUM_BLOCK shares: a
+            # row of run-time length is one generic (no share exceeds SUM_BLOCK terms up to
+            # row_limit; beyond it the shares grow, as one thread's loop would).
+            x = _reduce(x, "sum", group)
+            continue
         if terms == DYN or terms > limit:
             x = _sum_long_dim(x, group[0], row_limit, levels)
             continue
