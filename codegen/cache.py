@@ -21,6 +21,10 @@ removed, and compiled again: a cache never makes a compile fail or an answer wro
 
 The payload is a pickle: the cache folder must be writable only by its user (as ~/.cache is);
 a folder the cache creates is made so (mode 0700).
+
+The folder is bounded (option `cache_max_bytes`): a read marks its entry used (its mtime), and a
+write that takes the folder past the bound removes the entries used longest ago, down to
+PRUNE_TO of it. Another process may be reading an entry removed so: it sees a miss and compiles.
 """
 
 from __future__ import annotations
@@ -46,9 +50,9 @@ from typing import Any
 log = logging.getLogger("dynamo_mlir")
 
 FORMAT = 1  # bump when the entry layout changes
+PRUNE_TO = 0.8  # a folder past its bound is pruned down to this fraction of it
 MAGIC = b"dynamo-mlir-cache\n"
-_OUR_PACKAGES = ("frontend", "frontend.aten", "dialects", "lowering", "lowering.rules", "lowering.math",
-                 "codegen", "codegen.cpu", "codegen.cuda")
+_OUR_PACKAGES = ("frontend", "dialects", "lowering", "codegen")  # hashed with every subpackage
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,8 @@ def software() -> dict[str, str]:
     folders = [importlib.util.find_spec(f"dynamo_mlir.{p}").submodule_search_locations[0] for p in _OUR_PACKAGES]
     return {"python": "%d.%d" % sys.version_info[:2], "torch": torch.__version__,
             "torch-mlir": _version_of("torch-mlir", "torch_mlir"), "llvmlite": _version_of("llvmlite", "llvmlite"),
-            "dynamo-mlir": _version_of("dynamo-mlir", "dynamo_mlir"), "sources": _hash_sources(folders)[:16]}
+            "dynamo-mlir": _version_of("dynamo-mlir", "dynamo_mlir"),
+            "sources": _hash_sources(folders, recursive=True)[:16]}
 
 
 _PROCESS = os.urandom(8).hex()  # stands for sources that cannot be read: such entries stay in this process
@@ -176,8 +181,9 @@ class CompileCache:
     MEMORY_ENTRIES = 512  # the in-memory level keeps the most recently used (a long process
     # compiling many shapes would otherwise keep every artifact it ever made)
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, max_bytes: int = 0):
         self.root = Path(folder)
+        self.max_bytes = max_bytes  # 0: unbounded
         self._memory: OrderedDict[str, Entry] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -211,6 +217,36 @@ class CompileCache:
             self._write(key, entry)
         except (OSError, pickle.PicklingError, TypeError, AttributeError) as e:
             log.warning("dynamo-mlir: could not write the compile cache entry %s: %s", self.path_of(key), e)
+            return
+        if self.max_bytes:
+            self.prune(self.max_bytes, keep=self.path_of(key))
+
+    def prune(self, max_bytes: int, keep: Path | None = None) -> int:
+        """If the entries on disk take more than `max_bytes`, remove those used longest ago
+        (oldest mtime) until they take at most PRUNE_TO of it; `keep` (the entry just written)
+        stays. Returns how many were removed."""
+        rows = []
+        for path in self.root.glob("??/*.entry"):
+            try:
+                st = path.stat()
+            except OSError:  # removed meanwhile by another process
+                continue
+            rows.append((st.st_mtime, st.st_size, path))
+        total = sum(size for _, size, _ in rows)
+        if total <= max_bytes:
+            return 0
+        removed = 0
+        for _, size, path in sorted(rows, key=lambda r: r[0]):
+            if total <= max_bytes * PRUNE_TO:
+                break
+            if path == keep:
+                continue
+            path.unlink(missing_ok=True)
+            with self._lock:
+                self._memory.pop(path.stem, None)
+            total -= size
+            removed += 1
+        return removed
 
     def discard(self, key: str, why: str) -> None:
         """An entry that could not be used: reported, removed from both levels (compiled again)."""
@@ -263,10 +299,14 @@ class CompileCache:
             entry = pickle.loads(payload)
             if not isinstance(entry, Entry):
                 raise ValueError(f"payload is a {type(entry).__name__}")
-            return entry, "disk"
         except Exception as e:  # any damage is a miss, never a crash
             self.discard(key, f"{type(e).__name__}: {e}")
             return None, "bad"
+        try:
+            os.utime(path)  # used now: pruning removes the entries used longest ago first
+        except OSError:
+            pass  # a read-only cache folder: it is never pruned either
+        return entry, "disk"
 
     def entries(self) -> list[dict]:
         """Every entry on disk: key, target, bytes, created, readable (headers only)."""
@@ -318,4 +358,6 @@ def cache_for(options) -> CompileCache:
     """The cache in the folder `options.cache_dir` names (default: default_dir())."""
     folder = os.path.abspath(options.cache_dir or default_dir())
     with _CACHES_LOCK:
-        return _CACHES.setdefault(folder, CompileCache(folder))
+        store = _CACHES.setdefault(folder, CompileCache(folder))
+    store.max_bytes = options.cache_max_bytes
+    return store

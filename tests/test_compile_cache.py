@@ -265,6 +265,25 @@ def test_the_memory_level_keeps_the_most_recent_entries(tmp_path, monkeypatch):
     assert store.get("a" * 64) == (cache.Entry("cpu", "a"), "disk")  # still on disk
 
 
+def test_a_folder_past_its_bound_drops_the_entries_used_longest_ago(tmp_path, capsys):
+    """cache_max_bytes: a write past the bound removes the entries used longest ago (a read marks
+    one used) down to 80% of it, never the one just written; `dynamo-mlir cache prune` likewise."""
+    store = cache.CompileCache(str(tmp_path))
+    keys = [c * 64 for c in "abcde"]
+    for i, key in enumerate(keys[:4]):
+        store.put(key, cache.Entry("cpu", os.urandom(10_000)))
+        os.utime(store.path_of(key), (1000 + i, 1000 + i))  # written in this order, one second apart
+    size = store.path_of(keys[0]).stat().st_size
+    store.forget_memory()
+    assert store.get(keys[0])[1] == "disk"  # a is used now: the newest mark
+    store.max_bytes = 4 * size  # a fifth entry takes the folder past it: down to 3.2 entries' worth
+    store.put(keys[4], cache.Entry("cpu", os.urandom(10_000)))
+    assert sorted(p.stem[0] for p in _entries(tmp_path)) == ["a", "d", "e"]  # b, c: used longest ago
+    assert store.get(keys[1]) == (None, "miss")  # gone from the memory level too
+    assert cli.main(["cache", "prune", "--dir", str(tmp_path), "--max-bytes", str(2 * size)]) == 0
+    assert "removed 2 entries" in capsys.readouterr().out and len(_entries(tmp_path)) == 1
+
+
 def test_a_new_cache_folder_is_its_users_alone(tmp_path):
     folder = tmp_path / "new" / "cache"
     _compile_mlp({"cache_dir": str(folder)})

@@ -1,4 +1,4 @@
-"""`dynamo-mlir cache stats|list|clear`: the compile cache on disk (codegen/cache.py)."""
+"""`dynamo-mlir cache stats|list|clear|prune`: the compile cache on disk (codegen/cache.py)."""
 
 import json
 import time
@@ -13,7 +13,7 @@ def _cache(args) -> cache.CompileCache:
 
 def run(args) -> int:
     store = _cache(args)
-    return {"stats": _stats, "list": _list, "clear": _clear}[args.action](store, args)
+    return {"stats": _stats, "list": _list, "clear": _clear, "prune": _prune}[args.action](store, args)
 
 
 def _stats(store: cache.CompileCache, args) -> int:
@@ -49,3 +49,17 @@ def _list(store: cache.CompileCache, args) -> int:
 def _clear(store: cache.CompileCache, args) -> int:
     print(f"removed {store.clear()} entries from {store.root}")
     return 0
+
+
+def _prune(store: cache.CompileCache, args) -> int:
+    """Down to PRUNE_TO of the bound (--max-bytes, else the cache_max_bytes option) if past it."""
+    bound = args.max_bytes if args.max_bytes is not None else _bound()
+    removed = store.prune(bound) if bound else 0
+    print(f"removed {removed} entries from {store.root} (bound {bound / 1e6:.1f} MB)")
+    return 0
+
+
+def _bound() -> int:
+    from ..codegen.config import Options
+
+    return Options(**Options.from_env()).cache_max_bytes

@@ -111,8 +111,11 @@ def _add_options(p):
 
 
 def _add_cache(p):
-    p.add_argument("action", choices=("stats", "list", "clear"),
-                   help="stats: entries and size; list: one line an entry; clear: remove every entry")
+    p.add_argument("action", choices=("stats", "list", "clear", "prune"),
+                   help="stats: entries and size; list: one line an entry; clear: remove every entry; "
+                        "prune: if past the bound, remove the entries used longest ago, down to 80%% of it")
+    p.add_argument("--max-bytes", type=int, metavar="N", help="prune's bound (default: the cache_max_bytes option, "
+                                                              "$DYNAMO_MLIR_CACHE_MAX_BYTES, else 4 GiB)")
     p.add_argument("--dir", metavar="DIR", help="the cache folder (default: the cache_dir option, "
                                                "$DYNAMO_MLIR_CACHE_DIR, else ~/.cache/dynamo-mlir)")
     p.add_argument("--json", action="store_true", help="machine-readable output (stats, list)")

@@ -456,6 +456,9 @@ def kernels_pass(module: ir.Module, options) -> None:
     (codegen/gpu/tiled.py); their buffers passed as pointer and sizes."""
     mark_container(module)
     per_host(build_kernels)(module, options)
+    if not any(op.operation.name in LOOP_NESTS for f in host_functions(module)
+               for op in f.regions[0].blocks[0].operations):
+        return  # every op of static sizes is a kernel now (a target without symbolic sizes stops here)
     caps = capabilities_for(arch_for(options))
     per_host(lambda f: build_row_reductions(f, caps))(module, options)
     symbolic = [op.operation for f in host_functions(module) for op in f.regions[0].blocks[0].operations

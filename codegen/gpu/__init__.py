@@ -3,7 +3,9 @@ examples/rocm_target) builds kernels from.
 
 - `capabilities`: what a GPU offers the strategies (warp size, threads per block, shared memory,
   widest access, tensor-core shapes), as data per architecture;
-- `tiled`: linalg ops with symbolic sizes tiled to blocks and threads by MLIR's own transforms
+- `row_reduce`: reductions over rows of symbolic count or length, one block per row (threads
+  stride over the row, gpu.all_reduce combines), a fill or copy of the output folded in;
+- `tiled`: the other linalg ops with symbolic sizes tiled to blocks and threads by MLIR's own transforms
   (transform IR built here, applied by the transform interpreter, scf.parallel -> gpu.launch);
 - `kernel_abi`: the operands of such a kernel as bare pointers plus `index` sizes, the
   convention every kernel of these targets is called with;
