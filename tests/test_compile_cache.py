@@ -284,6 +284,18 @@ def test_a_folder_past_its_bound_drops_the_entries_used_longest_ago(tmp_path, ca
     assert "removed 2 entries" in capsys.readouterr().out and len(_entries(tmp_path)) == 1
 
 
+def test_a_process_scans_the_folder_on_its_first_write_then_after_writing_a_share_of_the_bound(tmp_path,
+                                                                                             monkeypatch):
+    """A scan stats every entry: a process does it on its first write, then only after writing
+    SCAN_EVERY of the bound since (a cold compile in a big cache folder does not pay one each)."""
+    scans = []
+    monkeypatch.setattr(cache.CompileCache, "prune", lambda self, max_bytes, keep=None: scans.append(keep) or 0)
+    store = cache.CompileCache(str(tmp_path), max_bytes=10_000_000)  # a scan every 200 kB written
+    for i in range(12):
+        store.put(f"{i:064x}", cache.Entry("cpu", os.urandom(30_000)))
+    assert len(scans) == 2 and scans[0] == str(store.path_of(f"{0:064x}"))  # the first write, then the 8th
+
+
 def test_a_new_cache_folder_is_its_users_alone(tmp_path):
     folder = tmp_path / "new" / "cache"
     _compile_mlp({"cache_dir": str(folder)})
