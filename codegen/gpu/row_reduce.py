@@ -45,8 +45,8 @@ def _combiner(op):
 
 
 def takes(op) -> bool:
-    """Whether this strategy builds `op`: a linalg.generic with symbolic sizes, parallel loops then
-    at least one reduction loop, one output of a reducible type folded by a known combiner, every
+    """Whether this strategy builds `op`: a linalg.generic with symbolic sizes, at least one
+    parallel loop then at least one reduction loop, one output of a reducible type folded by a known combiner, every
     parallel loop indexing the output (so each block writes its own element)."""
     if op.name != "linalg.generic" or not has_symbolic_sizes(op):
         return False
@@ -54,7 +54,7 @@ def takes(op) -> bool:
     if "reduction" not in its or len(op.opview.outputs) != 1:
         return False
     p = its.index("reduction")
-    if any(it != "reduction" for it in its[p:]):
+    if p == 0 or any(it != "reduction" for it in its[p:]):  # p == 0: a whole reduction, one block (not yet)
         return False
     out_type = ir.MemRefType(op.opview.outputs[0].type)
     comb = _combiner(op)

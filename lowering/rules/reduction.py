@@ -91,15 +91,17 @@ def cascade_sum(x, dims: list[int], row_limit: int = SUM_BLOCK, levels: int = DY
     later dims went. `levels`: how many times a run-time-sized dim may still be blocked.
     """
     dims = sorted(dims)
+    rows = len(dims) < len(ranked(x).shape)  # some dim kept: the sum is per row, not of everything
     while dims:
         shape = ranked(x).shape
         group = [dims.pop()]
         innermost = group[0] == len(shape) - 1
         terms, limit = shape[group[0]], row_limit if innermost else SUM_BLOCK
-        if terms == DYN and innermost and row_limit > SUM_BLOCK:
+        if terms == DYN and innermost and rows and row_limit > SUM_BLOCK:
             # The target's row kernel sums a row in a tree of row_limit / SUM_BLOCK shares: a
-            # row of run-time length is one generic (no share exceeds SUM_BLOCK terms up to
-            # row_limit; beyond it the shares grow, as one thread's loop would).
+            # row of run-time length (a softmax's, a mean's) is one generic; no share exceeds
+            # SUM_BLOCK terms up to row_limit. A sum of a whole tensor of run-time size, which
+            # may be far longer, is still blocked: its blocks sum in parallel.
             x = _reduce(x, "sum", group)
             continue
         if terms == DYN or terms > limit:
