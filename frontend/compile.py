@@ -226,6 +226,8 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     nodes = list(fused.graph.nodes)
     inputs = [n for n in nodes if n.op == "placeholder"]
     calls = [n for n in nodes if n.op not in ("placeholder", "output")]
+    if any(is_input_view(n) for n in calls):
+        return _with_input_views(fused)
     head = calls[0] if calls else None
     region = getattr(fused, head.target, None) if head is not None and head.op == "call_module" else None
     if not isinstance(region, CompiledRegion) or head.kwargs or not all(a in inputs for a in head.args):
@@ -259,6 +261,59 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     # and the output plan returns that tensor for its output: nothing is left to write back.)
     recipe = DirectRecipe(None if order is None else tuple(order), tuple(picks), every_output, copies)
     return recipe.bind(region.fn)
+
+
+def _with_input_views(fused: fx.GraphModule):
+    """direct_call for a training graph that is one compiled region plus views of its inputs
+    (frontend/input_views.py: a forward hands the backward a transposed weight, a backward takes
+    one back to its contiguous layout), and that may return inputs as they are. The views are
+    torch calls made by the function itself; the region is called through CompiledRegion.forward
+    (its check of the promised metadata, contiguous inputs), without the GraphModule's call and
+    nn.Module dispatches around it. None where the graph is anything else."""
+    nodes = list(fused.graph.nodes)
+    env = {n: i for i, n in enumerate(n for n in nodes if n.op == "placeholder")}
+    views, region_node = [], None
+    for n in nodes:
+        if n.op in ("placeholder", "output") or (is_plumbing(n) and n.args[0] is region_node and region_node):
+            continue
+        if is_input_view(n) and n.op == "call_function" and not n.kwargs:
+            if not all(a in env for a in n.args if isinstance(a, fx.Node)):
+                return None
+            views.append((n.target, tuple(("env", env[a]) if isinstance(a, fx.Node) else ("const", a) for a in n.args)))
+            env[n] = len(env)
+            continue
+        if region_node is not None or n.op != "call_module" or n.kwargs \
+                or not isinstance(getattr(fused, n.target, None), CompiledRegion):
+            return None
+        if not all(isinstance(a, fx.Node) and a in env for a in n.args):
+            return None
+        region_node = n
+    if region_node is None:
+        return None
+    region = getattr(fused, region_node.target)
+    outputs = []
+    for r in next(n for n in nodes if n.op == "output").args[0]:
+        if r is None:
+            outputs.append(None)
+        elif r in env:
+            outputs.append(("env", env[r]))
+        elif is_plumbing(r) and r.args[0] is region_node and region.returns_tuple:
+            outputs.append(("out", r.args[1]))
+        elif r is region_node and not region.returns_tuple:
+            outputs.append(("out", 0))
+        else:
+            return None
+    args = tuple(env[a] for a in region_node.args)
+
+    def call(*graph_inputs):
+        values = list(graph_inputs)
+        for target, spec in views:
+            values.append(target(*[values[x] if kind == "env" else x for kind, x in spec]))
+        out = region.forward(*[values[i] for i in args])
+        out = out if region.returns_tuple else (out,)
+        return [None if o is None else (out[o[1]] if o[0] == "out" else values[o[1]]) for o in outputs]
+
+    return call
 
 
 def _static_contiguous(node: fx.Node) -> bool:

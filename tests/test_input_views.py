@@ -89,3 +89,30 @@ def test_permuted_input_is_read_through_its_contiguous_layout():
     out = gm(w.t(), x)
     torch.testing.assert_close(out[0], x @ w)
     torch.testing.assert_close(out[1], w.t() * 2)
+
+
+def test_a_training_graph_with_input_views_is_called_as_a_plain_function(monkeypatch):
+    """A forward handing the backward a view of an input, and a backward taking such a view back to
+    its contiguous layout, are each one region plus eager views: compile.direct_call makes both a
+    plain function (no GraphModule call around the region), whose results and gradients are
+    eager's."""
+    from dynamo_mlir.frontend import backend
+
+    made = []
+    real = backend.direct_call
+    monkeypatch.setattr(backend, "direct_call", lambda fused, **kw: made.append(real(fused, **kw)) or made[-1])
+    torch.manual_seed(0)
+    model, ids = TiedLM(), torch.randint(0, V, (2, T))
+    ref = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="mlir", options={"cache": False})
+    for _ in range(2):  # the second step runs the functions the first one compiled
+        for m in (model, ref):
+            m.zero_grad()
+        out = compiled(ids)
+        torch.testing.assert_close(out, ref(ids), rtol=1e-5, atol=1e-5)
+        F.cross_entropy(out.flatten(0, 1), ids.flatten()).backward()
+        F.cross_entropy(ref(ids).flatten(0, 1), ids.flatten()).backward()
+        for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
+    assert len(made) == 2 and all(callable(f) and not isinstance(f, torch.nn.Module) for f in made), made
+    assert_all_compiled(library={"aten.mm.default": 3})
