@@ -11,7 +11,8 @@ inner loop (O x 4608 for a 512 x 512 x 3 x 3 weight) vectorizes.
 The first dim is kept, not folded in: the views keep rows (row i of the view is row i of the
 buffer), so parallel.py still splits the op over d0 and still groups it with the nests over
 the same rows (a momentum buffer's update and the parameter's update that reads it run chunk by
-chunk in one parallel region, the buffer's rows still in cache).
+chunk in one parallel region, the buffer's rows still in cache). An op of rank 2 (a linear
+layer's 64 x 10 weight) is one flat dim: a d0 x d1 view would change nothing.
 
 Runs on buffers, after bufferization: a buffer's layout says whether it is contiguous, and the
 op already writes its final destination (a parameter updated in place, a planned workspace).
@@ -50,13 +51,13 @@ def _scalar(value: ir.Value) -> bool:
 
 
 def narrow_elementwise(op: ir.Operation) -> bool:
-    """A linalg.generic on buffers of rank >= 3 with an innermost dim under VECTOR_LANES, every
+    """A linalg.generic on buffers of rank >= 2 with an innermost dim under VECTOR_LANES, every
     loop parallel, every operand a scalar or a contiguous buffer read through the identity map,
     its body free of linalg.index (which reads the dims the rewrite folds)."""
     if op.name != "linalg.generic" or op.results:
         return False
     iterators = list(op.attributes["iterator_types"])
-    if len(iterators) < 3 or any(str(it) != _PARALLEL for it in iterators):
+    if len(iterators) < 2 or any(str(it) != _PARALLEL for it in iterators):
         return False
     shaped = [v for v in op.operands if not _scalar(v)]
     if not shaped or not all(_contiguous(v) for v in shaped):
@@ -69,29 +70,38 @@ def narrow_elementwise(op: ir.Operation) -> bool:
     return not any(inner.operation.name == "linalg.index" for inner in op.regions[0].blocks[0].operations)
 
 
+def _groups(rank: int) -> list:
+    """The dims each dim of the view folds: d0 and the rest (rank >= 3), or all (rank 2)."""
+    return [range(rank)] if rank == 2 else [[0], range(1, rank)]
+
+
 def _rows_view(value: ir.Value, views: dict) -> ir.Value:
-    """`value` (contiguous, rank >= 2) as d0 x (d1 * ... * dn); one view per buffer and op."""
+    """`value` (contiguous, rank >= 2) as d0 x (d1 * ... * dn), or flat for rank 2; one view per
+    buffer and op."""
     if value not in views:
         t = ir.MemRefType(value.type)
-        shape = [t.shape[0], math.prod(t.shape[1:])]
+        groups = _groups(t.rank)
+        shape = [math.prod(t.shape[d] for d in dims) for dims in groups]
         reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), d)
                                                             for d in dims])
-                                          for dims in ([0], range(1, t.rank))])
+                                          for dims in groups])
         views[value] = memref.CollapseShapeOp(ir.MemRefType.get(shape, t.element_type), value, reassociation).result
     return views[value]
 
 
 def _collapse_rows(op: ir.Operation) -> None:
-    """Rewrite `op` (narrow_elementwise) over d0 x rest views: the same body, 2-d maps."""
+    """Rewrite `op` (narrow_elementwise) over d0 x rest views (flat views for rank 2): the same
+    body, 2-d (1-d) maps."""
     ins = len(op.opview.inputs)
-    identity, scalar = ir.AffineMap.get_identity(2), ir.AffineMap.get(2, 0, [])
+    rank = len(_groups(len(list(op.attributes["iterator_types"]))))
+    identity, scalar = ir.AffineMap.get_identity(rank), ir.AffineMap.get(rank, 0, [])
     with ir.InsertionPoint(op), op.location:
         views: dict = {}
         operands = [v if _scalar(v) else _rows_view(v, views) for v in op.operands]
         maps = [ir.AffineMapAttr.get(scalar if _scalar(v) else identity) for v in op.operands]
         parallel = ir.Attribute.parse(_PARALLEL)
         collapsed = linalg.GenericOp([], operands[:ins], operands[ins:], ir.ArrayAttr.get(maps),
-                                ir.ArrayAttr.get([parallel, parallel]))
+                                ir.ArrayAttr.get([parallel] * rank))
     op.regions[0].blocks[0].append_to(collapsed.regions[0])
     op.erase()
 

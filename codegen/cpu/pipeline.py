@@ -9,6 +9,7 @@ from ..contraction_precision import contractions_in_float32
 from ..attributes import NOALIAS, PLANNED, READ, RETAINS, WORKSPACE_BYTES
 from ..half_bits import bf16_as_bits
 from ..memref_copies import copies_to_linalg
+from ..scalar_hoist import hoist_invariant_scalars
 from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..zero_size import distinct_results, widen_zero_size_arguments
 from . import (channels_last, fastmath, narrow_elementwise, lane_vectors, library, library_attention, library_conv, library_epilogue,
@@ -80,6 +81,10 @@ LOOPS = (
           options=("fuse_elementwise",), enabled=_fusing),
     upstream("cpu-fuse-elementwise", "linalg-fuse-elementwise-ops", "Producer/consumer elementwise fusion.",
              options=("fuse_elementwise",), enabled=_fusing),
+    _pass("hoist-invariant-scalars", lambda m, o: hoist_invariant_scalars(m),
+          "Scalar math every iteration of a fused loop computes alike (an optimizer's bias corrections) "
+          "computed once, in a 0-d op before it.", options=("fuse_elementwise",), enabled=_fusing,
+          requires=("cpu-fuse-elementwise",)),
     _pass("unshare-zero-fills", lambda m, o: library_epilogue.unshare_zero_fills(m),
           "Each gemm's zero C its own fill right before it (what call-blas folds into beta = 0).",
           options=("library_matmul",), enabled=_library),

@@ -16,6 +16,7 @@
 // RUN: dynamo-mlir pass cpu-contractions-in-float32 %s | check --prefix WIDEN
 // RUN: dynamo-mlir pass cpu-expand-conv-grads %s | check --prefix GRADS
 // RUN: dynamo-mlir pass cpu-collapse-narrow-elementwise %s | check --prefix NARROW
+// RUN: dynamo-mlir pass cpu-hoist-invariant-scalars %s | check --prefix HOIST
 
 // Named passes of the cpu target run alone (`dynamo-mlir passes` lists them). Two gemms share
 // one zero fill after CSE: cpu-unshare-zero-fills gives each its own fill right before it, what
@@ -297,6 +298,58 @@ func.func @main(%buf: memref<512x512x3x3xf32>, %grad: memref<512x512x3x3xf32>, %
     linalg.yield %1 : f32
   }
   return
+}
+
+// -----
+
+// A rank-2 op with a narrow innermost dim (Adam's moment update of a linear layer's 64 x 10
+// weight) runs over one flat dim of 640: a 64 x 10 view would change nothing.
+// NARROW-LABEL: func.func @main
+// NARROW: %[[W:.*]] = memref.collapse_shape %arg0 {{\[}}[0, 1]] : memref<64x10xf32> into memref<640xf32>
+// NARROW-NEXT: linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%[[W]], %arg1 : memref<640xf32>, memref<f32>) outs(%[[W]] : memref<640xf32>)
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#scalar2 = affine_map<(d0, d1) -> ()>
+func.func @main(%w: memref<64x10xf32>, %s: memref<f32>) {
+  linalg.generic {indexing_maps = [#id2, #scalar2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%w, %s : memref<64x10xf32>, memref<f32>) outs(%w : memref<64x10xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %0 = arith.mulf %a, %b : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// cpu-hoist-invariant-scalars: Adam's bias correction, 1 - 0.9 ** step (a powf of the 0-d step
+// counter), fused into the update of every element, is computed once in a 0-d generic before
+// the loop, which reads the result as a broadcast scalar; the per-element ops stay.
+// HOIST-LABEL: func.func @main
+// HOIST: %[[E:.*]] = tensor.empty() : tensor<f32>
+// HOIST-NEXT: %[[C:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}], iterator_types = []} ins(%arg1 : tensor<f32>) outs(%[[E]] : tensor<f32>)
+// HOIST-NEXT: ^bb0(%[[STEP:.*]]: f32, %{{.*}}: f32):
+// HOIST-NEXT: math.powf %{{.*}}, %[[STEP]] : f32
+// HOIST-NEXT: arith.subf
+// HOIST-NEXT: linalg.yield
+// HOIST: linalg.generic {{.*}} ins(%arg0, %[[C]] : tensor<64x10xf32>, tensor<f32>)
+// HOIST-NOT: math.powf
+// HOIST: arith.divf
+// HOIST: return
+#id2h = affine_map<(d0, d1) -> (d0, d1)>
+#scalar2h = affine_map<(d0, d1) -> ()>
+func.func @main(%m: tensor<64x10xf32>, %step: tensor<f32>) -> tensor<64x10xf32> {
+  %beta = arith.constant 0.9 : f32
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<64x10xf32>
+  %r = linalg.generic {indexing_maps = [#id2h, #scalar2h, #id2h], iterator_types = ["parallel", "parallel"]}
+      ins(%m, %step : tensor<64x10xf32>, tensor<f32>) outs(%e : tensor<64x10xf32>) {
+  ^bb0(%a: f32, %t: f32, %o: f32):
+    %p = math.powf %beta, %t : f32
+    %c = arith.subf %one, %p : f32
+    %d = arith.divf %a, %c : f32
+    linalg.yield %d : f32
+  } -> tensor<64x10xf32>
+  return %r : tensor<64x10xf32>
 }
 
 // -----
