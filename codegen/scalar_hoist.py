@@ -112,7 +112,9 @@ def _rebuild(op, scalars: list[ir.Value], frontier: list, moved: set) -> None:
     maps = _maps(op)
     n_in, loops = len(generic.inputs), maps[0].n_dims
     old_args = list(op.regions[0].blocks[0].arguments)
-    kept = [i for i in range(n_in) if any(u.owner.operation not in moved for u in old_args[i].uses)]
+    # An input only moved ops read goes; one read by nothing stays (it may give a loop its size).
+    kept = [i for i in range(n_in) if not list(old_args[i].uses)
+            or any(u.owner.operation not in moved for u in old_args[i].uses)]
     broadcast = [ir.AffineMap.get(loops, 0, [])] * len(scalars)
     new_maps = [maps[i] for i in kept] + broadcast + maps[n_in:]
     new = linalg.GenericOp([r.type for r in op.results], [*(generic.inputs[i] for i in kept), *scalars],

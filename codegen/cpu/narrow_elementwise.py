@@ -31,6 +31,9 @@ from ..walk import ops_where
 
 # An innermost dim narrower than this is what leaves a loop unvectorized (16 f32 lanes of AVX-512).
 VECTOR_LANES = 16
+# A rank-2 op is made one flat loop only from this many elements (8 vectors): a 4 x 8 one gains
+# nothing worth a view per buffer.
+MIN_FLAT = 8 * VECTOR_LANES
 _PARALLEL = "#linalg.iterator_type<parallel>"
 
 
@@ -51,9 +54,10 @@ def _scalar(value: ir.Value) -> bool:
 
 
 def narrow_elementwise(op: ir.Operation) -> bool:
-    """A linalg.generic on buffers of rank >= 2 with an innermost dim under VECTOR_LANES, every
-    loop parallel, every operand a scalar or a contiguous buffer read through the identity map,
-    its body free of linalg.index (which reads the dims the rewrite folds)."""
+    """A linalg.generic on buffers of rank >= 3 (or of rank 2 and at least MIN_FLAT elements)
+    with an innermost dim under VECTOR_LANES, every loop parallel, every operand a scalar or a
+    contiguous buffer read through the identity map, its body free of linalg.index (which reads
+    the dims the rewrite folds)."""
     if op.name != "linalg.generic" or op.results:
         return False
     iterators = list(op.attributes["iterator_types"])
@@ -62,7 +66,8 @@ def narrow_elementwise(op: ir.Operation) -> bool:
     shaped = [v for v in op.operands if not _scalar(v)]
     if not shaped or not all(_contiguous(v) for v in shaped):
         return False
-    if ir.MemRefType(shaped[0].type).shape[-1] >= VECTOR_LANES:
+    shape = ir.MemRefType(shaped[0].type).shape
+    if shape[-1] >= VECTOR_LANES or (len(shape) == 2 and math.prod(shape) < MIN_FLAT):
         return False
     maps = [ir.AffineMapAttr(a).value for a in op.attributes["indexing_maps"]]
     if not all(_identity(m) or not len(m.results) for m in maps):
