@@ -265,15 +265,21 @@ class _SizedKernels(_Kernels):
         return super().__call__(x[:n])
 
 
-def test_a_size_input_keys_the_replays_by_its_value(fake_capture):
-    """A graph with an int input (a symbolic size Dynamo passes) is replayed: one capture per
-    value, each replay run only for the value it was captured with, none copying the int."""
+def _call_at_sizes(sizes) -> GraphedFunction:
+    """A graphed _SizedKernels called at each of `sizes`, every result checked and dropped."""
     f = _graphed(_SizedKernels())
     x = torch.randn(8)
-    for n in (3, 5, 3, 5, 8):
+    for n in sizes:
         (y,) = f(x, n)
         torch.testing.assert_close(y, 2 * x[:n] + 1)
         del y
+    return f
+
+
+def test_a_size_input_keys_the_replays_by_its_value(fake_capture):
+    """A graph with an int input (a symbolic size Dynamo passes) is replayed: one capture per
+    value, each replay run only for the value it was captured with, none copying the int."""
+    f = _call_at_sizes((3, 5, 3, 5, 8))
     assert sorted(key[0][1] for key in f.replays) == [3, 5, 8]
     assert len(_captured(f)) == 3 and all(_copied(r) == [0] for r in _captured(f))
 
@@ -282,10 +288,5 @@ def test_past_max_signatures_a_new_size_runs_uncaptured(fake_capture, monkeypatc
     """Ever new sizes (a growing length) stop capturing after MAX_SIGNATURES: the ones captured
     keep replaying, a new one runs directly (still correct)."""
     monkeypatch.setattr(GraphedFunction, "MAX_SIGNATURES", 2)
-    f = _graphed(_SizedKernels())
-    x = torch.randn(8)
-    for n in (2, 3, 4, 5, 2):
-        (y,) = f(x, n)
-        torch.testing.assert_close(y, 2 * x[:n] + 1)
-        del y
+    f = _call_at_sizes((2, 3, 4, 5, 2))
     assert sorted(key[0][1] for key in f.replays) == [2, 3] and len(_captured(f)) == 2
