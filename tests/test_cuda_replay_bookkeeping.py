@@ -280,7 +280,7 @@ def test_a_size_input_keys_the_replays_by_its_value(fake_capture):
     """A graph with an int input (a symbolic size Dynamo passes) is replayed: one capture per
     value, each replay run only for the value it was captured with, none copying the int."""
     f = _call_at_sizes((3, 5, 3, 5, 8))
-    assert sorted(key[0][1] for key in f.replays) == [3, 5, 8]
+    assert sorted(key[0][1][1] for key in f.replays) == [3, 5, 8]
     assert len(_captured(f)) == 3 and all(_copied(r) == [0] for r in _captured(f))
 
 
@@ -289,4 +289,4 @@ def test_past_max_signatures_a_new_size_runs_uncaptured(fake_capture, monkeypatc
     keep replaying, a new one runs directly (still correct)."""
     monkeypatch.setattr(GraphedFunction, "MAX_SIGNATURES", 2)
     f = _call_at_sizes((2, 3, 4, 5, 2))
-    assert sorted(key[0][1] for key in f.replays) == [2, 3] and len(_captured(f)) == 2
+    assert sorted(key[0][1][1] for key in f.replays) == [2, 3] and len(_captured(f)) == 2

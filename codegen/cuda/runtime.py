@@ -425,7 +425,7 @@ class GraphedFunction:
 def _key(inputs):
     """What a replay is captured for: each tensor's device, dtype and shape, each size's value
     (the launches' grids and size arguments are evaluated from them at capture, then fixed)."""
-    return tuple((t.device, t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else int(t) for t in inputs)
+    return tuple((t.device, t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else (type(t), t) for t in inputs)
 
 
 # A CUDA graph replay costs about as much host time as two direct launches (measured on an
