@@ -274,10 +274,11 @@ def _with_input_views(fused: fx.GraphModule):
     env = {n: i for i, n in enumerate(n for n in nodes if n.op == "placeholder")}
     views, region_node = [], None
     for n in nodes:
-        if n.op in ("placeholder", "output") or (is_plumbing(n) and n.args[0] is region_node and region_node):
+        if n.op in ("placeholder", "output") or (region_node is not None and is_plumbing(n) and n.args[0] is region_node):
             continue
         if is_input_view(n) and n.op == "call_function" and not n.kwargs:
-            if not all(a in env for a in n.args if isinstance(a, fx.Node)):
+            nested = [a for a in n.args if not isinstance(a, fx.Node) and _has_node(a)]  # a size list of SymInts
+            if nested or not all(a in env for a in n.args if isinstance(a, fx.Node)):
                 return None
             views.append((n.target, tuple(("env", env[a]) if isinstance(a, fx.Node) else ("const", a) for a in n.args)))
             env[n] = len(env)
@@ -314,6 +315,12 @@ def _with_input_views(fused: fx.GraphModule):
         return [None if o is None else (out[o[1]] if o[0] == "out" else values[o[1]]) for o in outputs]
 
     return call
+
+
+def _has_node(arg) -> bool:
+    found = []
+    fx.node.map_arg(arg, found.append)
+    return bool(found)
 
 
 def _static_contiguous(node: fx.Node) -> bool:
