@@ -59,9 +59,10 @@ class Options(OptionSet):
                                "and every region compiles.", affects_code=False)
     cache_dir: str | None = option(None, "The compile cache's folder; default: $XDG_CACHE_HOME/dynamo-mlir "
                                          "(~/.cache/dynamo-mlir).", affects_code=False)
-    cache_max_bytes: int = option(4 << 30, "The compile cache's bound on disk, in bytes: a write that takes the "
-                                           "folder past it removes the entries used longest ago, down to 80% of it "
-                                           "(`dynamo-mlir cache prune` does the same); 0: no bound.",
+    cache_max_bytes: int = option(4 << 30, "The compile cache's bound on disk, in bytes, checked on a process's "
+                                           "first write and after each 2% of it written: past it, the entries used "
+                                           "longest ago are removed, down to 80% of it (`dynamo-mlir cache prune` "
+                                           "does the same at once); 0: no bound.",
                                   check=lambda v: "must be >= 0" if v < 0 else None, affects_code=False)
     # Not options: explicit target-option keys waiting for the target, then that target's
     # parsed options, and the graph the driver is compiling (stages may key debugging aids on it).

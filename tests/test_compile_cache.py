@@ -391,3 +391,13 @@ def test_a_failing_graph_lookup_traces_the_graph(tmp_path, monkeypatch, caplog):
         counts, stages = _infer_mlp(options, x)  # compiled and right (asserted inside)
     assert counts["graph_hits"] == 0 and counts["hits"] == 1 and stages == sorted(NO_STAGE_RAN)
     assert "graph cache lookup failed (RuntimeError: unexpected entry)" in caplog.text
+
+
+def test_cli_cache_prune_refuses_a_negative_bound_and_max_bytes_elsewhere(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["cache", "prune", "--dir", str(tmp_path), "--max-bytes", "-1"])
+    assert e.value.code == 2 and "a byte count is >= 0, got -1" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="--max-bytes is prune's bound, not an option of 'clear'"):
+        cli.main(["cache", "clear", "--dir", str(tmp_path), "--max-bytes", "10"])
+    assert cli.main(["cache", "prune", "--dir", str(tmp_path), "--max-bytes", "0"]) == 0
+    assert "no bound (0): nothing removed" in capsys.readouterr().out

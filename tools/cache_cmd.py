@@ -12,6 +12,8 @@ def _cache(args) -> cache.CompileCache:
 
 
 def run(args) -> int:
+    if args.max_bytes is not None and args.action != "prune":
+        raise SystemExit(f"dynamo-mlir cache: --max-bytes is prune's bound, not an option of '{args.action}'")
     store = _cache(args)
     return {"stats": _stats, "list": _list, "clear": _clear, "prune": _prune}[args.action](store, args)
 
@@ -54,8 +56,10 @@ def _clear(store: cache.CompileCache, args) -> int:
 def _prune(store: cache.CompileCache, args) -> int:
     """Down to PRUNE_TO of the bound (--max-bytes, else the cache_max_bytes option) if past it."""
     bound = args.max_bytes if args.max_bytes is not None else _bound()
-    removed = store.prune(bound) if bound else 0
-    print(f"removed {removed} entries from {store.root} (bound {bound / 1e6:.1f} MB)")
+    if not bound:
+        print(f"no bound (0): nothing removed from {store.root}")
+        return 0
+    print(f"removed {store.prune(bound)} entries from {store.root} (bound {bound / 1e6:.1f} MB)")
     return 0
 
 

@@ -110,12 +110,20 @@ def _add_options(p):
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def _byte_count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a byte count is >= 0, got {value}")
+    return value
+
+
 def _add_cache(p):
     p.add_argument("action", choices=("stats", "list", "clear", "prune"),
                    help="stats: entries and size; list: one line an entry; clear: remove every entry; "
                         "prune: if past the bound, remove the entries used longest ago, down to 80%% of it")
-    p.add_argument("--max-bytes", type=int, metavar="N", help="prune's bound (default: the cache_max_bytes option, "
-                                                              "$DYNAMO_MLIR_CACHE_MAX_BYTES, else 4 GiB)")
+    p.add_argument("--max-bytes", type=_byte_count, metavar="N",
+                   help="prune's bound in bytes, 0 for none (default: the cache_max_bytes option, "
+                        "$DYNAMO_MLIR_CACHE_MAX_BYTES, else 4 GiB)")
     p.add_argument("--dir", metavar="DIR", help="the cache folder (default: the cache_dir option, "
                                                "$DYNAMO_MLIR_CACHE_DIR, else ~/.cache/dynamo-mlir)")
     p.add_argument("--json", action="store_true", help="machine-readable output (stats, list)")
@@ -135,7 +143,7 @@ COMMANDS = {
                "passes_cmd:run_list"),
     "pass": ("run one named pass alone on an .mlir file and print the result (IR tests)", None, _add_pass,
              "passes_cmd:run_one"),
-    "cache": ("the compile cache on disk: stats, list, clear", None, _add_cache, "cache_cmd:run"),
+    "cache": ("the compile cache on disk: stats, list, clear, prune", None, _add_cache, "cache_cmd:run"),
     "options": ("every option: the core's and each target's, with its environment variable and default",
                 None, _add_options, "listing:run_options"),
 }
