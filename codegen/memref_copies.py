@@ -6,7 +6,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import linalg
 
 
-def _is_identity(t: ir.Type) -> bool:
+def is_identity_layout(t: ir.Type) -> bool:
+    """Whether memref type t is laid out row-major with no offset (its layout map the identity)."""
     layout = ir.MemRefType(t).layout
     return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(layout.value.n_dims)
 
@@ -22,7 +23,7 @@ def copies_to_linalg(module: ir.Module) -> ir.Module:
     module.operation.walk(visit)
     for op in copies:
         src, dst = op.operands[0], op.operands[1]
-        if _is_identity(src.type) and _is_identity(dst.type):
+        if is_identity_layout(src.type) and is_identity_layout(dst.type):
             continue
         with ir.InsertionPoint(op), op.location:
             linalg.copy(src, outs=[dst])

@@ -18,6 +18,7 @@ from ..codegen import config, driver
 from ..codegen.target import NoTargetForDevice
 from . import aten as _rules  # noqa: F401  (registers the import rules)
 from . import half_attention
+from .attention_call import additive_mask, use_attention_call
 from .compile import choose_target, compile_graph, direct_call, graph_devices, new_graph_name
 from .graph_cache import GraphLookup
 from .importer import is_symbolic
@@ -75,8 +76,7 @@ def _math_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
                     enable_gqa=False):
     # torch's SDPA turns a boolean mask (True = attend) into an additive one before it picks a
     # kernel; the math kernel called directly would add the booleans as 0/1 instead.
-    if attn_mask is not None and attn_mask.dtype == torch.bool:
-        attn_mask = torch.zeros_like(attn_mask, dtype=query.dtype).masked_fill(attn_mask.logical_not(), float("-inf"))
+    attn_mask = additive_mask(attn_mask, query.dtype)
     if half_attention.applies(query, key, value, attn_mask, dropout_p, enable_gqa):
         return half_attention.half_math_attention(query, key, value, attn_mask, is_causal, scale)
     return aten._scaled_dot_product_attention_math(
@@ -155,9 +155,12 @@ def keeps_fused_attention(gm: torch.fx.GraphModule, example_inputs, options: con
         return False  # compile_graph says so, for the whole graph
     if target.device_type not in graph_devices(gm, example_inputs):
         return False  # e.g. target="cuda" on CPU tensors: torch's fused CUDA kernels need CUDA tensors
-    symbolic = any(isinstance(t, torch.SymInt) or (isinstance(t, torch.Tensor) and is_symbolic(t)) for t in example_inputs)
     half = any(isinstance(t, torch.Tensor) and t.dtype in (torch.float16, torch.bfloat16) for t in example_inputs)
-    return config.bind(options, target).target_options.keeps_fused_attention(symbolic, half)
+    return config.bind(options, target).target_options.keeps_fused_attention(_symbolic(example_inputs), half)
+
+
+def _symbolic(example_inputs) -> bool:
+    return any(isinstance(t, torch.SymInt) or (isinstance(t, torch.Tensor) and is_symbolic(t)) for t in example_inputs)
 
 
 def _compiler(kind: str, options: config.Options, path: InferencePath | None = None):
@@ -239,6 +242,8 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         return without_wrapper(found)
     if not keeps_fused_attention(gm, example_inputs, options):
         use_math_attention(gm)
+    elif _symbolic(example_inputs):  # the kernel picked per call, as eager does (attention_call.py)
+        use_attention_call(gm)
     path = InferencePath(example_inputs)
     compile_with_aot = aot_autograd(
         fw_compiler=_compiler("forward", options),

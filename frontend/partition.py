@@ -17,6 +17,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from ..dialects import is_ours, new_context
+from . import attention_call  # noqa: F401  (registers torch.ops.dynamo_mlir.attention, named below)
 from ..lowering import registry as lowering_registry
 from . import dtypes
 from .aten import elementwise
@@ -47,7 +48,7 @@ DYNAMIC_SHAPE_OPS = frozenset({
     aten.new_zeros, aten.new_ones, aten.new_full, aten.empty_like,
     aten.embedding, aten.slice, aten.arange, aten.split_with_sizes, aten.cumsum, aten.cumprod, aten.index, aten.gather,
     aten.constant_pad_nd, aten._scaled_dot_product_efficient_attention, aten._scaled_dot_product_flash_attention,
-    aten._scaled_dot_product_cudnn_attention,
+    aten._scaled_dot_product_cudnn_attention, torch.ops.dynamo_mlir.attention,
 })
 
 

@@ -206,6 +206,9 @@ def test_a_language_model_over_changing_lengths_compiles_once_more_with_nothing_
     assert s["fallback_ops"] == {} and s["partitions_failed"] == 0 and s["runtime_fallback_calls"] == 0, \
         dynamo_mlir.explain()
     assert s["graphs"] <= 2 and s["ops_compiled"] > 50, dynamo_mlir.explain()
+    # each layer's attention one torch call at symbolic sizes, its kernel picked per call
+    # (frontend/attention_call.py), not the math form's two bmm and softmax
+    assert s["library_ops"].get("dynamo_mlir.attention.default") == 2, dynamo_mlir.explain()
 
 
 @on_gpu

@@ -168,7 +168,7 @@ def test_cuda_stages_up_to_nvvm_are_named_passes(tmp_path):
         ran = [os.path.basename(p).split("-", 1)[1].removesuffix(".mlir") for p in files]
         assert ran == [p.name for p in stage.passes if p.enabled(options)], stage.name
         assert bool(stage.passes) == (stage.name not in ("ll", "ptx")), stage.name
-    kernels = open(glob.glob(str(tmp_path / "*.gpu.05-cuda-kernels.mlir"))[0]).read()
+    kernels = open(glob.glob(str(tmp_path / "*.gpu.[0-9][0-9]-cuda-kernels.mlir"))[0]).read()
     assert "gpu.launch" in kernels and "gpu.module" not in kernels  # outlining is the next pass
     program = open(glob.glob(str(tmp_path / "*.nvvm.02-cuda-program.mlir"))[0]).read()
     assert open(glob.glob(str(tmp_path / "*.nvvm.mlir"))[0]).read().endswith(program.split("\n", 1)[1])

@@ -200,6 +200,11 @@ def _attention(step: Library, q, k, v, *bias_then_out):
     out.copy_(result)
 
 
+def _addmm(step: Library, a, b, bias, out):
+    """out = a @ b + bias by cuBLASLt, the bias added in the GEMM's epilogue (matmul_bias.py)."""
+    torch.addmm(bias, a, b, out=out)
+
+
 RUNNERS = {
     "linalg.matmul": _matmul,
     "linalg.batch_matmul": _matmul,
@@ -210,6 +215,7 @@ RUNNERS = {
     "torch.index_put": _index_put,
     "torch.scatter": _scatter,
     "torch.attention": _attention,
+    "torch.addmm": _addmm,
     "torch.convolution": _convolution,
     "torch.conv_grad_input": lambda step, grad, w, out: _conv_grad(step, grad, w, out, 0),
     "torch.conv_grad_weight": lambda step, grad, x, out: _conv_grad(step, grad, x, out, 1),

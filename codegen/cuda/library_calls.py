@@ -64,11 +64,12 @@ from ..functions import is_declaration  # noqa: F401  (the callees; schedule.py 
 CALL_KIND = LIBRARY_CALL  # func.call attribute: which library op the call is
 INDEX_PUT, SCATTER, ATTENTION, CONVOLUTION = "torch.index_put", "torch.scatter", "torch.attention", "torch.convolution"
 CONV_GRAD_INPUT, CONV_GRAD_WEIGHT = "torch.conv_grad_input", "torch.conv_grad_weight"
+ADDMM = "torch.addmm"  # a matmul and its bias add (matmul_bias.py): (a, b, bias, out)
 _WINDOW = ("stride", "padding", "dilation", "groups")
 # kind -> the dynamo op's attributes the call keeps (the runner's arguments besides buffers)
 CALL_ATTRS = {INDEX_PUT: ("accumulate",), SCATTER: ("dim", "reduce", "include_self"),
               ATTENTION: ("is_causal", "scale"), CONVOLUTION: _WINDOW, CONV_GRAD_INPUT: _WINDOW,
-              CONV_GRAD_WEIGHT: _WINDOW}
+              CONV_GRAD_WEIGHT: _WINDOW, ADDMM: ()}
 
 
 def _module_of(op) -> ir.Operation:
@@ -126,13 +127,19 @@ def emit_call(op, kind: str, operands: list[ir.Value], updates_dest: bool = True
     out = _alloc(op.out, sizes_from)
     if updates_dest:
         _init_from(op.dest, out, op)
-    args = [_read(v, op) for v in operands] + [out]
-    name = _callee(_module_of(op), kind, [a.type for a in args])
-    call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
-    call.attributes[CALL_KIND] = ir.StringAttr.get(kind)
+    call = call_on_buffers(op, kind, [_read(v, op) for v in operands] + [out])
     for attr in CALL_ATTRS[kind]:
         call.attributes[attr] = op.attributes[attr]
     return bufferization.to_tensor(op.out.type, out, restrict=True, writable=True)
+
+
+def call_on_buffers(near, kind: str, args: list[ir.Value]) -> func.CallOp:
+    """The library call `kind` on `args` (buffers, the written one last) at the insertion point;
+    `near`: an op of the module, where the callee is declared."""
+    name = _callee(_module_of(near), kind, [a.type for a in args])
+    call = func.CallOp([], ir.FlatSymbolRefAttr.get(name), args)
+    call.attributes[CALL_KIND] = ir.StringAttr.get(kind)
+    return call
 
 
 def _init_from(dest: ir.Value, out: ir.Value, user) -> None:

@@ -20,9 +20,11 @@ from .. import stages
 from ..identical_kernels import merge_identical_kernels
 from ..own_inits import own_inits
 from ..recompute_producers import recompute_cheap_producers
+from ..reshape_hoist import hoist_reshapes
 from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITTEN_ARGUMENTS
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
+from .matmul_bias import fold_bias_into_matmuls
 from .widened_matmuls import widened_matmuls_on_half
 from .loopnest import Unsupported
 
@@ -51,6 +53,10 @@ LINALG = (
           "Every dynamo op -> linalg on tensors by the cuda rules (library calls: index_put, scatter, "
           "attention), then the generic ones.", produces=(LIBRARY_CALL, READ)),
     upstream("cuda-linalg-cleanup", "canonicalize, cse", "Canonicalize and CSE the linalg module."),
+    _pass("hoist-reshapes", lambda m, o: hoist_reshapes(m),
+          "A reshape between two elementwise ops moved above the first (a linear's bias add and the GELU "
+          "after its view), so that elementwise fusion makes them one kernel; matmuls keep their shape.",
+          options=("fuse_elementwise",), enabled=_fusing),
     upstream("cuda-fuse-elementwise", "linalg-fuse-elementwise-ops, canonicalize, cse",
              "Producer/consumer elementwise fusion.", options=("fuse_elementwise",), enabled=_fusing),
     # After a first fusion: broadcasts are fused into their users, so a shifted or widened value
@@ -86,6 +92,10 @@ GPU = (
     _pass("fold-fills-into-library-ops", _per_host(to_gpu.fold_fills_into_library_ops),
           "A zero fill (max pooling's -inf fill) right before the library op writing its buffer erased; the op "
           "overwrites its output.", options=("library_matmul",), enabled=_library, produces=(OVERWRITE,)),
+    _pass("fold-bias-into-matmuls", _per_host(fold_bias_into_matmuls),
+          "A 2-D matmul and the bias add after it -> one torch.addmm call (the bias added in cuBLASLt's epilogue).",
+          options=("library_matmul",), enabled=_library, consumes=(OVERWRITE,), produces=(LIBRARY_CALL,),
+          requires=("cuda-fold-fills-into-library-ops",)),
     # Before cuda-kernels, which makes a kernel of each op a group would have taken.
     _pass("fuse-rows", _fuse_rows,
           "Each run of ops on the same rows (a softmax, a layer norm) -> one gpu.launch, one block per row.",

@@ -21,9 +21,9 @@ from ..attributes import WRITTEN_ARGUMENTS
 from ..gpu import host_sizes
 from ..gpu.kernel_abi import needs_split
 from ..provenance import nodes_of
-from .loopnest import Unsupported, layout, op_name
+from .loopnest import VIEW_OPS, Unsupported, layout, op_name
 from .library_calls import CALL_KIND, call_attrs, is_declaration
-from .to_gpu import LIBRARY_OPS, OVERWRITE, VIEW_OPS
+from .to_gpu import LIBRARY_OPS, OVERWRITE
 
 # MLIR element type (as printed) -> torch dtype name; names keep this module torch-free.
 DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64",

@@ -19,11 +19,13 @@ from torch_mlir import ir, passmanager
 from torch_mlir.dialects import func, memref
 
 from . import kernels, rowfuse
+from .matmul_bias import fold_bias_into_matmuls
 from .library_calls import ATTENTION, is_call, is_declaration, retype
 from .rowkernel import row_kernel
 from ..attributes import OVERWRITE  # set on a library op whose accumulator was a zero fill
 from ..passes import CompileError
-from .loopnest import LOOP_NESTS, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
+from .host_ops import host_ops, output_of, touches, used_between, written_between
+from .loopnest import LOOP_NESTS, LoopNest, Unsupported, op_name, root_of
 from .ptx import arch_for
 from ..gpu import tiled
 from ..gpu.capabilities import capabilities_for
@@ -58,14 +60,6 @@ def _is_zero(value: ir.Value) -> bool:
     return isinstance(attr, ir.IntegerAttr) and ir.IntegerAttr(attr).value == 0
 
 
-def _output(op) -> ir.Value:
-    """The buffer an op writes (memref.copy names it `target`)."""
-    view = op.opview
-    if op.name == "memref.copy":
-        return view.target
-    return view.init if op.name in ("linalg.map", "linalg.transpose") else view.outputs[0]
-
-
 MATMULS = ("linalg.matmul", "linalg.batch_matmul")
 
 
@@ -88,7 +82,7 @@ def fold_transposes_into_matmuls(func_op) -> int:
         # The readers now read the transpose's input where they are, not where the transpose
         # was: bufferization may have let an op in between write that buffer in place (its
         # value was dead after the transpose then).
-        if any(_written_between(root_of(view.input), op, reader) for reader in users if reader != op):
+        if any(written_between(root_of(view.input), op, reader) for reader in users if reader != op):
             continue
         with ir.InsertionPoint(op), op.location:  # where the copy was: a fill before a matmul stays next to it
             transposed = _transposed_view(view.input, permutation)
@@ -124,7 +118,7 @@ def _keeps_last_dim(permutation: list[int]) -> bool:
 
 def _read_as_view(user, buffer: ir.Value, permutation: list[int]) -> bool:
     if user.name in MATMULS:
-        return _output(user) != buffer
+        return output_of(user) != buffer
     return is_call(user, ATTENTION) and list(user.operands)[-1] != buffer and _keeps_last_dim(permutation)
 
 
@@ -148,7 +142,7 @@ def fold_transposes_of_attention(func_op) -> int:
         source, dest = view.input, view.init
         permutation = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
         writer = _sole_attention_writer(source, op)
-        if writer is None or not _keeps_last_dim(permutation) or _used_between(dest, writer, op) \
+        if writer is None or not _keeps_last_dim(permutation) or used_between(dest, writer, op) \
                 or not _defined_before(dest, writer):
             continue
         with ir.InsertionPoint(writer), op.location:
@@ -168,42 +162,6 @@ def _sole_attention_writer(buffer: ir.Value, transpose):
     if len(others) != 1 or not is_call(others[0], ATTENTION) or list(others[0].operands)[-1] != buffer:
         return None
     return others[0]
-
-
-def _between(first, last) -> list:
-    """The ops after `first` and before `last` (same block)."""
-    block_ops = [o.operation for o in first.block.operations]
-    return block_ops[block_ops.index(first) + 1:block_ops.index(last)]
-
-
-def _touches(op, root: ir.Value) -> bool:
-    """Whether `op` reads or writes (a view of) the buffer `root`, or makes a view of it."""
-    return any(isinstance(v.type, ir.MemRefType) and root_of(v) == root for v in op.operands)
-
-
-def _used_between(buffer: ir.Value, first, last) -> bool:
-    """Whether an op after `first` and before `last` touches `buffer` (or a view of it): the
-    call, moved to write it at `first`, must not change what those ops see."""
-    return any(_touches(o, buffer) for o in _between(first, last))
-
-
-def _writes(op, buffer: ir.Value) -> bool:
-    """Whether `op` may write `buffer` (or a view of it): a linalg op's output, a copy's target,
-    any operand of another op that is no view (a library call, a store) or dealloc."""
-    if op.name in ("linalg.map", "linalg.transpose", "memref.copy"):
-        operands = [_output(op)]
-    elif op.name.startswith("linalg."):
-        operands = op.opview.outputs
-    elif op.name in VIEW_OPS or op.name == "memref.dealloc":
-        return False
-    else:
-        operands = op.operands
-    return any(isinstance(v.type, ir.MemRefType) and root_of(v) == buffer for v in operands)
-
-
-def _written_between(buffer: ir.Value, first, last) -> bool:
-    """Whether an op after `first` and before `last` (same block) may write `buffer`."""
-    return any(_writes(o, buffer) for o in _between(first, last))
 
 
 def _defined_before(dest: ir.Value, call) -> bool:
@@ -268,7 +226,7 @@ def generalize_library_ops(func_op) -> int:
     """With `library_matmul` off: every matmul/conv/pooling of the host function becomes a
     linalg.generic, so row fusion and cuda-kernels make kernels of it like any other op.
     Returns how many."""
-    ops = [op for op in _host_ops(func_op) if op.name in LIBRARY_OPS]
+    ops = [op for op in host_ops(func_op) if op.name in LIBRARY_OPS]
     for op in ops:
         generalize(op)
     return len(ops)
@@ -282,14 +240,14 @@ def fold_fills_into_library_ops(func_op) -> int:
     last op touching that buffer before it, filling exactly the view the op writes. A zero fill
     folds into any library op; max pooling's fill is -inf, which the pooled result overwrites
     as it would zeros. Returns how many."""
-    ops = _host_ops(func_op)
+    ops = host_ops(func_op)
     folded = 0
     for j, op in enumerate(ops):
         if op.name not in LIBRARY_OPS:
             continue
-        out = _output(op)
+        out = output_of(op)
         root = root_of(out)
-        fill = next((ops[i] for i in range(j - 1, -1, -1) if _touches(ops[i], root)), None)
+        fill = next((ops[i] for i in range(j - 1, -1, -1) if touches(ops[i], root)), None)
         if fill is None or op_name(fill) != "linalg.fill" or fill.opview.outputs[0] != out:
             continue
         if _is_zero(fill.opview.inputs[0]) or op.name == "linalg.pooling_nchw_max":
@@ -303,7 +261,7 @@ def fuse_row_groups(func_op, keep_rows=None) -> list[str]:
     """Each row group of the host function (rowfuse.py) -> one gpu.launch, placed where its
     last op was, its ops erased; keep_rows(found groups) -> the groups to fuse (default: all).
     Returns the schedule of each launch."""
-    ops = _host_ops(func_op)
+    ops = host_ops(func_op)
     found = rowfuse.find_groups(ops)
     found = keep_rows(found) if keep_rows else found
     chosen = [_build_group(group, ops) for group in found]
@@ -320,7 +278,7 @@ def build_kernels(func_op) -> list[str]:
     own: its value, a scalar of the host function, becomes the initial accumulator inside the
     reduction's kernel as that kernel is built. Between two passes the fill would have to be
     gone while the reduction still read its output, with nothing in the IR to say it must not."""
-    ops = _host_ops(func_op)
+    ops = host_ops(func_op)
     init_of = {i + 1: ops[i].opview.inputs[0] for i in _fills_before_row_reductions(ops)}
     chosen = []
     for i, op in enumerate(ops):
@@ -347,17 +305,13 @@ def _fills_before_row_reductions(ops: list) -> list[int]:
     """The indices of fills that the next op, a block row reduction into the fill's buffer, absorbs."""
     found = []
     for i, (fill, op) in enumerate(zip(ops, ops[1:])):
-        if op_name(fill) != "linalg.fill" or op.name not in LOOP_NESTS or _output(op) != fill.opview.outputs[0]:
+        if op_name(fill) != "linalg.fill" or op.name not in LOOP_NESTS or output_of(op) != fill.opview.outputs[0]:
             continue
         if has_symbolic_sizes(fill) or has_symbolic_sizes(op):  # the tiled strategy takes both
             continue
         if kernels.schedule_for(LOOP_NESTS[op.name](op.opview)) == "row_reduce":
             found.append(i)
     return found
-
-
-def _host_ops(func_op) -> list[ir.Operation]:
-    return [op.operation for op in func_op.regions[0].blocks[0].operations]
 
 
 def erase_empty_loop_nests(func_op) -> int:
@@ -428,6 +382,7 @@ def convert_module(module: ir.Module, library: bool = True, fuse_rows: bool = Tr
         erase_empty_loop_nests(op)
         if library:
             fold_fills_into_library_ops(op)
+            fold_bias_into_matmuls(op)
         else:
             generalize_library_ops(op)
         if fuse_rows:

@@ -22,6 +22,7 @@ import torch
 from torch_mlir import ir
 
 from ...dialects import dynamo as dy
+from .. import attention_call  # noqa: F401  (registers torch.ops.dynamo_mlir.attention)
 from ..registry import Unsupported, import_rule
 from .args import bind, output_read
 from .builders import i64
@@ -58,7 +59,7 @@ def _unexpanded(ctx, bias: ir.Value) -> ir.Value:
 def _attention(ctx, node, query, key, value, bias, dropout_p, is_causal, scale, repeat_heads=False):
     """dynamo.attention of the fused op `node`; grouped-query attention with `repeat_heads` (the
     CPU op, whose GQA torch's CPU dispatch picks) repeats the key and value heads, else is refused."""
-    if any(output_read(node, i) for i in range(1, _RESULTS[node.target])):
+    if any(output_read(node, i) for i in range(1, _RESULTS.get(node.target, 1))):
         raise Unsupported("an output besides the attention's (log-sum-exp, RNG state) is read: "
                           "only an inference graph's attention is imported")
     if dropout_p:
@@ -109,6 +110,14 @@ def _flash(ctx, node):
     a = bind(node)
     out = _attention(ctx, node, a.query, a.key, a.value, None, a.dropout_p, a.is_causal, a.scale)
     return _results(node, out)
+
+
+@import_rule(torch.ops.dynamo_mlir.attention.default)
+def _attention_call(ctx, node):
+    """frontend/attention_call.py's op (SDPA of symbolic sizes, its kernel picked per call): the
+    attention output alone, its mask additive already."""
+    a = bind(node)
+    return _attention(ctx, node, a.query, a.key, a.value, a.attn_mask, a.dropout_p, a.is_causal, a.scale)
 
 
 @import_rule(aten._scaled_dot_product_flash_attention_for_cpu.default)

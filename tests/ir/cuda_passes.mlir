@@ -3,6 +3,8 @@
 // RUN: dynamo-mlir pass cuda-fold-transposes-of-attention %s --target cuda | check --prefix ATTN
 // RUN: dynamo-mlir pass cuda-generalize-library-ops %s --target cuda -O library_matmul=false | check --prefix GENERAL
 // RUN: dynamo-mlir pass cuda-fold-fills-into-library-ops %s --target cuda | check --prefix FILLS
+// RUN: dynamo-mlir pass cuda-fold-bias-into-matmuls %s --target cuda | check --prefix BIAS
+// RUN: dynamo-mlir pass cuda-hoist-reshapes %s --target cuda | check --prefix HOIST
 // RUN: dynamo-mlir pass cuda-own-inits %s --target cuda | check --prefix OWN
 // RUN: dynamo-mlir pass cuda-fuse-rows %s --target cuda | check --prefix ROWS
 // RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix KERNELS
@@ -104,6 +106,89 @@ func.func @main(%a: memref<8x16xf32>, %b: memref<16x32xf32>, %out: memref<8x32xf
   linalg.fill ins(%one : f32) outs(%acc : memref<8x32xf32>)
   linalg.matmul ins(%a, %b : memref<8x16xf32>, memref<16x32xf32>) outs(%acc : memref<8x32xf32>)
   return
+}
+
+// -----
+
+// cuda-fold-bias-into-matmuls: a matmul overwriting a fresh buffer, then a bias add reading it,
+// is one torch.addmm call (a, b, bias, out) where the add was; the buffer goes. Left alone: a
+// matmul that accumulates (no overwrite), and one whose result is read again after the add.
+// BIAS: func.func private @dynamo_cuda_addmm_0(memref<?x16xf32>, memref<16x32xf32>, memref<32xf32>, memref<?x32xf32>)
+// BIAS: func.func @main
+// BIAS-NOT: linalg.matmul {dynamo_mlir.overwrite} ins(%arg0, %arg1
+// BIAS: call @dynamo_cuda_addmm_0(%arg0, %arg1, %arg2, %arg3) {dynamo_mlir.library_call = "torch.addmm"}
+// BIAS: linalg.matmul ins(%arg0, %arg1 : {{.*}}) outs(%arg4 : memref<?x32xf32>)
+// BIAS: linalg.matmul {dynamo_mlir.overwrite} ins(%arg0, %arg1 : {{.*}}) outs(%[[KEPT:.+]] : memref<?x32xf32>)
+// BIAS: linalg.generic
+// BIAS: linalg.generic {{.*}} ins(%[[KEPT]] : memref<?x32xf32>)
+#mm_id = affine_map<(d0, d1) -> (d0, d1)>
+#mm_col = affine_map<(d0, d1) -> (d1)>
+func.func @main(%a: memref<?x16xf32>, %b: memref<16x32xf32>, %bias: memref<32xf32>, %out: memref<?x32xf32>,
+                %acc: memref<?x32xf32>, %out2: memref<?x32xf32>, %out3: memref<?x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %a, %c0 : memref<?x16xf32>
+  %t = memref.alloc(%n) : memref<?x32xf32>
+  linalg.matmul {dynamo_mlir.overwrite} ins(%a, %b : memref<?x16xf32>, memref<16x32xf32>) outs(%t : memref<?x32xf32>)
+  linalg.generic {indexing_maps = [#mm_id, #mm_col, #mm_id], iterator_types = ["parallel", "parallel"]} ins(%t, %bias : memref<?x32xf32>, memref<32xf32>) outs(%out : memref<?x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %t : memref<?x32xf32>
+  linalg.matmul ins(%a, %b : memref<?x16xf32>, memref<16x32xf32>) outs(%acc : memref<?x32xf32>)
+  %u = memref.alloc(%n) : memref<?x32xf32>
+  linalg.matmul {dynamo_mlir.overwrite} ins(%a, %b : memref<?x16xf32>, memref<16x32xf32>) outs(%u : memref<?x32xf32>)
+  linalg.generic {indexing_maps = [#mm_id, #mm_col, #mm_id], iterator_types = ["parallel", "parallel"]} ins(%u, %bias : memref<?x32xf32>, memref<32xf32>) outs(%out2 : memref<?x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %y, %x : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#mm_id, #mm_id], iterator_types = ["parallel", "parallel"]} ins(%u : memref<?x32xf32>) outs(%out3 : memref<?x32xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// -----
+
+// cuda-hoist-reshapes: the bias add's [?, 8] result, reshaped to [2, ?, 8] for the tanh after it,
+// becomes a bias add over the reshaped input (the bias's map now reads the last of three dims), so
+// elementwise fusion can make one kernel of both. A reshape that only a return reads stays.
+// HOIST: %[[X:.+]] = tensor.reshape %arg0(%arg2) : (tensor<?x8xf32>, tensor<3xi64>) -> tensor<2x?x8xf32>
+// HOIST: %[[ADD:.+]] = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%[[X]], %arg1 : tensor<2x?x8xf32>, tensor<8xf32>)
+// HOIST: arith.addf
+// HOIST: linalg.generic {{.*}} ins(%[[ADD]] : tensor<2x?x8xf32>)
+// HOIST: math.tanh
+// HOIST: %[[MUL:.+]] = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<?x8xf32>, tensor<8xf32>)
+// HOIST: tensor.reshape %[[MUL]](%arg2)
+#h_id2 = affine_map<(d0, d1) -> (d0, d1)>
+#h_col = affine_map<(d0, d1) -> (d1)>
+#h_id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @main(%x: tensor<?x8xf32>, %b: tensor<8xf32>, %s: tensor<3xi64>, %m: index) -> (tensor<2x?x8xf32>, tensor<2x?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x8xf32>
+  %e = tensor.empty(%n) : tensor<?x8xf32>
+  %g = linalg.generic {indexing_maps = [#h_id2, #h_col, #h_id2], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<?x8xf32>, tensor<8xf32>) outs(%e : tensor<?x8xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %a = arith.addf %p, %q : f32
+    linalg.yield %a : f32
+  } -> tensor<?x8xf32>
+  %r = tensor.reshape %g(%s) : (tensor<?x8xf32>, tensor<3xi64>) -> tensor<2x?x8xf32>
+  %e2 = tensor.empty(%m) : tensor<2x?x8xf32>
+  %h = linalg.generic {indexing_maps = [#h_id3, #h_id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%r : tensor<2x?x8xf32>) outs(%e2 : tensor<2x?x8xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %t = math.tanh %p : f32
+    linalg.yield %t : f32
+  } -> tensor<2x?x8xf32>
+  %g2 = linalg.generic {indexing_maps = [#h_id2, #h_col, #h_id2], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<?x8xf32>, tensor<8xf32>) outs(%e : tensor<?x8xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %a = arith.mulf %p, %q : f32
+    linalg.yield %a : f32
+  } -> tensor<?x8xf32>
+  %r2 = tensor.reshape %g2(%s) : (tensor<?x8xf32>, tensor<3xi64>) -> tensor<2x?x8xf32>
+  return %h, %r2 : tensor<2x?x8xf32>, tensor<2x?x8xf32>
 }
 
 // -----

@@ -214,3 +214,46 @@ func.func @main(%x: memref<?x8xf32>, %out: memref<?x8xf32>, %out2: memref<?x8xf3
   memref.copy %s, %out3 : memref<4xf32> to memref<4xf32>
   return
 }
+
+// -----
+
+// <target>-results-into-out-params through a reshape: a matmul's [?, 6] result, viewed as the
+// out-param's [2, ?, 6] (a language model's logits), is computed into a view of the out-param
+// with the temporary's sizes; the reshape, its shape buffer (only stored to), the copy and the
+// temporary go. A static temporary reshaped into its out-param goes the same way.
+// OUTPARAM: func.func @main(%arg0: memref<?x4xf32>, %arg1: memref<4x6xf32>, %arg2: memref<2x?x6xf32>, %arg3: memref<2x3x6xf32>)
+// OUTPARAM: %[[V:.+]] = memref.reinterpret_cast %arg2 to offset: [0], sizes: [%{{.*}}, 6], strides: [6, 1] : memref<2x?x6xf32> to memref<?x6xf32>
+// OUTPARAM: linalg.matmul ins(%arg0, %arg1 : memref<?x4xf32>, memref<4x6xf32>) outs(%[[V]] : memref<?x6xf32>)
+// OUTPARAM: %[[S:.+]] = memref.reinterpret_cast %arg3 to offset: [0], sizes: [6, 6], strides: [6, 1] : memref<2x3x6xf32> to memref<6x6xf32>
+// OUTPARAM: linalg.matmul ins(%{{.*}}, %arg1 : {{.*}}) outs(%[[S]] : memref<6x6xf32>)
+// OUTPARAM-NOT: memref.reshape
+// OUTPARAM-NOT: memref.copy
+// OUTPARAM-NOT: memref.store
+// OUTPARAM-NOT: memref.alloc
+func.func @main(%x: memref<?x4xf32>, %w: memref<4x6xf32>, %out: memref<2x?x6xf32>, %out2: memref<2x3x6xf32>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %two = arith.constant 2 : i64
+  %six = arith.constant 6 : i64
+  %n = memref.dim %x, %c0 : memref<?x4xf32>
+  %t = memref.alloc(%n) : memref<?x6xf32>
+  linalg.matmul ins(%x, %w : memref<?x4xf32>, memref<4x6xf32>) outs(%t : memref<?x6xf32>)
+  %l = arith.divui %n, %c2 : index
+  %li = arith.index_cast %l : index to i64
+  %shape = memref.alloc() : memref<3xi64>
+  %c1 = arith.constant 1 : index
+  memref.store %two, %shape[%c0] : memref<3xi64>
+  memref.store %li, %shape[%c1] : memref<3xi64>
+  memref.store %six, %shape[%c2] : memref<3xi64>
+  %r = memref.reshape %t(%shape) : (memref<?x6xf32>, memref<3xi64>) -> memref<2x?x6xf32>
+  memref.copy %r, %out : memref<2x?x6xf32> to memref<2x?x6xf32>
+  memref.dealloc %t : memref<?x6xf32>
+  memref.dealloc %shape : memref<3xi64>
+  %x6 = memref.subview %x[0, 0] [6, 4] [1, 1] : memref<?x4xf32> to memref<6x4xf32, strided<[4, 1]>>
+  %s = memref.alloc() : memref<6x6xf32>
+  linalg.matmul ins(%x6, %w : memref<6x4xf32, strided<[4, 1]>>, memref<4x6xf32>) outs(%s : memref<6x6xf32>)
+  %e = memref.expand_shape %s [[0, 1], [2]] output_shape [2, 3, 6] : memref<6x6xf32> into memref<2x3x6xf32>
+  memref.copy %e, %out2 : memref<2x3x6xf32> to memref<2x3x6xf32>
+  memref.dealloc %s : memref<6x6xf32>
+  return
+}

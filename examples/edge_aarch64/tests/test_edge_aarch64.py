@@ -160,12 +160,13 @@ def test_cli_dump_writes_every_stage_down_to_the_shared_library(tmp_path):
     assert ran.read_bytes() == (out / f"{region}.so.so").read_bytes()
 
 
-def test_without_the_cross_tools_the_target_says_which_debian_packages_to_install(monkeypatch, tmp_path):
+def test_without_the_cross_tools_the_target_says_which_debian_packages_to_install(monkeypatch):
     from dynamo_mlir_edge import toolchain
 
-    monkeypatch.setenv("PATH", str(tmp_path))  # no qemu-aarch64, no aarch64-linux-gnu-gcc
+    # no qemu-aarch64, no aarch64-linux-gnu-gcc, no sysroot, whatever this machine has installed
+    monkeypatch.setattr(toolchain, "_present", lambda tool: False)
     assert not plugin.get_target("aarch64").available()
-    with pytest.raises(plugin.CompileError, match=r"apt-get install gcc-aarch64-linux-gnu qemu-user"):
+    with pytest.raises(plugin.CompileError, match=r"apt-get install gcc-aarch64-linux-gnu libc6-arm64-cross qemu-user"):
         toolchain.require("load")
     dynamo_mlir.reset()
     torch._dynamo.reset()
