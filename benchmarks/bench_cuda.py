@@ -1,6 +1,8 @@
 """cuda target benchmark: achieved GB/s of generated kernels (elementwise chain, softmax,
 layernorm on 64M-element tensors) against a device-to-device copy measured in the same run,
 and against eager and inductor; compile times; reduce-overhead vs default on a small graph.
+The same cases with symbolic sizes (torch.compile(dynamic=True): the kernels of
+codegen/gpu/, one for every size) against the copy and inductor's dynamic kernels.
 
 Usage (GPU machine):  python benchmarks/bench_cuda.py --device cuda [--out results.md]
 """
@@ -14,6 +16,8 @@ import time
 import torch
 import torch.nn.functional as F
 from torch_mlir import ir
+
+import dynamo_mlir
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 from cuda_models import MODELS  # noqa: E402
@@ -101,6 +105,29 @@ def bench_kernels(rows):
         del inputs, want
 
 
+def bench_dynamic_kernels(rows):
+    """CASES compiled with symbolic sizes by both compilers (dynamic=True), timed at the same
+    sizes as the static ones."""
+    src, dst = torch.randn(N, device="cuda"), torch.empty(N, device="cuda")
+    copy_gbs = 2 * N * 4 / median_ms(lambda: dst.copy_(src)) / 1e6
+    del src, dst
+    for name, (_, eager, shapes, nbytes) in CASES.items():
+        inputs = [torch.randn(s, device="cuda") for s in shapes]
+        want = eager(*inputs)
+        dynamo_mlir.reset()
+        torch._dynamo.reset()
+        ours = torch.compile(eager, backend="mlir", dynamic=True)
+        err = ((ours(*inputs) - want).norm() / want.norm()).item()
+        stats = dynamo_mlir.stats()
+        inductor = torch.compile(eager, dynamic=True)
+        inductor(*inputs)
+        t = {k: median_ms(lambda f=f: f(*inputs)) for k, f in (("mlir", ours), ("inductor", inductor))}
+        rows.append(dict(case=name, dynamic=True, ms=t["mlir"], gbs=nbytes / t["mlir"] / 1e6,
+                         vs_copy=nbytes / t["mlir"] / 1e6 / copy_gbs, inductor_ms=t["inductor"],
+                         vs_inductor=t["inductor"] / t["mlir"], rel_err=err, eager_ops=stats["ops_fallback"]))
+        del inputs, want
+
+
 def bench_overhead(rows):
     """Launch-bound: a small layernorm, default mode vs reduce-overhead (CUDA graph)."""
     for mode in (None, "reduce-overhead"):
@@ -130,6 +157,8 @@ def report(rows) -> str:
              "| case | ms | GB/s | vs copy | eager ms | inductor ms | vs eager | vs inductor | kernels | rel err | compile s (ours / inductor) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        if r.get("dynamic"):
+            continue
         if "gbs" in r and "eager_ms" in r:
             lines.append(f"| {r['case']} | {r['ms']:.3f} | {r['gbs']:.0f} | {r['vs_copy']:.2f} | {r['eager_ms']:.3f} | "
                          f"{r['inductor_ms']:.3f} | {r['vs_eager']:.2f} | {r['vs_inductor']:.2f} | {r['kernels']} | "
@@ -142,6 +171,10 @@ def report(rows) -> str:
     lines += [f"| {r['case']} | {r['unfused_ms']:.3f} | {r['unfused_kernels']} | {r['unfused_vs_copy']:.2f} | "
               f"{r['unfused_vs_inductor']:.2f} | {r['ms']:.3f} | {r['kernels']} | {r['vs_copy']:.2f} | "
               f"{r['vs_inductor']:.2f} | {r['unfused_ms'] / r['ms']:.2f} |" for r in rows if "unfused_ms" in r]
+    lines += ["", "Symbolic sizes (`dynamic=True`, both compilers; same sizes, same run):", "",
+              "| case | ms | GB/s | vs copy | inductor ms | vs inductor | rel err | eager ops |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['case']} | {r['ms']:.3f} | {r['gbs']:.0f} | {r['vs_copy']:.2f} | {r['inductor_ms']:.3f} | "
+              f"{r['vs_inductor']:.2f} | {r['rel_err']:.1e} | {r['eager_ops']} |" for r in rows if r.get("dynamic")]
     lines += ["", "| small graph | us per call | kernels |", "|---|---|---|"]
     lines += [f"| {r['case']} | {r['us_per_call']:.1f} | {r.get('kernels', '')} |" for r in rows if "us_per_call" in r]
     return "\n".join(lines) + "\n"
@@ -155,6 +188,7 @@ def main():
     assert args.device == "cuda" and torch.cuda.is_available(), "this benchmark needs --device cuda and a GPU"
     rows = []
     bench_kernels(rows)
+    bench_dynamic_kernels(rows)
     bench_overhead(rows)
     text = report(rows)
     print(text)

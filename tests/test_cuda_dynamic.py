@@ -30,7 +30,7 @@ def test_a_symbolic_batch_is_one_kernel_set_whose_grid_reads_the_size(tmp_path):
     assert s["partitions_failed"] == 0 and s["fallback_ops"] == {} and s["ops_compiled"] == 3, dynamo_mlir.explain()
     host = read_stage(str(tmp_path), "host")
     assert "host main(%0: ?x768xfloat32, %1: 768xfloat32, %2: ?x768xfloat32)" in host
-    assert "grid=(dim(%0, 0), 1, 1) block=(256, 1, 1)" in host
+    assert "grid=(dim(%0, 0), 3, 1) block=(256, 1, 1)" in host  # a row of 768: three tiles of 256 threads
     assert "dim(%0, 0):index" in host
     ptx = read_stage(str(tmp_path), "ptx")
     assert ".entry main_kernel(" in ptx and ".param .u64 main_kernel_param_1" in ptx  # a 64-bit size argument
@@ -53,8 +53,10 @@ def test_a_reduction_over_a_symbolic_row_count_is_one_block_per_row(tmp_path):
     host = read_stage(str(tmp_path), "host")
     launches = [line for line in host.splitlines() if "launch " in line]
     per_row = [line for line in launches if "grid=(dim(%0, 0), 1, 1)" in line or "grid=(dim(%3, 0), 1, 1)" in line]
-    # mean, variance, normalize (an elementwise row of 768 <= one tile), max, exp, sum, divide
-    assert len(per_row) == 7 and len(launches) == 8, host  # the 8th: the fill the sum's copy read
+    tiled = [line for line in launches if "grid=(dim(%0, 0), 3, 1)" in line or "grid=(dim(%3, 0), 3, 1)" in line]
+    assert len(per_row) == 4, host  # mean, variance, max, sum: a block per row
+    assert len(tiled) == 3, host  # normalize, exp, divide: rows of 768, three tiles of 256 threads each
+    assert len(launches) == 8, host  # the 8th: the fill the sum's copy read
 
 
 def test_a_target_compiles_only_the_ops_its_dynamic_shape_ops_name_with_symbolic_sizes():

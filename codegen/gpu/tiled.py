@@ -3,11 +3,11 @@
 The kernel builders of codegen/cuda/kernels.py compute with Python ints: every size must be
 known when the kernel is built. An op whose buffers have dynamic sizes takes this strategy
 instead. Its loops are tiled twice with `transform.structured.tile_using_forall`:
-- blocks: one tile of `block_threads * elements_per_thread` along the innermost loop and of 1
+- blocks: one tile of `block_threads * ELEMENTS_PER_THREAD` along the innermost loop and of 1
   along the others, so the grid is the op's sizes divided by the tile, computed in the host from
   the buffers' sizes at run time;
-- threads: `block_threads` threads over that tile, each taking a contiguous piece (the last
-  block's threads the rest, or nothing).
+- threads: `block_threads` threads over that tile, each taking a contiguous piece of
+  ELEMENTS_PER_THREAD (the last block's threads the rest, or nothing).
 The tiled op becomes loops (`structured.convert_to_loops`), the two foralls scf.parallel loops,
 mapped to blocks and threads (`gpu-map-parallel-loops`) and made a gpu.launch
 (`convert-parallel-loops-to-gpu`). The transform IR is built in Python, one tiling per op with
@@ -28,7 +28,12 @@ from .capabilities import GpuCapabilities
 from .kernel_abi import needs_split
 
 TILE = "dynamo_mlir.gpu_tile"  # payload op attribute: its index in the transform script
-ELEMENTS_PER_THREAD = 4
+# One: a warp's 32 threads read 32 adjacent elements, one load instruction over 128 bytes (with 4
+# contiguous elements a thread, a warp's load spans 512 bytes at a stride of 16). On an H200 the
+# dynamic elementwise chain of benchmarks/bench_cuda.py took 0.37 ms with 1 and 0.53 ms with 4,
+# softmax 0.91 / 1.09, layer norm 0.60 / 0.80 (log-softmax and RMS norm within 10% either way;
+# benchmarks/results/tiled_elements_per_thread_h200_2026-11-27.md).
+ELEMENTS_PER_THREAD = 1
 
 
 def has_symbolic_sizes(op) -> bool:

@@ -644,15 +644,17 @@ module attributes {gpu.container_module} {
 // -----
 
 // cuda-kernels on an op of symbolic size (codegen/gpu/tiled.py, kernel_abi.py): tiled by the
-// transform interpreter, one block per row and 256 threads along the 768-wide rows, the grid the
-// row count read in the host; the ?-sized buffers reach the kernel as a one-element memref (a bare
-// pointer) and their dynamic size, the view rebuilt inside; the static bias stays as it is.
+// transform interpreter, a row's 768 elements three blocks of 256 threads, one element a thread
+// (adjacent threads, adjacent elements), the grid the row count read in the host times 3; the
+// ?-sized buffers reach the kernel as a one-element memref (a bare pointer) and their dynamic
+// size, the view rebuilt inside; the static bias stays as it is.
 // TILED: %[[ROWS:dim[_0-9]*]] = memref.dim %arg0, %c0 : memref<?x768xf32>
 // TILED: %{{.*}}, %{{.*}}, %[[SIZES:sizes[_0-9]*]]:2, %{{.*}}:2 = memref.extract_strided_metadata %arg0
 // TILED-NEXT: %[[PTR:reinterpret_cast[_0-9]*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [1], strides: [1] : memref<f32> to memref<1xf32>
-// TILED: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ROWS]], {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+// TILED: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ROWS]], {{.*}} = %c3, {{.*}} = %c1) threads(%[[TX:arg[0-9]+]], {{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
 // TILED: memref.reinterpret_cast %[[PTR]] to offset: [0], sizes: [%[[SIZES]]#0, 768], strides: [768, 1] : memref<1xf32> to memref<?x768xf32>
-// TILED: scf.for
+// TILED: memref.subview %{{.*}}[0, %[[TX]]] [1, 1] [1, 1]
+// TILED-NOT: scf.for
 // TILED: math.exp
 // TILED-NOT: linalg.generic
 #id = affine_map<(d0, d1) -> (d0, d1)>
