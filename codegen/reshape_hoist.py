@@ -152,7 +152,8 @@ def _hoist(reshape, g, plans) -> None:
     shape = reshape.operands[1]
     rank = out_type.rank
     operands = list(g.operands)
-    with ir.InsertionPoint(reshape), reshape.location:
+    # Both locations: stats() reads the FX nodes a module computes off them (the add and the view).
+    with ir.InsertionPoint(reshape), ir.Location.fused([g.location, reshape.location]):
         inputs = [_reshaped(v, out_type, shape) if p is None else v for v, p in zip(operands[:-1], plans)]
         init = _reshaped(operands[-1], out_type, shape)
         maps = [ir.AffineMap.get_identity(rank) if p is None else p for p in plans] + [ir.AffineMap.get_identity(rank)]
