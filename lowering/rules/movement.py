@@ -102,10 +102,14 @@ def _lower_concat(ctx, op):
     result = tensor.empty([index(s) if n == dy.DYN else n for s, n in zip(out_sizes, out.shape)], out.element_type)
     if 0 in out.shape:  # no element to write (an insert into an empty dim is not even valid IR)
         return result
-    result = _insert_slice(op.lhs, result, [0] * out.rank, lhs_sizes)
     offsets = [0] * out.rank
     offsets[dim] = lhs_sizes[dim]
-    return _insert_slice(op.rhs, result, offsets, rhs_sizes)
+    for piece, at, sizes in ((op.lhs, [0] * out.rank, lhs_sizes), (op.rhs, offsets, rhs_sizes)):
+        # An empty piece writes nothing, and its insert at the end of `dim` (offset == size) is
+        # refused by the verifier (block_diag of an empty block).
+        if 0 not in ranked(piece).shape:
+            result = _insert_slice(piece, result, at, sizes)
+    return result
 
 
 @register_lowering(dy.PadOp)

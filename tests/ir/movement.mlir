@@ -49,6 +49,17 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x2xf32>) -> tensor<4x10xf
 }
 
 // -----
+// concat with an empty piece (block_diag of an empty block): the empty piece is not inserted (at
+// the end of the dim, offset 6 of 6, the verifier would refuse it); the other, filling the whole
+// result, folds to the result itself.
+// CHECK-NOT: tensor.insert_slice
+// CHECK: return %arg0 : tensor<5x6xf32>
+func.func @main(%arg0: tensor<5x6xf32>, %arg1: tensor<5x0xf32>) -> tensor<5x6xf32> {
+  %0 = "dynamo.concat"(%arg0, %arg1) {dim = 1 : i64} : (tensor<5x6xf32>, tensor<5x0xf32>) -> tensor<5x6xf32>
+  return %0 : tensor<5x6xf32>
+}
+
+// -----
 // pad: tensor.pad yielding the scalar of the 0-d padding value (folded to a constant here).
 // CHECK: %[[ZERO:cst[_0-9]*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: tensor.pad %arg0 low[0, 1] high[0, 2]
