@@ -3,8 +3,9 @@
 A linear layer's output is a matmul over rows of [B*L, N], its bias add on the same 2-D rows,
 then a view as [B, L, N] for what follows (GELU, a residual add). The view lowers to
 `tensor.reshape`, which upstream elementwise fusion does not see through, so the bias add and
-the GELU were two kernels, the [B*L, N] sum written and read back between them (on an H200, two
-of GPT-2 small's largest non-GEMM kernels). Upstream's reshape propagation
+the GELU were two kernels, the [B*L, N] sum written and read back between them (GPT-2 small's
+length sweep on an H200: two kernels of 1.3 ms each, launched once a layer and length, by their
+counts these two; after this pass one kernel of 1.36 ms). Upstream's reshape propagation
 (`collapse_shape` / `expand_shape` folded by expansion) would fuse them, but it also expands
 the matmul into a generic, which is then no library call and fuses whole layer norms into its
 inner loop.

@@ -43,9 +43,14 @@ def _(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
 
 def attention_call(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """What an SDPA node of the Dynamo graph calls instead (use_attention_call). The mask goes in
-    additive, as the fused ops take it (dynamo.attention adds it to the scores)."""
-    return attention(query, key, value, additive_mask(attn_mask, query.dtype), dropout_p, is_causal, scale,
-                     enable_gqa)
+    additive, as the fused ops take it (dynamo.attention adds it to the scores). What
+    dynamo.attention does not take (grouped-query attention, which transformers' LLaMA and Qwen2
+    ask of SDPA when they pass no mask; dropout) is traced as before, SDPA itself: the op would
+    only run eagerly."""
+    if enable_gqa or dropout_p:
+        return F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+                                              enable_gqa=enable_gqa)
+    return attention(query, key, value, additive_mask(attn_mask, query.dtype), dropout_p, is_causal, scale, False)
 
 
 _SDPA_TARGETS = {torch._C._nn.scaled_dot_product_attention, torch.nn.functional.scaled_dot_product_attention}

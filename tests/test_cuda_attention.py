@@ -234,6 +234,17 @@ def test_attention_of_symbolic_sizes_is_one_call_whose_kernel_is_picked_per_call
     assert not re.search(rf"empty\(muli\(muli\({B * H}, ", host), host  # no [B, H, L, L] buffer
 
 
+def test_grouped_query_attention_of_symbolic_sizes_is_traced_as_sdpa_not_the_opaque_op():
+    """dynamo.attention takes no grouped-query attention: attention_call leaves such a call (what
+    transformers' LLaMA asks of SDPA without a mask) to SDPA itself, as traced before, instead of
+    an op that could only run eagerly."""
+    q, k, v = _qkv(kv_heads=H // 2)
+    gm = make_fx(lambda q, k, v: attention_call(q, k, v, is_causal=True, enable_gqa=True), tracing_mode="symbolic")(q, k, v)
+    assert not any(n.target is torch.ops.dynamo_mlir.attention.default for n in gm.graph.nodes), gm.code
+    torch.testing.assert_close(attention_call(q, k, v, is_causal=True, enable_gqa=True),
+                               F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True))
+
+
 def test_attention_call_matches_sdpa_and_runs_it_where_it_stays_eager():
     """The op's own implementation (what an eager node runs): SDPA, its boolean mask additive."""
     q, k, v = _qkv()
