@@ -31,7 +31,7 @@ def _time(fn, inputs, device) -> float:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="gpt2", choices=["gpt2", "bert"])
+    parser.add_argument("--model", default="gpt2", choices=["gpt2", "bert", "llama"])
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--width", type=int, default=768)
     parser.add_argument("--lengths", default="32,48,64,80")

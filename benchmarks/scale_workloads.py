@@ -130,6 +130,15 @@ def bert(layers: int = 12, width: int = 768):
                                           hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
 
 
+def llama(layers: int = 2, width: int = 256):
+    """A LLaMA with grouped-query attention (4 query heads per key/value head, 64 wide), MLP 2.75x wide."""
+    t = _transformers()
+    heads = max(width // 64, 4)
+    return t.LlamaForCausalLM(t.LlamaConfig(hidden_size=width, intermediate_size=width * 11 // 4, num_hidden_layers=layers,
+                                            num_attention_heads=heads, num_key_value_heads=heads // 4,
+                                            vocab_size=32000, use_cache=False))
+
+
 def _llama_1b():
     t = _transformers()
     cfg = t.LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=16, num_attention_heads=32,
@@ -214,10 +223,10 @@ SWEEP_LENGTHS = (32, 48, 64, 80)
 
 def length_sweep(model: str = "gpt2", layers: int = 4, width: int = 768, lengths=SWEEP_LENGTHS, batch: int = 1,
                  device: str = "cpu") -> ScaleSweep:
-    """`model` (gpt2 or bert) in eval mode, called on `batch` rows of random tokens at each of
+    """`model` (gpt2, bert or llama) in eval mode, called on `batch` rows of random tokens at each of
     `lengths` (benchmarks/dynamic_sweep.py and the cpu table's sweep row); from seed 0."""
     torch.manual_seed(0)
-    net = {"gpt2": gpt2, "bert": bert}[model](layers, width)
+    net = {"gpt2": gpt2, "bert": bert, "llama": llama}[model](layers, width)
     g = torch.Generator().manual_seed(0)
     inputs = tuple(_ids(g, net.config.vocab_size, batch, int(n)).to(device) for n in lengths)
     return ScaleSweep(Logits(net, "input_ids").to(device).eval(), inputs)

@@ -150,11 +150,10 @@ class TargetOptions(OptionSet):
         cls.validate(merged, f"target '{target}'")
         return cls(**merged)
 
-    def keeps_fused_attention(self, symbolic: bool = False, half: bool = False) -> bool:
-        """Whether an inference graph for this target keeps F.scaled_dot_product_attention whole,
-        so that AOTAutograd traces torch's fused attention op (imported as dynamo.attention)
-        instead of its math form: for a target with a fused kernel of its own for that op (the
-        cuda target's library call, the cpu target's call of torch's CPU kernel). `symbolic`:
-        the graph has symbolic sizes; `half`: a float16/bfloat16 input. Default: no, the math
-        form (frontend/backend.py)."""
+    def keeps_fused_attention(self, symbolic: bool = False, half: bool = False, training: bool = False) -> bool:
+        """Whether a graph for this target keeps F.scaled_dot_product_attention whole instead of
+        its math form (frontend/backend.py's prepare_attention): for a target with a fused kernel
+        of its own for dynamo.attention (and, in a `training` graph, dynamo.attention_grad): the
+        cuda target's library calls, the cpu target's call of torch's CPU kernel. `symbolic`: the
+        graph has symbolic sizes; `half`: a float16/bfloat16 input. Default: no, the math form."""
         return False

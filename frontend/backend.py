@@ -114,10 +114,6 @@ def use_math_attention(gm: torch.fx.GraphModule) -> None:
     its fused backward kernel in the backward graph. Rewriting the call here makes autograd
     differentiate the math form, so the backward is matmuls and softmax too, which we compile.
     The rewrite only affects tracing: the compiled graphs no longer contain these calls.
-    (A training graph could not keep the fused op anyway: torch's meta function of
-    `_efficient_attention_backward` raises "got multiple values for argument 'scale'" (its
-    signature lacks the schema's `out`, so the positional arguments shift onto `scale`), seen on
-    2.11 while AOTAutograd traced the joint graph; called directly on 2.13 it still raises.)
     """
     for node in gm.graph.nodes:
         if node.op != "call_function":
@@ -140,15 +136,12 @@ def _is_inference(gm: torch.fx.GraphModule, example_inputs) -> bool:
 
 
 def keeps_fused_attention(gm: torch.fx.GraphModule, example_inputs, options: config.Options) -> bool:
-    """Whether gm keeps F.scaled_dot_product_attention whole instead of its math form: an
-    inference graph whose tensors are on the device of a target that runs torch's fused
-    attention op itself (TargetOptions.keeps_fused_attention, told whether gm has symbolic
-    sizes or half inputs: the cuda target's library call, option cuda_library_attention; the cpu target's call
-    of torch's CPU kernel, static shapes with library_matmul). AOTAutograd then traces the fused op the dispatcher picks
-    (frontend/aten/attention.py imports it) and the attention matrix never reaches memory. A
-    training graph keeps the math form, whose backward we compile (use_math_attention)."""
-    if not _is_inference(gm, example_inputs):
-        return False
+    """Whether gm keeps F.scaled_dot_product_attention whole instead of its math form: a graph
+    whose tensors are on the device of a target that runs torch's fused attention itself
+    (TargetOptions.keeps_fused_attention, told whether gm has symbolic sizes or half inputs and
+    whether it is a training graph: the cuda target's library calls, option
+    cuda_library_attention; the cpu target's call of torch's CPU kernel, inference graphs of
+    static shapes with library_matmul). The attention matrix then never reaches memory."""
     try:
         target = choose_target(gm, example_inputs, options)
     except NoTargetForDevice:
@@ -156,7 +149,27 @@ def keeps_fused_attention(gm: torch.fx.GraphModule, example_inputs, options: con
     if target.device_type not in graph_devices(gm, example_inputs):
         return False  # e.g. target="cuda" on CPU tensors: torch's fused CUDA kernels need CUDA tensors
     half = any(isinstance(t, torch.Tensor) and t.dtype in (torch.float16, torch.bfloat16) for t in example_inputs)
-    return config.bind(options, target).target_options.keeps_fused_attention(_symbolic(example_inputs), half)
+    return config.bind(options, target).target_options.keeps_fused_attention(
+        _symbolic(example_inputs), half, training=not _is_inference(gm, example_inputs))
+
+
+def prepare_attention(gm: torch.fx.GraphModule, example_inputs, options: config.Options) -> None:
+    """Rewrite gm's SDPA calls (before AOTAutograd traces it) into the form its target compiles:
+    - kept whole, static inference graph: SDPA itself; AOTAutograd traces the fused op torch's
+      dispatcher picks for the example inputs (frontend/aten/attention.py imports it);
+    - kept whole, symbolic sizes or a training graph: dynamo_mlir::attention (attention_call.py),
+      whose kernel is picked per call and whose backward is one dynamo_mlir::attention_grad.
+      Training cannot keep the dispatcher's fused op: its backward's meta function
+      (`_efficient_attention_backward`) raises "got multiple values for argument 'scale'" (its
+      signature lacks the schema's `out`), seen on torch 2.11 and 2.13;
+    - otherwise the math form (use_math_attention), which autograd differentiates."""
+    if not keeps_fused_attention(gm, example_inputs, options):
+        use_math_attention(gm)
+    elif not _is_inference(gm, example_inputs):
+        use_attention_call(gm, otherwise=_math_attention)  # GQA, dropout: the math form
+        use_math_attention(gm)  # what is left: functions calling SDPA inside
+    elif _symbolic(example_inputs):
+        use_attention_call(gm)
 
 
 def _symbolic(example_inputs) -> bool:
@@ -240,10 +253,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     found = lookup.load() if lookup else None
     if found is not None:
         return without_wrapper(found)
-    if not keeps_fused_attention(gm, example_inputs, options):
-        use_math_attention(gm)
-    elif _symbolic(example_inputs):  # the kernel picked per call, as eager does (attention_call.py)
-        use_attention_call(gm)
+    prepare_attention(gm, example_inputs, options)
     path = InferencePath(example_inputs)
     compile_with_aot = aot_autograd(
         fw_compiler=_compiler("forward", options),

@@ -48,7 +48,7 @@ DYNAMIC_SHAPE_OPS = frozenset({
     aten.new_zeros, aten.new_ones, aten.new_full, aten.empty_like,
     aten.embedding, aten.slice, aten.arange, aten.split_with_sizes, aten.cumsum, aten.cumprod, aten.index, aten.gather,
     aten.constant_pad_nd, aten._scaled_dot_product_efficient_attention, aten._scaled_dot_product_flash_attention,
-    aten._scaled_dot_product_cudnn_attention, torch.ops.dynamo_mlir.attention,
+    aten._scaled_dot_product_cudnn_attention, torch.ops.dynamo_mlir.attention, torch.ops.dynamo_mlir.attention_grad,
 })
 
 

@@ -1,8 +1,10 @@
 """scaled_dot_product_attention on the cuda target: an inference graph keeps SDPA whole, AOTAutograd
 traces the fused op torch's dispatcher picks (efficient, flash or cuDNN attention), it imports as
 one dynamo.attention, and the cuda target runs it as one torch call (codegen/cuda/library_calls.py):
-the attention matrix never reaches memory. Training graphs keep the math form (frontend/backend.py);
-on half CUDA tensors, the half one of frontend/half_attention.py.
+the attention matrix never reaches memory. A training graph (and one of symbolic sizes) calls
+frontend/attention_call.py's op, whose backward is one dynamo.attention_grad, a torch call of the
+fused kernel's backward. With the option cuda_library_attention off, training takes the math form
+(frontend/backend.py); on half CUDA tensors, the half one of frontend/half_attention.py.
 
 Without a GPU: the fused ops are traced on fake CUDA tensors (a CPU-only torch cannot pick a CUDA
 kernel, so the graphs are built with the ops themselves, as AOTAutograd hands them over on a GPU),
@@ -24,7 +26,7 @@ from dynamo_mlir.codegen.config import resolve
 from dynamo_mlir.codegen.target import get_target
 from dynamo_mlir.frontend import half_attention
 from dynamo_mlir.frontend.attention_call import attention_call
-from dynamo_mlir.frontend.backend import decompositions, keeps_fused_attention
+from dynamo_mlir.frontend.backend import decompositions, keeps_fused_attention, prepare_attention
 from dynamo_mlir.frontend.half_attention import half_math_attention
 from dynamo_mlir.frontend.compile import compile_graph
 from helpers import assert_close_to_float32, read_stage, zeros_runtime
@@ -253,6 +255,17 @@ def test_attention_call_matches_sdpa_and_runs_it_where_it_stays_eager():
     torch.testing.assert_close(attention_call(q, k, v, is_causal=True), F.scaled_dot_product_attention(q, k, v, is_causal=True))
 
 
+def test_attention_call_casts_as_autocast_casts_sdpa():
+    """Inside an autocast region SDPA runs in the autocast type; the op, which autocast does not
+    know, is handed its inputs cast the same way."""
+    q, k, v = _qkv()
+    mask = _bool_mask()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got, want = attention_call(q, k, v, mask), F.scaled_dot_product_attention(q, k, v, mask)
+    assert got.dtype == want.dtype == torch.bfloat16
+    torch.testing.assert_close(got, want)
+
+
 REFUSED = {  # case -> (fn, inputs, the reason the node stays eager)
     "dropout": (_efficient(dropout=0.1), _qkv, "attention with dropout"),
     "log_sumexp_read": (lambda q, k, v: aten._scaled_dot_product_efficient_attention(q, k, v, None, True)[:2], _qkv,
@@ -300,17 +313,105 @@ def test_inference_graph_on_cuda_keeps_fused_attention():
         assert keeps_fused_attention(_sdpa_graph(), _fake_cuda(requires_grad=True), resolve({}))
 
 
-@pytest.mark.parametrize("why", ["cpu_tensors_library_off", "cuda_target_on_cpu_tensors", "option_off", "training",
-                                 "grad_enabled_inside"])
+@pytest.mark.parametrize("why", ["cpu_tensors_library_off", "cpu_training", "cuda_target_on_cpu_tensors",
+                                 "option_off", "option_off_training"])
 def test_otherwise_attention_takes_the_math_form(why):
-    """(On CPU tensors the cpu target keeps the fused op only with library_matmul: its own call
-    of torch's CPU kernel, codegen/cpu/library_attention.py.)"""
-    cpu = why in ("cpu_tensors_library_off", "cuda_target_on_cpu_tensors")
-    inputs = list(_qkv()) if cpu else _fake_cuda(why == "training")
+    """(On CPU tensors the cpu target keeps the fused op only with library_matmul, in inference:
+    its own call of torch's CPU kernel, codegen/cpu/library_attention.py.)"""
+    cpu = why in ("cpu_tensors_library_off", "cpu_training", "cuda_target_on_cpu_tensors")
+    training = why in ("cpu_training", "option_off_training")
+    inputs = [t.requires_grad_(training) for t in _qkv()] if cpu else _fake_cuda(training)
     options = {"cuda_target_on_cpu_tensors": {"target": "cuda"}, "option_off": {"cuda_library_attention": False},
+               "option_off_training": {"cuda_library_attention": False},
                "cpu_tensors_library_off": {"library_matmul": False}}
+    assert not keeps_fused_attention(_sdpa_graph(), inputs, resolve(options.get(why, {})))
+
+
+@pytest.mark.parametrize("why", ["requires_grad", "grad_enabled_inside"])
+def test_training_graph_on_cuda_calls_the_attention_op_whose_backward_is_one_op(why):
+    """A training graph on CUDA tensors keeps SDPA whole as dynamo_mlir::attention, and
+    AOTAutograd differentiates it into one dynamo_mlir::attention_grad; grouped-query attention
+    and dropout, which the op does not take, are traced in the math form."""
     graph = _sdpa_graph(set_grad=why == "grad_enabled_inside")
-    assert not keeps_fused_attention(graph, inputs, resolve(options.get(why, {})))
+    inputs = _fake_cuda(requires_grad=why == "requires_grad")
+    assert keeps_fused_attention(graph, inputs, resolve({}))
+    prepare_attention(graph, inputs, resolve({}))
+    q, k, v = (t.requires_grad_() for t in _qkv())
+    traced = make_fx(lambda q, k, v: torch.autograd.grad(graph(q, k, v).sum(), (q, k, v)), tracing_mode="fake")(q, k, v)
+    targets = [n.target for n in traced.graph.nodes]
+    assert targets.count(torch.ops.dynamo_mlir.attention.default) == 1, traced.code
+    assert targets.count(torch.ops.dynamo_mlir.attention_grad.default) == 1, traced.code
+    assert aten.bmm.default not in targets, traced.code
+    gqa = torch.fx.symbolic_trace(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+    prepare_attention(gqa, _fake_cuda(requires_grad=True), resolve({}))
+    kv = [t[:, :2].detach().requires_grad_() for t in (k, v)]
+    traced = make_fx(lambda q, k, v: torch.autograd.grad(gqa(q, k, v).sum(), (q, k, v)), tracing_mode="fake")(q, *kv)
+    targets = [n.target for n in traced.graph.nodes]
+    assert torch.ops.dynamo_mlir.attention.default not in targets and aten.bmm.default in targets, traced.code
+
+
+@pytest.mark.parametrize("case", ["plain", "causal", "mask", "bool_mask", "scale"])
+def test_attention_op_gradients_are_sdpas(case):
+    """The op's backward (attention_grad's own implementation: torch's backward of SDPA, what an
+    eager node and the cuda target's runner run) against autograd through SDPA, in float64."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(B, H, L, E, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    kwargs = {"causal": {"is_causal": True}, "mask": {"attn_mask": torch.randn(B, 1, L, L, dtype=torch.float64)},
+              "bool_mask": {"attn_mask": _bool_mask()}, "scale": {"scale": 0.3}}.get(case, {})
+    grad = torch.randn(B, H, L, E, dtype=torch.float64)
+    got = torch.autograd.grad(attention_call(q, k, v, **kwargs), (q, k, v), grad)
+    want = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, **kwargs), (q, k, v), grad)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+
+
+def _attention_grad(bias=None, causal=False, scale=None):
+    return lambda g, q, k, v, *mask: torch.ops.dynamo_mlir.attention_grad(
+        g, q, k, v, bias(mask[0], q.dtype) if bias else None, causal, scale)
+
+
+GRAD_CASES = {  # case -> (attention_grad's call on (grad, q, k, v[, mask]), the mask or None)
+    "plain": (_attention_grad(), None),
+    "causal": (_attention_grad(causal=True), None),
+    "bool_mask": (_attention_grad(bias=lambda m, dt: torch.where(m, 0.0, float("-inf")).to(dt)), _bool_mask),
+    "float_mask_scale": (_attention_grad(bias=lambda m, dt: m, scale=0.3), lambda: torch.randn(B, 1, L, L)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRAD_CASES))
+def test_generic_attention_grad_rule_matches_eager_on_cpu(case):
+    """dynamo.attention_grad's generic rule (the math form's backward, probabilities recomputed),
+    compiled for the cpu target, against the op's eager implementation."""
+    fn, make_mask = GRAD_CASES[case]
+    torch.manual_seed(0)
+    inputs = [torch.randn(B, H, L, E) for _ in range(4)] + ([make_mask()] if make_mask else [])
+    got = torch.compile(fn, backend="mlir", options={"strict": True})(*inputs)
+    for a, b in zip(got, fn(*inputs)):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["library_ops"] == {"dynamo_mlir.attention_grad.default": 1}, \
+        dynamo_mlir.explain()  # its batched matmuls are BLAS calls (library_matmul)
+
+
+def test_attention_grad_for_cuda_is_one_torch_call_reading_the_heads_as_views(tmp_path):
+    """On the cuda target the backward is one torch call writing dq, dk and dv; q, k, v and the
+    output's gradient, moved from [B, L, H, E] to [B, H, L, E], are read as transposed views."""
+    def backward(qkv, grad):
+        q, k, v = (t.view(B, L, H, E).transpose(1, 2) for t in qkv.split(H * E, dim=2))
+        return torch.ops.dynamo_mlir.attention_grad(grad.view(B, L, H, E).transpose(1, 2), q, k, v, None, True, None)
+
+    gm, fake = _traced(backward, (torch.randn(B, L, 3 * H * E), torch.randn(B, L, H * E)))
+    with zeros_runtime("cuda"):
+        compile_graph(gm, fake, "backward", resolve({**CUDA, "dump_dir": str(tmp_path)}))
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["library_ops"] == {"dynamo_mlir.attention_grad.default": 1}, dynamo_mlir.explain()
+    host = read_stage(str(tmp_path), "host")
+    call = next(line for line in host.splitlines() if "torch torch.attention_grad(" in line)
+    # the gradient, q, k and v in [B, L, H, E] layout: strides (L*H*E, E, H*E, 1); dq, dk, dv fresh
+    assert call.count(f"[{B}x{H}x{L}x{E}|{L * H * E},{E},{H * E},1+0]") == 4, call
+    assert call.count(f"[{B}x{H}x{L}x{E}|{L * H * E},{L * E},{E},1+0]") == 3, call
+    # three copies out of the split (a reshape reads identity layouts only), none for the transposes
+    assert host.count("torch torch.attention_grad(") == 1 and host.count("launch ") == 3, host
 
 
 # ----------------------------------------------------------------------------- on a GPU
@@ -412,16 +513,60 @@ def test_transformer_inference_on_cuda_runs_attention_as_library_calls(name, exa
     assert dynamo_mlir.stats()["graphs_by_kind"] == {"inference": 1}, dynamo_mlir.explain()
 
 
+TRAINING_CASES = {  # case -> (SDPA's keyword arguments on cuda tensors, dtype)
+    "bool_mask_fp32": (GPU_CASES["bool_mask"], torch.float32),
+    "causal_fp32": (GPU_CASES["causal"], torch.float32),
+    "causal_bf16": (GPU_CASES["causal"], torch.bfloat16),
+    "plain_fp16": (GPU_CASES["plain"], torch.float16),
+}
+
+
 @on_gpu
-def test_training_on_cuda_keeps_the_math_form(exact_f32_matmuls):
-    """A graph that needs gradients differentiates the math form (the fused backward's meta
-    function raises under AOTAutograd on torch 2.11): its forward and backward are matmuls and
-    softmax, and match eager's gradients."""
+@pytest.mark.parametrize("case", sorted(TRAINING_CASES))
+def test_training_on_cuda_runs_attention_and_its_backward_as_torch_calls(case, exact_f32_matmuls):
+    """A training graph's attention is one call of the fused kernel forward and one of its
+    backward (no batched matmul, no softmax of ours); the output and the three gradients as
+    accurate as eager's against float64 (3x rule), in the graphs' second call too (a replay)."""
+    make_kwargs, dtype = TRAINING_CASES[case]
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 64, 32, device="cuda", dtype=dtype, requires_grad=True) for _ in range(3))
+    kwargs = make_kwargs()
+    grad_out = torch.randn(2, 4, 64, 32, device="cuda", dtype=dtype)
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs)  # noqa: E731
+    compiled = torch.compile(fn, backend="mlir", options={"strict": True})
+
+    def run(f, inputs, g):
+        out = f(*inputs)
+        return (out, *torch.autograd.grad(out, inputs, g))
+
+    for _ in range(2):
+        got = run(compiled, (q, k, v), grad_out)
+    eager = run(fn, (q, k, v), grad_out)
+    wide = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    kwargs = {name: t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t
+              for name, t in kwargs.items()}
+    reference = run(fn, wide, grad_out.double())
+    for a, b, ref in zip(got, eager, reference):
+        assert a.dtype == dtype
+        error = lambda t: (t.double() - ref).pow(2).mean().sqrt().item()  # noqa: E731
+        assert error(a) <= 3 * error(b) + 1e-7, (error(a), error(b))
+    s = dynamo_mlir.stats()
+    assert s["graphs_by_kind"] == {"forward": 1, "backward": 1} and s["ops_fallback"] == 0, dynamo_mlir.explain()
+    assert s["runtime_fallback_calls"] == 0, dynamo_mlir.explain()
+    assert {"dynamo_mlir.attention.default": 1, "dynamo_mlir.attention_grad.default": 1}.items() \
+        <= s["library_ops"].items(), dynamo_mlir.explain()
+    assert "aten.bmm.default" not in s["library_ops"], dynamo_mlir.explain()
+
+
+@on_gpu
+def test_training_with_the_option_off_takes_the_math_form(exact_f32_matmuls):
+    """cuda_library_attention off: a graph that needs gradients differentiates the math form, its
+    forward and backward matmuls and softmax, and matches eager's gradients."""
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 4, 64, 32, device="cuda", requires_grad=True) for _ in range(3))
     mask = (torch.rand(2, 1, 64, 64, device="cuda") > 0.3).index_fill_(3, torch.tensor([0], device="cuda"), True)
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # noqa: E731
-    got = torch.compile(fn, backend="mlir", options={"strict": True})(q, k, v)
+    got = torch.compile(fn, backend="mlir", options={"strict": True, "cuda_library_attention": False})(q, k, v)
     grads = torch.autograd.grad(got.square().sum(), (q, k, v))
     want = fn(q, k, v)
     want_grads = torch.autograd.grad(want.square().sum(), (q, k, v))
@@ -430,6 +575,7 @@ def test_training_on_cuda_keeps_the_math_form(exact_f32_matmuls):
         torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-5)
     s = dynamo_mlir.stats()
     assert s["graphs_by_kind"] == {"forward": 1, "backward": 1} and s["ops_fallback"] == 0, dynamo_mlir.explain()
+    assert "dynamo_mlir.attention.default" not in s["library_ops"], dynamo_mlir.explain()
     assert not _fused_library_ops() and "aten.bmm.default" in s["library_ops"], dynamo_mlir.explain()
 
 
@@ -507,14 +653,16 @@ def _slot_dtypes(host: str) -> dict[str, str]:
 @on_gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_training_attention_runs_its_matmuls_on_half_operands(dtype, tmp_path):
-    """A half training graph's attention takes the half math form: its gradients as accurate as
-    eager's against float64 (3x rule), and every batched matmul of the forward and backward
-    schedules reads half buffers (tensor cores; the scores in float32 from widened ones)."""
+    """A half training graph's attention in the math form (cuda_library_attention off) takes the
+    half one: its gradients as accurate as eager's against float64 (3x rule), and every batched
+    matmul of the forward and backward schedules reads half buffers (tensor cores; the scores in
+    float32 from widened ones)."""
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 4, 64, 32, device="cuda", dtype=dtype, requires_grad=True) for _ in range(3))
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
     grad_out = torch.randn(2, 4, 64, 32, device="cuda", dtype=dtype)
-    compiled = torch.compile(fn, backend="mlir", options={"strict": True, "dump_dir": str(tmp_path)})
+    compiled = torch.compile(fn, backend="mlir", options={"strict": True, "dump_dir": str(tmp_path),
+                                                          "cuda_library_attention": False})
     got = torch.autograd.grad(compiled(q, k, v), (q, k, v), grad_out)
     eager = torch.autograd.grad(fn(q, k, v), (q, k, v), grad_out)
     wide = [t.detach().double().requires_grad_() for t in (q, k, v)]

@@ -68,14 +68,16 @@ def _setup(name, attn, device, cases=CASES):
 # What the cuda target hands to torch's libraries (cuBLAS, cuDNN) instead of generating code, and
 # to torch's own kernels: the scatter-style writes training hits, the embedding backward
 # (index_put, accumulate) and cross-entropy's backward (scatter of the target positions), and in
-# inference SDPA's fused attention (whichever kernel torch picks), codegen/cuda/library_calls.py;
+# inference SDPA's fused attention (whichever kernel torch picks), in training the attention op
+# and its backward (frontend/attention_call.py), codegen/cuda/library_calls.py;
 # a float32 matmul's bias add runs in its epilogue (torch.addmm, codegen/cuda/matmul_bias.py).
 CUDA_LIBRARY_OPS = {"aten.mm.default", "aten.bmm.default", "aten.add.Tensor", "aten.convolution.default",
                     "aten.convolution_backward.default", "aten.max_pool2d_with_indices.default",
                     "aten.index_put.default", "aten.scatter.value",
                     "aten._scaled_dot_product_efficient_attention.default",
                     "aten._scaled_dot_product_flash_attention.default",
-                    "aten._scaled_dot_product_cudnn_attention.default"}
+                    "aten._scaled_dot_product_cudnn_attention.default",
+                    "dynamo_mlir.attention.default", "dynamo_mlir.attention_grad.default"}
 
 
 # What the cpu target hands to libtorch_cpu (library_matmul): every float32 matmul here to MKL

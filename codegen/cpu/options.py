@@ -41,9 +41,10 @@ class CPUOptions(TargetOptions):
                                               "each call's buffers, at the price of up to 64 MiB kept; off (default): "
                                               "malloc left as it is.")
 
-    def keeps_fused_attention(self, symbolic: bool = False, half: bool = False) -> bool:
+    def keeps_fused_attention(self, symbolic: bool = False, half: bool = False, training: bool = False) -> bool:
         """With library_matmul, an inference graph of static float32/float64 shapes keeps SDPA
         whole: its attention runs torch's fused CPU kernel (library_attention.py), eager's. With
-        symbolic sizes (the call takes static shapes) or half inputs (frontend/half_attention.py
-        follows eager's roundings in the math form) the math form compiles."""
-        return self.library_matmul and not symbolic and not half
+        symbolic sizes (the call takes static shapes), half inputs (frontend/half_attention.py
+        follows eager's roundings in the math form) or in training (the backward is compiled
+        from the math form) the math form compiles."""
+        return self.library_matmul and not symbolic and not half and not training

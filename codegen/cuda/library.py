@@ -200,6 +200,17 @@ def _attention(step: Library, q, k, v, *bias_then_out):
     out.copy_(result)
 
 
+def _attention_grad(step: Library, grad, q, k, v, *bias_then_outs):
+    """dq, dk, dv of attention by the fused kernel's backward: the op a training graph's attention
+    backward was traced as (frontend/attention_call.py), registered with torch when it was traced."""
+    *bias, dq, dk, dv = bias_then_outs
+    attrs = dict(step.attrs)
+    grads = torch.ops.dynamo_mlir.attention_grad(grad, q, k, v, bias[0] if bias else None, bool(attrs["is_causal"]),
+                                          attrs["scale"])
+    for out, result in zip((dq, dk, dv), grads):
+        out.copy_(result)
+
+
 def _addmm(step: Library, a, b, bias, out):
     """out = a @ b + bias by cuBLASLt, the bias added in the GEMM's epilogue (matmul_bias.py)."""
     torch.addmm(bias, a, b, out=out)
@@ -215,6 +226,7 @@ RUNNERS = {
     "torch.index_put": _index_put,
     "torch.scatter": _scatter,
     "torch.attention": _attention,
+    "torch.attention_grad": _attention_grad,
     "torch.addmm": _addmm,
     "torch.convolution": _convolution,
     "torch.conv_grad_input": lambda step, grad, w, out: _conv_grad(step, grad, w, out, 0),

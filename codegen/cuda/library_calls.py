@@ -48,7 +48,14 @@ by the frontend) is the same call without the copy: it writes a fresh buffer, it
 and the runner calls torch's SDPA, which picks the fused flash / memory-efficient / cuDNN
 kernel as eager does: the [L, S] attention matrix is never written to memory, where the
 generic rule's math form (lowering/rules/attention.py) stores the scores and the
-probabilities. Training graphs keep the math form (frontend/backend.py says why).
+probabilities. In a training graph its backward (dynamo.attention_grad) is one call writing
+three fresh buffers,
+
+    func.call @dynamo_cuda_attention_grad_<n>(grad, q, k, v[, bias], %dq, %dk, %dv)
+        {dynamo_mlir.library_call = "torch.attention_grad", is_causal, scale}
+
+whose runner runs the fused kernel's backward through torch's autograd
+(frontend/attention_call.py's attention_grad).
 """
 
 from __future__ import annotations
@@ -65,11 +72,15 @@ CALL_KIND = LIBRARY_CALL  # func.call attribute: which library op the call is
 INDEX_PUT, SCATTER, ATTENTION, CONVOLUTION = "torch.index_put", "torch.scatter", "torch.attention", "torch.convolution"
 CONV_GRAD_INPUT, CONV_GRAD_WEIGHT = "torch.conv_grad_input", "torch.conv_grad_weight"
 ADDMM = "torch.addmm"  # a matmul and its bias add (matmul_bias.py): (a, b, bias, out)
+ATTENTION_GRAD = "torch.attention_grad"  # (grad, q, k, v[, bias], dq, dk, dv)
+ATTENTIONS = (ATTENTION, ATTENTION_GRAD)
 _WINDOW = ("stride", "padding", "dilation", "groups")
 # kind -> the dynamo op's attributes the call keeps (the runner's arguments besides buffers)
 CALL_ATTRS = {INDEX_PUT: ("accumulate",), SCATTER: ("dim", "reduce", "include_self"),
               ATTENTION: ("is_causal", "scale"), CONVOLUTION: _WINDOW, CONV_GRAD_INPUT: _WINDOW,
-              CONV_GRAD_WEIGHT: _WINDOW, ADDMM: ()}
+              CONV_GRAD_WEIGHT: _WINDOW, ADDMM: (), ATTENTION_GRAD: ("is_causal", "scale")}
+# kind -> how many of its last operands a call writes, where not one
+_WRITTEN = {ATTENTION_GRAD: 3}
 
 
 def _module_of(op) -> ir.Operation:
@@ -127,10 +138,21 @@ def emit_call(op, kind: str, operands: list[ir.Value], updates_dest: bool = True
     out = _alloc(op.out, sizes_from)
     if updates_dest:
         _init_from(op.dest, out, op)
-    call = call_on_buffers(op, kind, [_read(v, op) for v in operands] + [out])
+    _call_with_attrs(op, kind, operands, [out])
+    return bufferization.to_tensor(op.out.type, out, restrict=True, writable=True)
+
+
+def _call_with_attrs(op, kind: str, operands: list[ir.Value], outs: list[ir.Value]) -> func.CallOp:
+    call = call_on_buffers(op, kind, [_read(v, op) for v in operands] + outs)
     for attr in CALL_ATTRS[kind]:
         call.attributes[attr] = op.attributes[attr]
-    return bufferization.to_tensor(op.out.type, out, restrict=True, writable=True)
+    return call
+
+
+def written_operands(call) -> list[ir.Value]:
+    """The buffers a library call writes: its last operand, or its last few (attention_grad)."""
+    count = _WRITTEN.get(ir.StringAttr(call.attributes[CALL_KIND]).value, 1)
+    return list(call.operands)[-count:]
 
 
 def call_on_buffers(near, kind: str, args: list[ir.Value]) -> func.CallOp:
@@ -173,6 +195,14 @@ def scatter(ctx, op) -> ir.Value:
 def attention(ctx, op) -> ir.Value:
     sizes = [(op.query, 0), (op.query, 1), (op.query, 2), (op.value, 3)]  # [B, H, L, Ev]
     return emit_call(op, ATTENTION, [op.query, op.key, op.value, *op.bias], updates_dest=False, sizes_from=sizes)
+
+
+def attention_grad(ctx, op) -> list[ir.Value]:
+    """dq, dk, dv as fresh buffers one call of torch's fused attention backward writes."""
+    pairs = [(op.grad_query, op.query), (op.grad_key, op.key), (op.grad_value, op.value)]
+    outs = [_alloc(grad, [(x, d) for d in range(4)]) for grad, x in pairs]
+    _call_with_attrs(op, ATTENTION_GRAD, [op.grad, op.query, op.key, op.value, *op.bias], outs)
+    return [bufferization.to_tensor(grad.type, out, restrict=True, writable=True) for (grad, _), out in zip(pairs, outs)]
 
 
 def _static(value: ir.Value) -> bool:

@@ -61,17 +61,19 @@ class CUDAOptions(TargetOptions):
                                                       "never shared with a caller still holding them).")
     library_matmul: bool = option(True, "Run matmul/conv/pooling as library calls through torch (cuBLAS/cuDNN; "
                                         "stats: ops_library); off: in our own generated kernels.")
-    cuda_library_attention: bool = option(True, "Run an inference graph's F.scaled_dot_product_attention as one torch "
-                                                "call (its fused flash/efficient/cuDNN kernel; stats: ops_library), "
-                                                "the attention matrix never in memory; off: the math form (matmuls, "
-                                                "softmax) in our kernels. Training graphs always take the math form.")
+    cuda_library_attention: bool = option(True, "Run F.scaled_dot_product_attention as one torch call (its fused "
+                                                "flash/efficient/cuDNN kernel; stats: ops_library), and in training "
+                                                "its backward as one call of that kernel's backward: the attention "
+                                                "matrix never in memory; off: the math form (matmuls, softmax) in "
+                                                "our kernels. Dropout and grouped-query attention in training take "
+                                                "the math form.")
     cuda_rowfuse_only: str | None = option(None, "Debugging: keep only these row-fused groups, '[GRAPH:]LO-HI,...' "
                                                  "(e.g. 'backward:0-3'; see codegen/cuda/options.py); "
                                                  "benchmarks/rowfuse_bisect.py bisects with it.", _row_selection,
                                            affects_code="per graph")
 
-    def keeps_fused_attention(self, symbolic: bool = False, half: bool = False) -> bool:
-        """Whether an inference graph keeps F.scaled_dot_product_attention whole (frontend/backend.py)."""
+    def keeps_fused_attention(self, symbolic: bool = False, half: bool = False, training: bool = False) -> bool:
+        """Whether a graph keeps F.scaled_dot_product_attention whole (frontend/backend.py)."""
         return self.cuda_library_attention
 
     def row_selection(self) -> RowSelection | None:

@@ -40,6 +40,7 @@ def _lower_reduce(ctx, op):
 register_lowering(dy.IndexPutOp, library_calls.index_put, target="cuda")
 register_lowering(dy.ScatterOp, library_calls.scatter, target="cuda")
 register_lowering(dy.AttentionOp, library_calls.attention, target="cuda")
+register_lowering(dy.AttentionGradOp, library_calls.attention_grad, target="cuda")
 
 
 @register_lowering(dy.MatmulOp, target="cuda")

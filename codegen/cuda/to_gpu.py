@@ -20,7 +20,7 @@ from torch_mlir.dialects import func, memref
 
 from . import kernels, rowfuse
 from .matmul_bias import fold_bias_into_matmuls
-from .library_calls import ATTENTION, is_call, is_declaration, retype
+from .library_calls import ATTENTION, ATTENTIONS, is_call, is_declaration, retype, written_operands
 from .rowkernel import row_kernel
 from ..attributes import OVERWRITE  # set on a library op whose accumulator was a zero fill
 from ..passes import CompileError
@@ -87,7 +87,7 @@ def fold_transposes_into_matmuls(func_op) -> int:
         with ir.InsertionPoint(op), op.location:  # where the copy was: a fill before a matmul stays next to it
             transposed = _transposed_view(view.input, permutation)
         for user in users:
-            if user.name in MATMULS or is_call(user, ATTENTION):
+            if user.name in MATMULS or _is_attention(user):
                 for k, operand in enumerate(user.operands):
                     if operand == buffer:
                         user.operands[k] = transposed
@@ -119,7 +119,11 @@ def _keeps_last_dim(permutation: list[int]) -> bool:
 def _read_as_view(user, buffer: ir.Value, permutation: list[int]) -> bool:
     if user.name in MATMULS:
         return output_of(user) != buffer
-    return is_call(user, ATTENTION) and list(user.operands)[-1] != buffer and _keeps_last_dim(permutation)
+    return _is_attention(user) and buffer not in written_operands(user) and _keeps_last_dim(permutation)
+
+
+def _is_attention(op) -> bool:
+    return any(is_call(op, kind) for kind in ATTENTIONS)
 
 
 def _only_read_as_views(buffer: ir.Value, users: list, transpose, permutation: list[int]) -> bool:

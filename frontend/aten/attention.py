@@ -1,4 +1,5 @@
-"""Attention: torch's fused scaled-dot-product-attention ops as one `dynamo.attention`.
+"""Attention: torch's fused scaled-dot-product-attention ops as one `dynamo.attention`, and the
+backward of frontend/attention_call.py's op as one `dynamo.attention_grad`.
 
 They reach us only where the backend kept F.scaled_dot_product_attention whole (an inference
 graph on a target that runs attention as a library call: frontend/backend.py's
@@ -56,14 +57,8 @@ def _unexpanded(ctx, bias: ir.Value) -> ir.Value:
     return ctx.reshape(source, shape)
 
 
-def _attention(ctx, node, query, key, value, bias, dropout_p, is_causal, scale, repeat_heads=False):
-    """dynamo.attention of the fused op `node`; grouped-query attention with `repeat_heads` (the
-    CPU op, whose GQA torch's CPU dispatch picks) repeats the key and value heads, else is refused."""
-    if any(output_read(node, i) for i in range(1, _RESULTS.get(node.target, 1))):
-        raise Unsupported("an output besides the attention's (log-sum-exp, RNG state) is read: "
-                          "only an inference graph's attention is imported")
-    if dropout_p:
-        raise Unsupported(f"attention with dropout ({dropout_p})")
+def _operands(ctx, query, key, value, bias, is_causal, scale, repeat_heads=False):
+    """q, k, v, the bias list and the attributes of dynamo.attention(_grad) (checked)."""
     q, k, v = (ctx.tensor(x) for x in (query, key, value))
     shapes = [ctx.shape_of(x) for x in (q, k, v)]
     if any(len(s) != 4 or s[3] == dy.DYN for s in shapes):
@@ -72,14 +67,24 @@ def _attention(ctx, node, query, key, value, bias, dropout_p, is_causal, scale, 
         if not repeat_heads:
             raise Unsupported(f"grouped-query attention ({shapes[0][1]} query heads, {shapes[1][1]} key heads)")
         k, v = (_repeat_heads(ctx, x, shapes[0][1]) for x in (k, v))
-        shapes = [ctx.shape_of(x) for x in (q, k, v)]
     biases = [] if bias is None else [_unexpanded(ctx, ctx.cast(ctx.tensor(bias), ctx.dtype_of(q)))]
     if biases and is_causal:
         raise Unsupported("attention with both a bias and is_causal")
     scale = 1 / math.sqrt(shapes[0][3]) if scale is None else float(scale)
-    f64 = ir.F64Type.get()
-    return dy.AttentionOp(q, k, v, biases, i64(bool(is_causal)), ir.FloatAttr.get(f64, scale),
-                          out=ctx.type_like(q, shape=shapes[0][:3] + shapes[2][3:])).out
+    return q, k, v, biases, i64(bool(is_causal)), ir.FloatAttr.get(ir.F64Type.get(), scale)
+
+
+def _attention(ctx, node, query, key, value, bias, dropout_p, is_causal, scale, repeat_heads=False):
+    """dynamo.attention of the fused op `node`; grouped-query attention with `repeat_heads` (the
+    CPU op, whose GQA torch's CPU dispatch picks) repeats the key and value heads, else is refused."""
+    if any(output_read(node, i) for i in range(1, _RESULTS.get(node.target, 1))):
+        raise Unsupported("an output besides the attention's (log-sum-exp, RNG state) is read: "
+                          "only an inference graph's attention is imported")
+    if dropout_p:
+        raise Unsupported(f"attention with dropout ({dropout_p})")
+    q, k, v, biases, causal, scale = _operands(ctx, query, key, value, bias, is_causal, scale, repeat_heads)
+    shape = ctx.shape_of(q)[:3] + ctx.shape_of(v)[3:]
+    return dy.AttentionOp(q, k, v, biases, causal, scale, out=ctx.type_like(q, shape=shape)).out
 
 
 def _repeat_heads(ctx, x: ir.Value, heads: int) -> ir.Value:
@@ -118,6 +123,16 @@ def _attention_call(ctx, node):
     attention output alone, its mask additive already."""
     a = bind(node)
     return _attention(ctx, node, a.query, a.key, a.value, a.attn_mask, a.dropout_p, a.is_causal, a.scale)
+
+
+@import_rule(torch.ops.dynamo_mlir.attention_grad.default)
+def _attention_grad_call(ctx, node):
+    """The backward of frontend/attention_call.py's op in a training graph: q, k and v's gradients."""
+    a = bind(node)
+    q, k, v, biases, causal, scale = _operands(ctx, a.query, a.key, a.value, a.attn_mask, a.is_causal, a.scale)
+    op = dy.AttentionGradOp(ctx.tensor(a.grad), q, k, v, biases, causal, scale, grad_query=q.type, grad_key=k.type,
+                            grad_value=v.type)
+    return op.grad_query, op.grad_key, op.grad_value
 
 
 @import_rule(aten._scaled_dot_product_flash_attention_for_cpu.default)

@@ -1,4 +1,5 @@
-"""dynamo.attention -> its math form, for every target without a fused kernel of its own.
+"""dynamo.attention and dynamo.attention_grad -> their math form, for every target without a
+fused kernel of its own.
 
 The rule expands the op into dynamo ops, which the next lowering round (to_linalg.py) lowers
 with each target's own rules: the two contractions are dynamo.matmul (the cpu target's blocked
@@ -102,11 +103,13 @@ class _Emitter:
         return dy.SelectOp(self.broadcast(masked, [0, 1, 2], shape), self.full(0.0, shape), p, out=scores.type).out
 
 
-@register_lowering(dy.AttentionOp)
-def _lower_attention(ctx, op):
-    out_elem = ir.RankedTensorType(op.out.type).element_type
-    em = _Emitter(ir.F32Type.get() if isinstance(out_elem, _HALF) else out_elem)
-    q, k, v = (em.cast(x) for x in (op.query, op.key, op.value))
+def _emitter(op) -> "_Emitter":
+    out_elem = ir.RankedTensorType(op.query.type).element_type
+    return _Emitter(ir.F32Type.get() if isinstance(out_elem, _HALF) else out_elem)
+
+
+def _probabilities(em: _Emitter, op, q, k):
+    """softmax(scale * q @ k^T + bias, causal mask) [B, H, L, S] of dynamo.attention or its grad."""
     scores = em.batched_matmul(q, em.permute(k, [0, 1, 3, 2]))
     shape = em.shape(scores)
     scores = em.binary("mul", scores, em.full(ir.FloatAttr(op.scale).value, shape))
@@ -114,4 +117,29 @@ def _lower_attention(ctx, op):
         scores = em.binary("add", scores, em.broadcast(em.cast(bias), [0, 1, 2, 3], shape))
     if ir.IntegerAttr(op.is_causal).value:
         scores = dy.SelectOp(em.causal_keep(shape), scores, em.full(-math.inf, shape), out=scores.type).out
-    return em.cast(em.batched_matmul(em.safe_softmax(scores), v), out_elem)
+    return em.safe_softmax(scores)
+
+
+@register_lowering(dy.AttentionOp)
+def _lower_attention(ctx, op):
+    em = _emitter(op)
+    q, k, v = (em.cast(x) for x in (op.query, op.key, op.value))
+    out_elem = ir.RankedTensorType(op.out.type).element_type
+    return em.cast(em.batched_matmul(_probabilities(em, op, q, k), v), out_elem)
+
+
+@register_lowering(dy.AttentionGradOp)
+def _lower_attention_grad(ctx, op):
+    """The backward of the math form, the probabilities p recomputed:
+    dv = p^T @ g,  ds = p * (g @ v^T - rowsum(p * (g @ v^T))),  dq = scale * ds @ k,  dk = scale * ds^T @ q."""
+    em = _emitter(op)
+    g, q, k, v = (em.cast(x) for x in (op.grad, op.query, op.key, op.value))
+    p = _probabilities(em, op, q, k)
+    transposed = lambda x: em.permute(x, [0, 1, 3, 2])  # noqa: E731
+    dv = em.batched_matmul(transposed(p), g)
+    dp = em.batched_matmul(g, transposed(v))
+    _, rowdot = em.reduce_rows(em.binary("mul", dp, p), "sum")
+    ds = em.binary("mul", p, em.binary("sub", dp, rowdot))
+    ds = em.binary("mul", ds, em.full(ir.FloatAttr(op.scale).value, em.shape(ds)))
+    dq, dk = em.batched_matmul(ds, k), em.batched_matmul(transposed(ds), q)
+    return [em.cast(grad, ir.RankedTensorType(x.type).element_type) for grad, x in ((dq, op.query), (dk, op.key), (dv, op.value))]
