@@ -180,6 +180,21 @@ def test_ir_is_a_serial_loop_nest(tmp_path):
     assert "scf.for" in linalg and "tensor.insert" in linalg and "arith.divf" in linalg
 
 
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_one_value_per_slice_is_a_select_not_a_scatter(dim, tmp_path):
+    """scatter of one value at one index per slice (cross-entropy's backward: a one-hot row per
+    token) compiles to an elementwise select that fuses with what reads it; bit-equal to eager,
+    on a non-zero dest and with the indices repeating."""
+    x, y = r(6, 7), r(6, 7)
+    index = torch.randint(0, x.shape[dim], [1 if d == dim % 2 else n for d, n in enumerate(x.shape)])
+    fn = lambda x, i, y: x.scatter(dim, i, -2.5) * y  # noqa: E731
+    got = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path), "strict": True}, dynamic=False)(x, index, y)
+    _equal(got, fn(x, index, y))
+    dynamo = read_stage(str(tmp_path), "dynamo")
+    assert '"dynamo.scatter"' not in dynamo and '"dynamo.select"' in dynamo and '"dynamo.iota"' in dynamo, dynamo
+    assert_all_compiled()
+
+
 def test_loop_ops_are_cpu_only():
     """Loops outside a linalg.generic are not for the CUDA pipeline: it leaves masked_scatter to
     eager, and has rules of its own for index_put and scatter (torch calls, not these loops)."""

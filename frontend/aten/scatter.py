@@ -3,7 +3,8 @@ max_unpool), put, scatter/scatter_add/scatter_reduce, index_reduce, masked_scatt
 embedding_bag (forward), and the view scatters slice_scatter, diagonal_scatter, as_strided_scatter.
 
 The data-dependent ones become `dynamo.index_put`, `dynamo.scatter` or `dynamo.masked_scatter`
-(serial loops, CPU only: see lowering/rules/scatter.py). The view scatters have static target
+(serial loops on the cpu target, torch calls on cuda: see lowering/rules/scatter.py), except a
+scatter of one value at one index per slice (cross-entropy's backward), which is a select. The view scatters have static target
 positions, so they need no loop: slice_scatter is a select between dest and a gather of src
 whose per-position indices are constants; diagonal_scatter is one on the flattened (dim1, dim2)
 plane; as_strided_scatter is an index_put with constant flat positions.
@@ -17,7 +18,7 @@ from ...dialects import dynamo as dy
 from ..importer import static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind
-from .builders import (HALF, compare, const, emit_like, gather_along, i64, inverse_permutation, like, numel, permute, reduce,
+from .builders import (HALF, compare, const, emit_like, gather_along, i64, inverse_permutation, iota, like, numel, permute, reduce,
                        select, slice_along, slice_box)
 from .movement import storage_index
 
@@ -147,11 +148,31 @@ def _scatter(ctx, node, src_arg, reduce: str, include_self: bool):
     dim = a.dim % max(rank, 1)
     if numel(ctx.shape_of(index)) and ctx.shape_of(dest)[dim] == 0:
         raise Unsupported("scatter into an empty dim (eager raises)")
+    if reduce == "assign" and not isinstance(src_arg, torch.fx.Node) and _one_per_slice(ctx, dest, index, dim):
+        return _select_hits(ctx, dest, index, ctx.scalar(src_arg, dtype), dim)
     if dtype in HALF and reduce in ("sum", "prod", "mean"):
         out = _half_scatter(ctx, dest, index, src, dim, reduce, include_self)
     else:
         out = _scatter_op(ctx, dest, index, src, dim, reduce, include_self)
     return ctx.reshape(out, shape) if rank == 0 else out
+
+
+def _one_per_slice(ctx, dest, index, dim: int) -> bool:
+    """Whether `index` writes exactly one position of each slice of dest along dim (its size 1
+    there, dest's elsewhere; static shapes): cross-entropy's backward, one-hot rows."""
+    shape, ishape = ctx.shape_of(dest), ctx.shape_of(index)
+    return bool(shape) and dy.DYN not in shape and ishape[dim] == 1 and \
+        all(i == s for d, (i, s) in enumerate(zip(ishape, shape)) if d != dim)
+
+
+def _select_hits(ctx, dest, index, value, dim: int) -> ir.Value:
+    """scatter(dest, dim, index, value) with one index per slice, as where(position along dim ==
+    index, value, dest): elementwise, so it fuses with what reads it, where a scatter is a pass
+    of its own over a full copy of dest (cross-entropy's backward scattered into a zero-filled
+    [tokens, vocabulary] buffer). An index out of range selects nothing, where eager raises."""
+    shape = ctx.shape_of(dest)
+    hit = compare(ctx, iota(ctx, shape, dim), ctx.broadcast(index, shape), "eq")
+    return select(ctx, hit, ctx.broadcast(value, shape), dest)
 
 
 def _scatter_op(ctx, dest, index, src, dim, reduce, include_self):
