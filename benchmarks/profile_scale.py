@@ -1,7 +1,11 @@
 """Where a workload of bench_models.py --scale spends its GPU time: torch.profiler over a few
 calls of each backend asked for, the kernels (and library calls) by total CUDA time.
 
-    python benchmarks/profile_scale.py WORKLOAD [--backends eager,mlir] [--calls 3] [--top 15]
+    python benchmarks/profile_scale.py WORKLOAD [--backends eager,mlir] [--calls 3] [--top 15] [--trace DIR]
+
+--trace writes each backend's Chrome trace (DIR/WORKLOAD_BACKEND.json): every kernel in launch
+order with its grid and block, to be matched with the host schedules of a DYNAMO_MLIR_DUMP_DIR
+dump (which kernel of which region took the time).
 """
 
 import argparse
@@ -34,6 +38,7 @@ def main(argv=None) -> None:
     parser.add_argument("--backends", default="eager,mlir")
     parser.add_argument("--calls", type=int, default=3, help="profiled calls (after 3 warm-up calls)")
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--trace", help="a folder for each backend's Chrome trace")
     args = parser.parse_args(argv)
     w = scale.scale_workloads("cuda")[args.workload]
     for backend in args.backends.split(","):
@@ -48,6 +53,9 @@ def main(argv=None) -> None:
                 for _ in range(args.calls):
                     fn(*inputs)
                 torch.cuda.synchronize()
+        if args.trace:
+            os.makedirs(args.trace, exist_ok=True)
+            prof.export_chrome_trace(os.path.join(args.trace, f"{args.workload}_{backend}.json"))
         events = [e for e in prof.key_averages() if e.device_time_total > 0]
         total = sum(e.device_time_total for e in events) / args.calls / 1e3
         print(f"## {args.workload}, {backend}: {total:.2f} ms of kernels per call")

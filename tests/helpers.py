@@ -4,6 +4,7 @@ import contextlib
 import dataclasses
 import glob
 import os
+import re
 
 import torch
 
@@ -35,9 +36,15 @@ def assert_fallbacks(expected: dict[str, int], min_ops: int = 1, library: dict[s
     return s
 
 
+def _graph_order(path: str) -> tuple:
+    number = re.match(r"g(\d+)_", os.path.basename(path))
+    return (int(number.group(1)) if number else -1, os.path.basename(path))
+
+
 def read_stage(dump_dir: str, stage: str) -> str:
-    """The concatenated text of every `<graph>.<stage>.*` file in a dump folder."""
-    paths = sorted(glob.glob(os.path.join(dump_dir, f"*.{stage}.*")))
+    """The concatenated text of every `<graph>.<stage>.*` file in a dump folder, in the order the
+    graphs were compiled (g9_forward before g10_backward: graph numbers count per process)."""
+    paths = sorted(glob.glob(os.path.join(dump_dir, f"*.{stage}.*")), key=_graph_order)
     assert paths, f"no {stage} dump in {dump_dir}: {os.listdir(dump_dir)}"
     return "\n".join(open(p).read() for p in paths)
 

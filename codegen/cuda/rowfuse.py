@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
-from .kernels import COMBINERS, _aligned, prod, vector_width
+from .kernels import COMBINERS, _aligned, prod, short_rows, vector_width
 from .loopnest import LOOP_NESTS, PARALLEL, REDUCTION, VIEW_OPS, Access, LoopNest, Unsupported, op_name, root_of
 
 MAX_PER_THREAD = 32    # cached elements per buffer per thread (registers): rows up to 32 x 1024
@@ -216,6 +216,8 @@ def find_groups(ops: list) -> list[RowGroup]:
                 continue
             first = nests[next(i for i, k in members if k == "reduce")]
             p = _reducible(first)
+            if short_rows(first.sizes[:p], first.sizes[p:]):
+                continue  # one thread per row does better (kernels.schedule_for)
             groups.append(RowGroup([i for i, _ in members], [nests[i] for i, _ in members],
                                    [k for _, k in members], first.sizes[:p], first.sizes[p:]))
             lo = run.index(members[-1][0]) + 1
