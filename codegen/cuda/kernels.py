@@ -20,7 +20,8 @@ from torch_mlir.dialects import arith, gpu, memref, scf, vector
 
 from ...lowering.scalar import identity_of
 from ..gpu.row_reduce import COMBINERS
-from .loopnest import PARALLEL, REDUCTION, Access, LoopNest, affine_dims, eval_affine, materialize, op_name
+from .loopnest import (PARALLEL, REDUCTION, Access, LoopNest, affine_dims, eval_affine, linear_coefficient, materialize,
+                       op_name)
 
 BLOCK = 256          # threads per block for elementwise and serial kernels
 ROW_THREADS = 256    # at most this many threads cooperate on one row
@@ -98,7 +99,21 @@ def _aligned(a: Access, dim: int, vec: int) -> bool:
     if a.inner_stride(dim) != 1:
         return True  # not a vector access: scalar loads per lane
     others = [s for e, s in zip(a.exprs, a.strides) if dim not in affine_dims(e)]
-    return a.offset % vec == 0 and all(s % vec == 0 for s in others)
+    return a.offset % vec == 0 and all(s % vec == 0 for s in others) and \
+        all(_steps_aligned(e, dim, s, vec) for e, s in zip(a.exprs, a.strides) if dim in affine_dims(e))
+
+
+def _steps_aligned(e, dim: int, stride: int, vec: int) -> bool:
+    """Whether every other loop's step in the index `e` (which moves with `dim`: a blocked sum's
+    `c * block + i`) moves the address by a multiple of vec elements; no constant term."""
+    if any(isinstance(t, ir.AffineConstantExpr) for t in _added_terms(e)):
+        return False
+    steps = [linear_coefficient(e, d) for d in affine_dims(e) - {dim}]
+    return all(c is not None and (c * stride) % vec == 0 for c in steps)
+
+
+def _added_terms(e) -> list:
+    return _added_terms(e.lhs) + _added_terms(e.rhs) if isinstance(e, ir.AffineAddExpr) else [e]
 
 
 def load_lanes(a: Access, idx: list[ir.Value], dim: int, vec: int) -> list[ir.Value]:

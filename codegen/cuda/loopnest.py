@@ -57,13 +57,14 @@ class Access:
         return used
 
     def inner_stride(self, dim: int) -> int | None:
-        """Elements between consecutive iterations of loop `dim`; None if not a plain dim access."""
+        """Elements between consecutive iterations of loop `dim`; None where an index is not
+        linear in it (a blocked sum's `c * block + i` is, with coefficient 1 for i)."""
         stride = 0
         for e, s in zip(self.exprs, self.strides):
-            if dim in affine_dims(e):
-                if not isinstance(e, ir.AffineDimExpr):
-                    return None
-                stride += s
+            coefficient = linear_coefficient(e, dim)
+            if coefficient is None:
+                return None
+            stride += coefficient * s
         return stride
 
 
@@ -95,6 +96,24 @@ def affine_dims(e) -> set[int]:
         b = e
         return affine_dims(b.lhs) | affine_dims(b.rhs)
     return set()
+
+
+def linear_coefficient(e, dim: int) -> int | None:
+    """How much `e` moves per step of loop `dim`, if it is linear in it (sums of dims and
+    constants, times constants); None otherwise (a mod or a division of it)."""
+    if isinstance(e, ir.AffineDimExpr):
+        return int(e.position == dim)
+    if isinstance(e, ir.AffineConstantExpr) or dim not in affine_dims(e):
+        return 0
+    if isinstance(e, ir.AffineAddExpr):
+        lhs, rhs = linear_coefficient(e.lhs, dim), linear_coefficient(e.rhs, dim)
+        return None if lhs is None or rhs is None else lhs + rhs
+    if isinstance(e, ir.AffineMulExpr):
+        for term, factor in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
+            if isinstance(factor, ir.AffineConstantExpr):
+                inner = linear_coefficient(term, dim)
+                return None if inner is None else inner * factor.value
+    return None
 
 
 def eval_affine(e, index_of: Callable[[int], ir.Value]) -> ir.Value:
