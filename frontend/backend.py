@@ -38,7 +38,7 @@ aten = torch.ops.aten
 
 # On top of core ATen: ops whose decompositions land on ops we import.
 _EXTRA_DECOMPOSITIONS = [
-    aten.native_layer_norm, aten.addmm, aten._safe_softmax, aten.linear, aten.t,
+    aten.native_layer_norm, aten.addmm, aten.linear, aten.t,
     aten.transpose.int, aten.native_group_norm, aten.silu, aten.hardswish, aten.hardsigmoid,
     aten.mish, aten.softplus, aten.leaky_relu, aten.elu, aten.hardtanh, aten.logsumexp,
     aten.native_dropout, aten.std, aten.var, aten.lerp, aten.addcmul, aten.addcdiv,
@@ -58,6 +58,9 @@ def decompositions() -> dict:
     # The CPU fused attention an inference graph keeps (CPUOptions.keeps_fused_attention) is
     # imported whole; every other graph has SDPA in its math form before it is traced.
     table.pop(aten._scaled_dot_product_flash_attention_for_cpu.default, None)
+    # Imported whole (frontend/aten/reduction.py): its decomposition tests each row with a
+    # boolean any-reduction of its own, where the softmax's row maximum tells the same.
+    table.pop(aten._safe_softmax.default, None)
     table.update(get_decompositions(_EXTRA_DECOMPOSITIONS))
     table.update(linear_cross_entropy_decompositions())
     table.update(foreach_decompositions())  # torch.optim's multi-tensor updates, per tensor

@@ -40,7 +40,7 @@ DYNAMIC_SHAPE_OPS = frozenset({
     aten.div, aten.pow, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max, aten.gelu,
     aten.logical_not, aten.isnan, aten.isinf,
     aten._to_copy, aten.clone, aten.alias, aten.detach, aten.lift_fresh_copy,
-    aten.sum, aten.mean, aten.amax, aten.amin, aten._softmax, aten._log_softmax,
+    aten.sum, aten.mean, aten.amax, aten.amin, aten._softmax, aten._log_softmax, aten._safe_softmax,
     aten.permute, aten.transpose, aten.t,
     aten.view, aten._unsafe_view, aten.reshape, aten.unsqueeze, aten.squeeze, aten.flatten,
     aten.expand, aten.mm, aten.bmm, aten.select, aten.var_mean, aten.var, aten.any, aten.all, aten.cat,

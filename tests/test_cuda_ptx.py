@@ -157,6 +157,20 @@ def test_frontend_layernorm_then_softmax_is_one_kernel(tmp_path):
         assert host.read_text().count("launch") == 1, host.read_text()
 
 
+def test_safe_softmax_with_its_mask_is_one_kernel(tmp_path):
+    """SDPA's math form as AOTAutograd traces it for ViT and BERT (scores plus a mask, then
+    _safe_softmax): one row kernel. Core ATen's decomposition tested each row with a boolean
+    any-reduction of its own, which no row kernel takes: three kernels, that one a thread per row."""
+    import torch
+
+    fn = lambda s, m: torch.ops.aten._safe_softmax(s + m, -1)  # noqa: E731
+    options = {"strict": True, "target": "cuda", "dump_dir": str(tmp_path), "cuda_arch": "sm_90"}
+    with pytest.raises((RuntimeError, AssertionError)):
+        torch.compile(fn, backend="mlir", options=options)(torch.randn(4, 12, 197, 197), torch.randn(4, 1, 1, 197))
+    (host,) = tmp_path.glob("*.host.txt")
+    assert host.read_text().count("launch") == 1, host.read_text()
+
+
 def test_row_fusion_reads_bool_masks_lane_by_lane(tmp_path):
     """GPT-2's training forward: block 1's softmax reads the causal mask (an i1 buffer block 0's
     kernel wrote) inside a group vectorized by its f32 accesses. i1 is a byte in memory, a

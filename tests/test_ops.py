@@ -53,6 +53,9 @@ CASES = [
     ("max_dim", lambda a: a.max(dim=1), lambda: (r(8, 16),), '"dynamo.arg_reduce"', "linalg.index"),
     ("argmax", lambda a: a.argmax(dim=1), lambda: (r(8, 16),), '"dynamo.arg_reduce"', "linalg.index"),
     ("softmax", lambda a: torch.softmax(a, dim=-1), lambda: (r(8, 16),), '"dynamo.reduce"', "math.exp"),
+    # SDPA's math form: rows 2 and 5 fully masked give zeros (their maximum is -inf)
+    ("safe_softmax", lambda a: torch.ops.aten._safe_softmax(a.index_fill(0, torch.tensor([2, 5]), float("-inf")), -1),
+     lambda: (r(8, 16),), '"dynamo.select"', "math.exp"),
     ("layer_norm", lambda a, w, b: F.layer_norm(a, (16,), w, b), lambda: (r(8, 16), r(16), r(16)), '"dynamo.rsqrt"', "math.rsqrt"),
     ("reshape", lambda a: a.reshape(4, 32) * 2, lambda: (r(8, 16),), '"dynamo.reshape"', "tensor.reshape"),
     ("transpose", lambda a: a.t() + 1, lambda: (r(8, 16),), '"dynamo.permute"', "linalg.transpose"),

@@ -9,7 +9,7 @@ from ...dialects import dynamo as dy
 from ..importer import DYN, static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, norm_dim
-from .builders import arg_reduce, compare, compute_dtype, element_count, emit_like, i64s, like, numel, reduce
+from .builders import arg_reduce, compare, compute_dtype, element_count, emit_like, i64s, like, numel, reduce, select
 
 aten = torch.ops.aten
 
@@ -178,7 +178,9 @@ def vector_norm(ctx, x, p: float, dims, keep: bool):
     return emit_like(ctx, "pow", powered, like(ctx, 1.0 / p, powered))
 
 
-def softmax(ctx, x, dim: int, log: bool):
+def softmax(ctx, x, dim: int, log: bool, safe: bool = False):
+    """softmax (or log_softmax) of x along dim; `safe`: 0 on a row whose every element is -inf
+    (torch's _safe_softmax, attention's), read off the row maximum the softmax takes anyway."""
     shape = ctx.shape_of(x)
     m = ctx.broadcast(reduce(ctx, x, "max", [dim], True), shape)
     shifted = emit_like(ctx, "sub", x, m)
@@ -186,11 +188,16 @@ def softmax(ctx, x, dim: int, log: bool):
     s = ctx.broadcast(reduce(ctx, e, "sum", [dim], True), shape)
     if log:
         return emit_like(ctx, "sub", shifted, emit_like(ctx, "log", s))
-    return emit_like(ctx, "div", e, s)
+    out = emit_like(ctx, "div", e, s)
+    if safe:
+        out = select(ctx, compare(ctx, m, like(ctx, -math.inf, m), "eq"), like(ctx, 0.0, out), out)
+    return out
 
 
-@import_rule(aten._softmax, aten._log_softmax, aten.softmax.int, aten.log_softmax.int)
+@import_rule(aten._softmax, aten._log_softmax, aten.softmax.int, aten.log_softmax.int, aten._safe_softmax)
 def _softmax(ctx, node):
+    """softmax, log_softmax, and _safe_softmax (SDPA's math form: 0 on fully masked rows, where
+    core ATen's decomposition tests the row with a boolean any-reduction of its own)."""
     a = bind(node)
     val = ctx.out_meta(node)
     x = ctx.tensor(a.self)
@@ -199,4 +206,5 @@ def _softmax(ctx, node):
         raise Unsupported("softmax of a 0-d tensor")
     x = ctx.opmath(x, compute_dtype(val.dtype))
     log = node.target.overloadpacket in (aten._log_softmax, aten.log_softmax)
-    return ctx.rounded(softmax(ctx, x, norm_dim(a.dim, rank), log), val.dtype)
+    safe = node.target.overloadpacket is aten._safe_softmax
+    return ctx.rounded(softmax(ctx, x, norm_dim(a.dim, rank), log, safe), val.dtype)
