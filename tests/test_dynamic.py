@@ -73,7 +73,7 @@ def test_transformer_block_over_sequence_lengths_compiles_once_with_no_eager_op(
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
     # The linears and the attention's bmm call sgemm_ with their `?` sizes (and bmm's strides)
     # read at run time.
-    s = assert_all_compiled(min_ops=80, library={"aten.mm.default": 4, "aten.bmm.default": 2})
+    s = assert_all_compiled(min_ops=70, library={"aten.mm.default": 4, "aten.bmm.default": 2})
     assert s["graphs"] == 1 and s["ops_fallback"] == 0, dynamo_mlir.explain()
     ir_text = read_stage(str(tmp_path), "dynamo")
     assert '"dynamo.reshape"' in ir_text and "index" in ir_text
