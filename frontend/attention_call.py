@@ -1,4 +1,5 @@
-"""F.scaled_dot_product_attention of symbolic sizes kept as one op whose kernel is picked when it runs.
+"""F.scaled_dot_product_attention kept as one op whose kernel is picked when it runs: in graphs of
+symbolic sizes, and in training graphs, where its backward is one op too.
 
 An inference graph on a target that runs attention as a library call keeps SDPA whole
 (backend.keeps_fused_attention), and AOTAutograd traces the fused op torch's dispatcher picks
@@ -6,13 +7,16 @@ for the example inputs. With symbolic sizes the dispatcher cannot always show th
 kernels take the inputs: BERT's mask (a boolean [1, 1, L, 1] broadcast to [B, 1, L, L]) made
 it trace the math form, two batched matmuls around a softmax with the attention matrix in
 memory (BERT-base's sweep on an H200: six kernels and 6.5 of 47 ms, where eager's fused kernel
-took 1.6 ms). Inductor traces the math form there too.
+took 1.6 ms). Inductor traces the math form there too. A training graph cannot keep the
+dispatcher's fused op at all (its backward's meta function raises: backend.prepare_attention).
 
-Such a graph calls `dynamo_mlir::attention` instead, an op AOTAutograd does not look into. The
+Such graphs call `dynamo_mlir::attention` instead, an op AOTAutograd does not look into. The
 importer makes it the same dynamo.attention as the fused ops (frontend/aten/attention.py), and
 the cuda target's library call runs F.scaled_dot_product_attention on the tensors of each call,
-which picks the kernel eager picks. Where a node stays eager (grouped-query attention), the op
-runs that same function.
+which picks the kernel eager picks. Its autograd formula is `dynamo_mlir::attention_grad`, the
+fused kernel's backward (dynamo.attention_grad, one library call on cuda), so a training step's
+attention matrix never reaches memory either. Where a node stays eager, the ops run those same
+functions.
 """
 
 from __future__ import annotations
