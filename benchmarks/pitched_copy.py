@@ -1,29 +1,17 @@
 """torch's copy_ against codegen/cuda/library.py's copy_lines (cuMemcpy2DAsync) on the copies a
 padded half-precision matmul makes: GPT-2's [4096, 50257] bf16 logits cut out of a padded
 [4096, 50264] result, their gradient padded row-major, and its transpose padded column-major.
-Median of 20 timed calls each (CUDA events), and a check that both copies agree.
+Median of 20 timed calls each (CUDA events, bench_cuda.median_ms), and a check that both copies agree.
 
     python benchmarks/pitched_copy.py [--rows 4096] [--cols 50257]
 """
 
 import argparse
-import statistics
 
 import torch
 
+from bench_cuda import median_ms
 from dynamo_mlir.codegen.cuda.library import copy_lines
-
-
-def _time(fn, calls: int = 20) -> float:
-    times = []
-    for _ in range(calls):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def main(argv=None) -> None:
@@ -46,7 +34,7 @@ def main(argv=None) -> None:
         dst.zero_()
         copy_lines(dst, src)
         assert torch.equal(dst, src), name
-        base, mine = _time(lambda: dst.copy_(src)), _time(lambda: copy_lines(dst, src))
+        base, mine = median_ms(lambda: dst.copy_(src)), median_ms(lambda: copy_lines(dst, src))
         print(f"| {name} | {base:.3f} | {mine:.3f} | {base / mine:.2f} |")
 
 
