@@ -67,7 +67,9 @@ def _(grad, query, key, value, attn_mask, is_causal, scale):
 
 
 def _save(ctx, inputs, output):
-    query, key, value, attn_mask, _, is_causal, scale, _ = inputs
+    query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa = inputs
+    if dropout_p or enable_gqa:  # _call traces those as `otherwise`: attention_grad does not take them
+        raise NotImplementedError("dynamo_mlir::attention's backward with dropout or grouped-query attention")
     ctx.save_for_backward(query, key, value, attn_mask)
     ctx.is_causal, ctx.scale = is_causal, scale
 
