@@ -1,15 +1,14 @@
 """Reductions: sum, mean, prod, max/min (values and arg), any/all, var/var_mean, vector norms,
-softmax and log_softmax, built from dynamo.reduce (builders.reduce) and elementwise ops."""
+softmax, log_softmax and _safe_softmax, built from dynamo.reduce (builders.reduce) and elementwise ops."""
 
 import math
 
 import torch
 
-from ...dialects import dynamo as dy
 from ..importer import DYN, static_shape
 from ..registry import Unsupported, import_rule
 from .args import bind, norm_dim
-from .builders import arg_reduce, compare, compute_dtype, element_count, emit_like, i64s, like, numel, reduce, select
+from .builders import arg_reduce, compare, compute_dtype, element_count, emit_like, like, numel, reduce, select
 
 aten = torch.ops.aten
 
