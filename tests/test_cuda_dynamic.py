@@ -40,10 +40,11 @@ def layer_norm_softmax(x, w, b):
     return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b).softmax(-1)
 
 
-def test_a_reduction_over_a_symbolic_row_count_is_one_block_per_row(tmp_path):
-    """codegen/gpu/row_reduce.py, generated without a GPU: a layer norm's and a softmax's row
-    reductions launch a block per row (the grid is the row count, read per call), and the fill
-    or copy that set their outputs is folded into them (no launch of its own)."""
+def test_a_layer_norm_then_softmax_over_a_symbolic_row_count_is_one_block_per_row(tmp_path):
+    """codegen/gpu/row_groups.py, generated without a GPU: the layer norm's mean and variance, its
+    normalization, the softmax's max, exp, sum and division, and the fills and copies that set the
+    reductions' outputs, all on the same rows, are one launch of a block per row (the grid is the
+    row count, read per call); four gpu.all_reduce, a barrier between two ops."""
     dynamo_mlir.reset()
     x, w, b = torch.randn(5, 768), torch.randn(768), torch.randn(768)
     torch._dynamo.mark_dynamic(x, 0)
@@ -52,11 +53,30 @@ def test_a_reduction_over_a_symbolic_row_count_is_one_block_per_row(tmp_path):
         torch.compile(layer_norm_softmax, backend="mlir", options=options)(x, w, b)
     host = read_stage(str(tmp_path), "host")
     launches = [line for line in host.splitlines() if "launch " in line]
-    per_row = [line for line in launches if "grid=(dim(%0, 0), 1, 1)" in line or "grid=(dim(%3, 0), 1, 1)" in line]
-    tiled = [line for line in launches if "grid=(dim(%0, 0), 3, 1)" in line or "grid=(dim(%3, 0), 3, 1)" in line]
-    assert len(per_row) == 4, host  # mean, variance, max, sum: a block per row
-    assert len(tiled) == 3, host  # normalize, exp, divide: rows of 768, three tiles of 256 threads each
-    assert len(launches) == 8, host  # the 8th: the fill the sum's copy read
+    assert len(launches) == 1 and "grid=(dim(%0, 0), 1, 1) block=(256, 1, 1)" in launches[0], host
+    kernel = read_stage(str(tmp_path), "gpu")
+    assert kernel.count("gpu.all_reduce") == 4, kernel
+    assert kernel.count("gpu.barrier") >= 6, kernel
+
+
+def column_normalize(x):
+    return x / x.sum(0) + x.softmax(-1)
+
+
+def test_ops_on_other_rows_or_reading_other_rows_stay_out_of_a_row_group(tmp_path):
+    """A sum over the row count (columns) is not on the softmax's rows: dividing by it reads every
+    row's sum from every block, so it stays a launch of its own; the softmax is one group."""
+    dynamo_mlir.reset()
+    x = torch.randn(5, 64)
+    torch._dynamo.mark_dynamic(x, 0)
+    options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": str(tmp_path), "cache": False, "strict": True}
+    with pytest.raises(Exception, match="not a CUDA device"):
+        torch.compile(column_normalize, backend="mlir", options=options)(x)
+    host = read_stage(str(tmp_path), "host")
+    launches = [line for line in host.splitlines() if "launch " in line]
+    per_row = [line for line in launches if "grid=(dim(%0, 0), 1, 1)" in line]
+    assert len(per_row) == 1, host  # the softmax's group
+    assert len(launches) >= 3, host  # the column sum and the division apart from it
 
 
 def test_a_target_compiles_only_the_ops_its_dynamic_shape_ops_name_with_symbolic_sizes():
@@ -140,6 +160,15 @@ REDUCTIONS = {
     "mean_keepdim_of_view": (lambda x: x.transpose(0, 1).mean(-1, keepdim=True) * 2, lambda n: (torch.randn(n, 4, 50),)),
     "int_sum": (lambda x: x.sum(-1, dtype=torch.int32), lambda n: (torch.randint(-5, 5, (n, 300), dtype=torch.int32),)),
     "log_softmax_row_of_symbolic_length": (lambda x: torch.log_softmax(x, -1), lambda n: (torch.randn(4, n),)),
+    # row groups (codegen/gpu/row_groups.py): a residual add and layer norm on [2, n, 96] rows,
+    # an RMS norm, a masked softmax over a symbolic row, and ops that must stay out of a group
+    "residual_layer_norm": (lambda x, r, w, b: torch.nn.functional.layer_norm(x + r, (96,), w, b) * 2,
+                            lambda n: (torch.randn(2, n, 96), torch.randn(2, n, 96), torch.randn(96), torch.randn(96))),
+    "rms_norm": (lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w,
+                 lambda n: (torch.randn(3, n, 200), torch.randn(200))),
+    "masked_softmax": (lambda s, m: torch.softmax(s.masked_fill(m, -1e4), -1) @ s,
+                       lambda n: (torch.randn(2, 3, n, n), torch.rand(1, 1, n, n) > 0.7)),
+    "column_normalize": (column_normalize, lambda n: (torch.randn(n, 64),)),
 }
 
 

@@ -30,7 +30,7 @@ from .ptx import arch_for
 from ..gpu import tiled
 from ..gpu.capabilities import capabilities_for
 from ..gpu.kernel_abi import split_dynamic_buffers
-from ..gpu.row_reduce import build_row_reductions
+from ..gpu.row_groups import build_row_groups
 from ..gpu.tiled import has_symbolic_sizes, iterators as tiled_iterators
 
 log = logging.getLogger("dynamo_mlir")
@@ -411,7 +411,7 @@ def per_host(rewrite):
 
 def kernels_pass(module: ir.Module, options) -> None:
     """build_kernels on every host function of the module, then the ops with symbolic sizes: row
-    reductions one block per row (codegen/gpu/row_reduce.py), the rest through the tiled strategy
+    reductions, with the ops on their rows, one block per row (codegen/gpu/row_groups.py), the rest through the tiled strategy
     (codegen/gpu/tiled.py); their buffers passed as pointer and sizes."""
     mark_container(module)
     per_host(build_kernels)(module, options)
@@ -419,7 +419,7 @@ def kernels_pass(module: ir.Module, options) -> None:
                for op in f.regions[0].blocks[0].operations):
         return  # every op of static sizes is a kernel now (a target without symbolic sizes stops here)
     caps = capabilities_for(arch_for(options))
-    per_host(lambda f: build_row_reductions(f, caps))(module, options)
+    per_host(lambda f: build_row_groups(f, caps))(module, options)
     symbolic = [op.operation for f in host_functions(module) for op in f.regions[0].blocks[0].operations
                 if op.operation.name in LOOP_NESTS and has_symbolic_sizes(op.operation)]
     for op in symbolic:

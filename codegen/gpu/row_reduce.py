@@ -1,20 +1,24 @@
-"""Reductions over rows of symbolic length: one block per row, sizes as SSA values.
+"""Rows of symbolic count or length: one block per row, sizes as SSA values.
 
 The tiled strategy (tiled.py) keeps a reduction loop sequential inside one thread and gives a
 block 1024 rows: a layer norm over 2,560 rows of 768 ran on 3 blocks. This strategy takes a
 linalg.generic whose loops are parallel then reduction, with one output folded by a combiner
-gpu.all_reduce knows, and launches one block per output element ("row"):
+gpu.all_reduce knows (`takes`), and launches one block per output element ("row"):
 - the grid is the product of the parallel loops' sizes, computed in the host by memref.dim on
   the operands (the host schedule reads it per call, host_sizes.py);
 - the block's threads stride over the row's linearized reduction loops (adjacent threads read
   adjacent elements when the innermost loop is the contiguous one), each folding its elements;
 - `gpu.all_reduce` combines the partials, and thread 0 folds the total into the old value.
 
-A fill or copy right before the reduction into the same buffer is folded into the kernel: the
-old value is the fill's scalar, or the copied buffer's element.
+The launch builds a row group (row_groups.py): the reduction with the ops before and after it on
+the same rows, elementwise ops, fills and copies (their threads stride over their part of the row
+the same way), a barrier between two ops. The fill or copy that set a reduction's output before
+it is one of them, so it has no launch of its own.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, gpu, memref, scf
@@ -69,11 +73,28 @@ def _index(n: int) -> ir.Value:
     return arith.constant(ir.IndexType.get(), n)
 
 
+def accesses(op) -> list[tuple[ir.Value, ir.AffineMap]]:
+    """(operand, indexing map) of each memref operand of a generic, fill or copy, outputs last."""
+    if op.name == "linalg.generic":
+        return list(zip([*op.opview.inputs, *op.opview.outputs], _maps(op)))
+    if op.name == "linalg.fill":
+        out = op.opview.outputs[0]
+        return [(out, ir.AffineMap.get_identity(ir.MemRefType(out.type).rank))]
+    src, dst = (op.operands[0], op.operands[1]) if op.name == "memref.copy" else (op.opview.inputs[0],
+                                                                                   op.opview.outputs[0])
+    ident = ir.AffineMap.get_identity(ir.MemRefType(dst.type).rank)
+    return [(src, ident), (dst, ident)]
+
+
+def written(op) -> list[ir.Value]:
+    return list(op.opview.outputs) if op.name == "linalg.generic" else [accesses(op)[-1][0]]
+
+
 def loop_sizes(op) -> list[ir.Value]:
     """Each loop's size, from the first operand dim its map indexes by the loop alone (a constant
     where the dim is static, memref.dim where it is not); built at the current insertion point."""
     sizes: list = [None] * len(iterators(op))
-    for value, amap in zip(op.operands, _maps(op)):
+    for value, amap in accesses(op):
         shape = ir.MemRefType(value.type).shape
         for k, e in enumerate(amap.results):
             if isinstance(e, ir.AffineDimExpr) and sizes[e.position] is None:
@@ -104,80 +125,101 @@ def delinearize(linear: ir.Value, sizes: list[ir.Value]) -> list[ir.Value]:
     return out
 
 
-def _old_value(prev, op):
-    """What the reduction's output held before it, if `prev` (the host op right before it) only
-    set it and the reduction reads it nowhere else: ("fill", scalar) or ("copy", source buffer);
-    else None."""
-    out = op.opview.outputs[0]
-    if prev is None or op_name(prev) not in ("linalg.fill", "memref.copy", "linalg.copy"):
-        return None
-    if any(v == out for v in op.opview.inputs):
-        return None
-    if op_name(prev) == "linalg.fill":
-        return ("fill", prev.opview.inputs[0]) if prev.opview.outputs[0] == out else None
-    src, dst = prev.operands[0], prev.operands[1]
-    same = ir.MemRefType(src.type).shape == ir.MemRefType(dst.type).shape
-    return ("copy", src) if dst == out and same else None
+@dataclass
+class InRow:
+    """Where a block stands while it builds one op of its row: the row's indices, the op's other
+    loops' sizes (host values), and the thread that strides over them."""
+    row: list[ir.Value]
+    inner: list[ir.Value]
+    tx: ir.Value
+    threads: ir.Value
+
+    def loop(self, iter_args=()) -> scf.ForOp:
+        """The thread's loop over the op's elements of the row (adjacent threads, adjacent
+        elements where the innermost loop is the contiguous one)."""
+        return scf.ForOp(self.tx, product(self.inner), self.threads, list(iter_args))
+
+    def at(self, linear: ir.Value):
+        idx = self.row + delinearize(linear, self.inner)
+        return lambda amap: [eval_affine(e, lambda d: idx[d]) for e in amap.results], (lambda d: idx[d])
 
 
-def row_launch(op, caps: GpuCapabilities, old=None) -> gpu.LaunchOp:
-    """One block per row for `op` (see `takes`), built before it; `old`: what _old_value found."""
+def _reduce_in_row(op, here: InRow) -> None:
+    """Each thread folds its elements, gpu.all_reduce combines them, thread 0 folds the total
+    into the old value and stores it."""
     generic = op.opview
     maps = _maps(op)
-    its = iterators(op)
-    p = its.index("reduction")
-    n_in = len(generic.inputs)
     out = generic.outputs[0]
     comb = _combiner(op)
     elem = ir.MemRefType(out.type).element_type
     body = clone_region_body(generic.regions[0].blocks[0])
-    with ir.InsertionPoint(op), op.location:
-        sizes = loop_sizes(op)
-        rows, row_len = product(sizes[:p]), product(sizes[p:])
-        threads = _index(caps.block_threads)
-        one = _index(1)
-        launch = gpu.LaunchOp((rows, one, one), (threads, one, one))
+    loop = here.loop([identity_of(op_name(comb), elem)])
+    with ir.InsertionPoint(loop.body):
+        at, index_of = here.at(loop.induction_variable)
+        ins = [memref.load(v, at(m)) for v, m in zip(generic.inputs, maps)]
+        scf.YieldOp(body(ins, [loop.inner_iter_args[0]], index_of))
+    total = gpu.all_reduce(loop.results[0], op=getattr(gpu.AllReduceOperation, COMBINERS[op_name(comb)]),
+                           uniform=True)
+    first = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, here.tx, _index(0)))
+    with ir.InsertionPoint(first.then_block):
+        out_at = [eval_affine(e, lambda d: here.row[d]) for e in maps[-1].results]
+        before = memref.load(out, out_at)
+        attrs = {n: comb.attributes[n] for n in comb.attributes}
+        final = ir.Operation.create(op_name(comb), results=[elem], operands=[before, total], attributes=attrs)
+        memref.store(final.result, out, out_at)
+        scf.YieldOp([])
+
+
+def _map_in_row(op, here: InRow) -> None:
+    """Each thread computes and stores its elements of the row."""
+    operands = accesses(op)
+    outs = written(op)
+    n_in = len(operands) - len(outs)
+    loop = here.loop()
+    with ir.InsertionPoint(loop.body):
+        at, index_of = here.at(loop.induction_variable)
+        values = MAP_BODIES[op.name](op, [memref.load(v, at(m)) for v, m in operands[:n_in]],
+                                     lambda k: memref.load(outs[k], at(operands[n_in + k][1])), index_of)
+        for (value, amap), v in zip(operands[n_in:], values):
+            memref.store(v, value, at(amap))
+        scf.YieldOp([])
+
+
+def _generic_values(op, ins, load_out, index_of):
+    block = op.opview.regions[0].blocks[0]
+    out_args = list(block.arguments)[len(ins):]
+    used = [any(u == a for o in block.operations for u in o.operands) for a in out_args]
+    outs = [load_out(k) if u else None for k, u in enumerate(used)]
+    return clone_region_body(block)(ins, outs, index_of)
+
+
+# op name -> (op, loaded inputs, load of output k, loop index of dim) -> the values it stores
+MAP_BODIES = {
+    "linalg.generic": _generic_values,
+    "linalg.fill": lambda op, ins, load_out, index_of: [materialize(op.opview.inputs[0])],
+    "memref.copy": lambda op, ins, load_out, index_of: ins,
+    "linalg.copy": lambda op, ins, load_out, index_of: ins,
+}
+
+
+def row_group_launch(group, caps: GpuCapabilities) -> gpu.LaunchOp:
+    """One block per row for a row group (row_groups.RowGroup), built before its last op: its ops
+    in order, a barrier between two (what one wrote, the next may read from another thread)."""
+    last = group.ops[-1]
+    with ir.InsertionPoint(last), last.location:
+        sizes = [loop_sizes(op) for op in group.ops]
+        threads, one = _index(caps.block_threads), _index(1)
+        launch = gpu.LaunchOp((product(sizes[0][:group.p]), one, one), (threads, one, one))
         entry = launch.regions[0].blocks[0]
         with ir.InsertionPoint(entry):
-            bx, tx = entry.arguments[0], entry.arguments[3]
-            row_idx = delinearize(bx, sizes[:p])
-            loop = scf.ForOp(tx, row_len, threads, [identity_of(op_name(comb), elem)])
-            with ir.InsertionPoint(loop.body):
-                idx = row_idx + delinearize(loop.induction_variable, sizes[p:])
-                at = lambda amap: [eval_affine(e, lambda d: idx[d]) for e in amap.results]  # noqa: E731
-                ins = [memref.load(v, at(m)) for v, m in zip(generic.inputs, maps[:n_in])]
-                scf.YieldOp(body(ins, [loop.inner_iter_args[0]], lambda d: idx[d]))
-            total = gpu.all_reduce(loop.results[0], op=getattr(gpu.AllReduceOperation, COMBINERS[op_name(comb)]),
-                                   uniform=True)
-            first = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, tx, _index(0)))
-            with ir.InsertionPoint(first.then_block):
-                out_at = [eval_affine(e, lambda d: row_idx[d]) for e in maps[-1].results]
-                kind, what = old if old else ("self", out)
-                before = materialize(what) if kind == "fill" else memref.load(what, out_at)
-                attrs = {n: comb.attributes[n] for n in comb.attributes}
-                final = ir.Operation.create(op_name(comb), results=[elem], operands=[before, total], attributes=attrs)
-                memref.store(final.result, out, out_at)
-                scf.YieldOp([])
+            row = delinearize(entry.arguments[0], sizes[0][:group.p])
+            for k, (op, op_sizes) in enumerate(zip(group.ops, sizes)):
+                if k:
+                    gpu.barrier()
+                here = InRow(row, op_sizes[group.p:], entry.arguments[3], threads)
+                if takes(op):
+                    _reduce_in_row(op, here)
+                else:
+                    _map_in_row(op, here)
             gpu.TerminatorOp()
     return launch
-
-
-def build_row_reductions(func_op, caps: GpuCapabilities) -> int:
-    """Every op of `func_op`'s body that `takes` -> a row launch (a fill or copy of its output
-    right before it folded in). Returns how many were built."""
-    ops = [o.operation for o in func_op.regions[0].blocks[0].operations]
-    erased: set[int] = set()
-    built = 0
-    for i, op in enumerate(ops):
-        if not takes(op):
-            continue
-        prev = ops[i - 1] if i and i - 1 not in erased else None  # a reduction built just before is gone
-        old = _old_value(prev, op)
-        row_launch(op, caps, old)
-        op.erase()
-        erased.add(i)
-        built += 1
-        if old:
-            prev.erase()
-            erased.add(i - 1)
-    return built
