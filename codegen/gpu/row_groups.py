@@ -25,6 +25,7 @@ tiled strategy, which spreads an elementwise op over more threads.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from torch_mlir import ir
@@ -137,10 +138,10 @@ def _row_span(value: ir.Value, p: int, classes: SizeClasses):
     count, symbolic = 1, []
     for k in range(p, t.rank):
         if t.shape[k] == ir.ShapedType.get_dynamic_size():
-            symbolic.append(str(classes.of(value, k)))
+            symbolic.append(classes.of(value, k))
         else:
             count *= t.shape[k]
-    return (count, tuple(sorted(symbolic))) if count else None
+    return (count, frozenset(Counter(symbolic).items())) if count else None
 
 
 def _contiguous(t: ir.MemRefType) -> bool:
@@ -253,11 +254,17 @@ def _start(op, pending: list, classes: SizeClasses) -> RowGroup:
 
 
 def build_row_groups(func_op, caps) -> int:
-    """Each group of `func_op` -> one launch at its last op, its ops erased. Returns how many
-    launches were built."""
+    """Each group of `func_op` -> one launch at its last op, its ops erased; then each rank-1
+    elementwise op left -> blocks of consecutive elements (row_reduce.chunk_launch). Returns how
+    many launches were built."""
     groups = find_row_groups(func_op, SizeClasses(func_op))
     for group in groups:
         row_reduce.row_group_launch(group, caps)
         for op in group.ops:
             op.erase()
-    return len(groups)
+    flat = [o.operation for o in func_op.regions[0].blocks[0].operations
+            if kind_of(o.operation) == "map" and len(iterators(o.operation)) == 1]
+    for op in flat:
+        row_reduce.chunk_launch(op, caps)
+        op.erase()
+    return len(groups) + len(flat)
