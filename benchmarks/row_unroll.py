@@ -14,6 +14,7 @@ import sys
 import torch
 
 import dynamo_mlir
+import dynamo_mlir.codegen.cuda  # noqa: F401  (before codegen.gpu, which the cuda target imports)
 from dynamo_mlir.codegen.gpu import row_reduce
 
 sys.path.insert(0, os.path.dirname(__file__))
