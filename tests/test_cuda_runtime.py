@@ -98,7 +98,7 @@ def test_non_contiguous_and_misaligned_inputs():
 
 def test_reduce_overhead_graph_replay():
     fn, sig = compile_model("layernorm")
-    fn = GraphedFunction(fn)  # load() graphs only schedules of MIN_GRAPHED_STEPS or more
+    fn = GraphedFunction(fn)  # load() graphs only schedules of MIN_GRAPHED_LAUNCHES or more
     for _ in range(3):
         inputs = random_inputs(sig)
         assert_close(fn(*inputs), REFERENCES["layernorm"](*inputs))

@@ -272,7 +272,7 @@ def test_written_input_kept_out_of_the_results_in_the_loops_ir(tmp_path):
 
 def _update(x, y, w):
     """x += tanh(y @ w), then a softmax of the new x: on cuda a schedule of a matmul and row-fused
-    kernels, long enough to be replayed as a CUDA graph (runtime.MIN_GRAPHED_STEPS)."""
+    kernels, long enough to be replayed as a CUDA graph (runtime.MIN_GRAPHED_LAUNCHES)."""
     x.add_(torch.tanh(y @ w))
     return torch.softmax(x, -1).sum(0)
 
