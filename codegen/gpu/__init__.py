@@ -3,8 +3,12 @@ examples/rocm_target) builds kernels from.
 
 - `capabilities`: what a GPU offers the strategies (warp size, threads per block, shared memory,
   widest access, tensor-core shapes), as data per architecture;
-- `row_reduce`: reductions over rows of symbolic count or length, one block per row (threads
-  stride over the row, gpu.all_reduce combines), a fill or copy of the output folded in;
+- `row_groups`: a reduction of symbolic sizes with the elementwise ops, fills and copies before
+  and after it on the same rows (size classes say which sizes are equal, every access to a
+  buffer the group writes must stay in its row), elementwise ops over long static rows, and
+  rank-1 elementwise ops;
+- `row_reduce`: their kernels, one block per row (threads stride over the row four elements a
+  trip, gpu.all_reduce combines, a barrier between two ops), or chunks of a flat op;
 - `tiled`: the other linalg ops with symbolic sizes tiled to blocks and threads by MLIR's own transforms
   (transform IR built here, applied by the transform interpreter, scf.parallel -> gpu.launch);
 - `kernel_abi`: the operands of such a kernel as bare pointers plus `index` sizes, the
