@@ -139,11 +139,11 @@ def test_size_expressions_fold_what_is_static_and_evaluate_per_call():
 def test_a_grid_above_the_drivers_limits_for_this_calls_sizes_is_an_error_naming_the_kernel():
     """A launch over symbolic sizes whose grid, for one call's sizes, exceeds CUDA's limits (65535
     blocks in y and z) raises before the launch (no GPU needed: the check precedes the driver)."""
-    from dynamo_mlir.codegen.cuda.runtime import CudaError, LaunchStep
+    from dynamo_mlir.codegen.cuda.runtime import CudaError, launch_step
     from dynamo_mlir.codegen.cuda.schedule import Launch
     from dynamo_mlir.codegen.gpu.host_sizes import Dim
 
-    step = LaunchStep(Launch("main_kernel_3", (Dim(0, 0), Dim(0, 1), 1), (256, 1, 1), ()), None, 64)
+    step = launch_step(Launch("main_kernel_3", (Dim(0, 0), Dim(0, 1), 1), (256, 1, 1), ()), None, 64)
     with pytest.raises(CudaError, match=r"main_kernel_3 needs a grid of \(2, 70000, 1\)"):
         step([torch.empty(2, 70000, device="meta")], stream=0)
 

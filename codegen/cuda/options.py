@@ -76,5 +76,12 @@ class CUDAOptions(TargetOptions):
         """Whether a graph keeps F.scaled_dot_product_attention whole (frontend/backend.py)."""
         return self.cuda_library_attention
 
+    def gpu_arch(self) -> str:
+        """The architecture the kernels are built for: what codegen/gpu's strategies read the
+        capabilities of (codegen/gpu/capabilities.py)."""
+        from .ptx import arch_of
+
+        return arch_of(self.cuda_arch)
+
     def row_selection(self) -> RowSelection | None:
         return RowSelection(self.cuda_rowfuse_only) if self.cuda_rowfuse_only is not None else None

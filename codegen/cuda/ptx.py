@@ -179,7 +179,11 @@ def _libdevice_bytes() -> bytes | None:
 
 def arch_for(options) -> str:
     """The cuda_arch option, else the current GPU's compute capability, else sm_90."""
-    arch = options.target_options.cuda_arch
+    return arch_of(options.target_options.cuda_arch)
+
+
+def arch_of(arch: str | None) -> str:
+    """`arch` (a cuda_arch option's value), else the current GPU's compute capability, else sm_90."""
     if arch:
         return arch
     try:

@@ -7,7 +7,6 @@ cuda-bindings is imported lazily: the package (and PTX generation) works without
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import logging
 import sys
@@ -15,16 +14,12 @@ import weakref
 
 import torch
 
-from ..gpu import host_sizes
+from ..gpu.launch_steps import LaunchStep, alloc_step
 from ..signature import Signature, TensorSpec
 from . import library
 from .schedule import Alloc, HostSchedule, Launch, Library, Store
 
 log = logging.getLogger("dynamo_mlir")
-
-_SCALARS = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
-            "i1": ctypes.c_bool, "index32": ctypes.c_int32, "index64": ctypes.c_int64}
-
 
 class CudaError(RuntimeError):
     pass
@@ -76,66 +71,19 @@ class LoadedModule:
                               for k in kernels}
 
 
-class LaunchStep:
-    """cuLaunchKernel with a prebuilt kernelParams array; per call only pointers are rewritten."""
-
-    def __init__(self, launch: Launch, function, index_bits: int):
-        self.launch, self.function = launch, function
-        self.values, self.ptr_slots, self.sizes = [], [], []
-        for i, (kind, value) in enumerate(launch.args):
-            if kind == "ptr":
-                self.values.append(ctypes.c_void_p(0))
-                self.ptr_slots.append((i, value))
-            else:
-                key = f"index{index_bits}" if kind == "index" else kind
-                static = not host_sizes.is_expression(value)
-                self.values.append(_SCALARS[key](value if static else 0))
-                if not static:  # a size known per call (codegen/gpu/host_sizes.py)
-                    self.sizes.append((i, value))
-        n = len(self.values)
-        self.params = (ctypes.c_void_p * max(n, 1))(*[ctypes.addressof(v) for v in self.values])
-        self.params_ptr = ctypes.addressof(self.params)
-        self.grid = launch.grid if host_sizes.is_static(*launch.grid) else None
-
-    def __call__(self, bufs, stream) -> None:
-        values = self.values
-        for i, slot in self.ptr_slots:
-            values[i].value = bufs[slot].data_ptr()
-        for i, size in self.sizes:
-            values[i].value = host_sizes.evaluate(size, bufs)
-        grid = self.grid
-        if grid is None:
-            grid = self._grid(bufs)
-            if 0 in grid:  # no element to compute (a dynamic size of 0): no launch
-                return
-        (gx, gy, gz), (bx, by, bz) = grid, self.launch.block
-        err = driver().cuLaunchKernel(self.function, gx, gy, gz, bx, by, bz, 0, stream, self.params_ptr, 0)
-        if err[0] != 0:
-            check(err, f"cuLaunchKernel {self.launch.kernel} grid={grid} block={self.launch.block}")
-
-    def _grid(self, bufs) -> tuple:
-        """The grid of a launch over symbolic sizes, for this call's sizes; one the driver would
-        refuse is an error naming the kernel (before any launch, not a failed one)."""
-        grid = tuple(host_sizes.evaluate(g, bufs) for g in self.launch.grid)
-        if grid[0] > MAX_GRID[0] or grid[1] > MAX_GRID[1] or grid[2] > MAX_GRID[2]:
-            raise CudaError(f"dynamo-mlir cuda: kernel {self.launch.kernel} needs a grid of {grid} blocks for these "
-                            f"sizes, above CUDA's {MAX_GRID}; compile with dynamic=False")
-        return grid
-
-
 MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks per grid dimension (x, y, z)
 
 
-def _alloc_step(step: Alloc, device):
-    dtype, slot, numel = getattr(torch, step.dtype), step.slot, step.numel
+def _cu_launch(function, grid, launch: Launch, stream, params_ptr) -> None:
+    (gx, gy, gz), (bx, by, bz) = grid, launch.block
+    err = driver().cuLaunchKernel(function, gx, gy, gz, bx, by, bz, 0, stream, params_ptr, 0)
+    if err[0] != 0:
+        check(err, f"cuLaunchKernel {launch.kernel} grid={grid} block={launch.block}")
 
-    def run(bufs, stream):
-        bufs[slot] = torch.empty(numel, dtype=dtype, device=device)
 
-    def run_sized(bufs, stream):  # a size known per call
-        bufs[slot] = torch.empty(host_sizes.evaluate(numel, bufs), dtype=dtype, device=device)
-
-    return run if host_sizes.is_static(numel) else run_sized
+def launch_step(launch: Launch, function, index_bits: int) -> LaunchStep:
+    """cuLaunchKernel for `launch` (codegen/gpu/launch_steps.py: sizes and grids known per call)."""
+    return LaunchStep(launch, function, index_bits, _cu_launch, MAX_GRID, CudaError)
 
 
 def _upload(constant, device) -> torch.Tensor:
@@ -172,9 +120,9 @@ class CudaFunction:
 
     def _step(self, step, module, device):
         if isinstance(step, Launch):
-            return LaunchStep(step, module.functions[step.kernel], self.host.index_bits)
+            return launch_step(step, module.functions[step.kernel], self.host.index_bits)
         if isinstance(step, Alloc):
-            return _alloc_step(step, device)
+            return alloc_step(step, device)
         if isinstance(step, Library):
             return library.step(step)
         if isinstance(step, Store):

@@ -97,6 +97,7 @@ class HostSchedule:
     n_slots: int = 0
     kernels: list[str] = field(default_factory=list)
     max_elements: int = 0
+    symbolic: bool = False  # it takes or allocates a buffer of symbolic size (max_elements does not bound it)
     index_bits: int = 64  # width of `index` in the kernels (set by the nvvm stage)
     written: tuple[int, ...] = ()  # the input slots steps write (WRITTEN_ARGUMENTS)
 
@@ -212,6 +213,7 @@ class _Reader:
         self.scalars: dict = {a: ("index", host_sizes.Arg(i)) for i, a in enumerate(args) if isinstance(a.type, ir.IndexType)}
         self.shapes: dict = {}  # shape buffers (_is_shape_buffer) -> their elements' expressions
         self.out.max_elements = max_elements(func_op)
+        self.out.symbolic = has_symbolic_buffers(func_op)
         if WRITTEN_ARGUMENTS in func_op.attributes:
             self.out.written = tuple(ir.DenseI64ArrayAttr(func_op.attributes[WRITTEN_ARGUMENTS]))
 

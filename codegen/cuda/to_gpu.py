@@ -26,7 +26,6 @@ from ..attributes import OVERWRITE  # set on a library op whose accumulator was 
 from ..passes import CompileError
 from .host_ops import host_ops, output_of, touches, used_between, written_between
 from .loopnest import LOOP_NESTS, LoopNest, Unsupported, op_name, root_of
-from .ptx import arch_for
 from ..gpu import tiled
 from ..gpu.capabilities import capabilities_for
 from ..gpu.kernel_abi import split_dynamic_buffers
@@ -418,7 +417,7 @@ def kernels_pass(module: ir.Module, options) -> None:
     if not any(op.operation.name in LOOP_NESTS for f in host_functions(module)
                for op in f.regions[0].blocks[0].operations):
         return  # every op of static sizes is a kernel now (a target without symbolic sizes stops here)
-    caps = capabilities_for(arch_for(options))
+    caps = capabilities_for(options.target_options.gpu_arch())
     per_host(lambda f: build_row_groups(f, caps))(module, options)
     symbolic = [op.operation for f in host_functions(module) for op in f.regions[0].blocks[0].operations
                 if op.operation.name in LOOP_NESTS and has_symbolic_sizes(op.operation)]

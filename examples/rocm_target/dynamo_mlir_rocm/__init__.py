@@ -36,6 +36,7 @@ TARGET = Target(
     extra_dumps={"host": ("txt", _host_schedule), "s": ("s", lambda code: code.assembly)},
     options_class=ROCmOptions,
     doc="AMD GPUs (gfx90a, gfx942): generated kernels as HSA code objects through the HIP module API.",
-    # As cuda: kernels come from linalg ops mapped to work-items; no serial loop nests.
-    capabilities=frozenset(),
+    # As cuda: kernels come from linalg ops mapped to work-items; no serial loop nests. Symbolic
+    # sizes through the core's codegen/gpu strategies, with this target's GPU capabilities.
+    capabilities=frozenset({"dynamic_shapes"}),
 )

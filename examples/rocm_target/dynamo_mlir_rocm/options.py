@@ -21,3 +21,7 @@ class ROCmOptions(TargetOptions):
     rocm_arch: str = option("gfx90a", "AMD GPU architecture of the code object (gfx90a: MI200, gfx942: MI300).", _arch)
     rocm_fuse_rows: bool = option(True, "Fuse a row's reductions and the elementwise ops around them into one "
                                         "kernel (one workgroup per row).")
+
+    def gpu_arch(self) -> str:
+        """The architecture codegen/gpu's kernel strategies read the capabilities of."""
+        return self.rocm_arch

@@ -55,8 +55,10 @@ GPU = stages.gpu_passes(TARGET_NAME, fuse_rows=lambda options: options.target_op
 
 
 def _index_bits(hosts: dict) -> int:
-    """32-bit index math (cheaper on AMDGPU's 32-bit VALU) where every buffer fits."""
-    return 32 if max([h.max_elements for h in hosts.values()] or [0]) < 2**31 else 64
+    """32-bit index math (cheaper on AMDGPU's 32-bit VALU) where every buffer fits; a buffer of
+    symbolic size may not."""
+    fits = max([h.max_elements for h in hosts.values()] or [0]) < 2**31
+    return 32 if fits and not any(h.symbolic for h in hosts.values()) else 64
 
 
 def _rocdl_passes(arch: str, bits: int) -> tuple[str, str]:
@@ -67,7 +69,10 @@ def _rocdl_passes(arch: str, bits: int) -> tuple[str, str]:
     before = ("gpu.module(math-extend-to-supported-types{target-type=f32}, "
               "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}, "
               f"math-expand-ops{{ops={expand}}}, canonicalize)")
-    after = ("gpu.module(convert-scf-to-cf, convert-math-to-llvm{approximate-log1p=false}, "
+    # expand-strided-metadata and lower-affine: the views and index math of the kernels of symbolic
+    # sizes (the core's codegen/gpu strategies) take their buffers through.
+    after = ("gpu.module(expand-strided-metadata, lower-affine, convert-scf-to-cf, "
+             "convert-math-to-llvm{approximate-log1p=false}, "
              f"convert-gpu-to-rocdl{{chipset={arch} index-bitwidth={bits} use-bare-ptr-memref-call-conv=1}}, "
              "canonicalize, cse, reconcile-unrealized-casts)")
     return before, after

@@ -17,11 +17,10 @@ import os
 
 import torch
 
+from dynamo_mlir.plugin import LaunchStep, alloc_step
+
 NO_GPU = ("no AMD GPU: the rocm target generated every stage (dump them with dynamo-mlir dump --target rocm); "
           "running needs an AMD GPU and a ROCm build of torch")
-
-_SCALARS = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
-            "i1": ctypes.c_bool, "index32": ctypes.c_int32, "index64": ctypes.c_int64}
 
 
 class NoAMDGPU(RuntimeError):
@@ -84,42 +83,20 @@ class LoadedModule:
             self.functions[k] = fn
 
 
-class LaunchStep:
-    """hipModuleLaunchKernel with a prebuilt kernelParams array; per call only pointers change."""
-
-    def __init__(self, launch, function, index_bits: int):
-        self.launch, self.function = launch, function
-        self.values, self.ptr_slots = [], []
-        for i, (kind, value) in enumerate(launch.args):
-            if kind == "ptr":
-                self.values.append(ctypes.c_void_p(0))
-                self.ptr_slots.append((i, value))
-            else:
-                self.values.append(_SCALARS[f"index{index_bits}" if kind == "index" else kind](value))
-        self.params = (ctypes.c_void_p * max(len(self.values), 1))(*[ctypes.addressof(v) for v in self.values])
-
-    def __call__(self, bufs, stream) -> None:
-        for i, slot in self.ptr_slots:
-            self.values[i].value = bufs[slot].data_ptr()
-        (gx, gy, gz), (bx, by, bz) = self.launch.grid, self.launch.block
-        check(hip().hipModuleLaunchKernel(self.function, gx, gy, gz, bx, by, bz, 0, ctypes.c_void_p(stream),
-                                          self.params, None), f"hipModuleLaunchKernel {self.launch.kernel}")
+def _hip_launch(function, grid, launch, stream, params) -> None:
+    (gx, gy, gz), (bx, by, bz) = grid, launch.block
+    check(hip().hipModuleLaunchKernel(function, gx, gy, gz, bx, by, bz, 0, ctypes.c_void_p(stream),
+                                      ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p)), None),
+          f"hipModuleLaunchKernel {launch.kernel}")
 
 
-def _alloc_step(step, device):
-    dtype = getattr(torch, step.dtype)
-
-    def run(bufs, stream):
-        bufs[step.slot] = torch.empty(step.numel, dtype=dtype, device=device)
-
-    return run
-
-
-# Host schedule steps by kind (the schedule is plain data: `stages.host_schedules`). A rocm
+# Host schedule steps by kind (the schedule is plain data: `stages.host_schedules`), run by the
+# core's GPU launch steps (sizes known per call evaluated from the call's tensors). A rocm
 # program has no library steps: map_to_gpu makes every op a generated kernel.
 STEP_BUILDERS = {
-    "Launch": lambda self, step, module, device: LaunchStep(step, module.functions[step.kernel], self.host.index_bits),
-    "Alloc": lambda self, step, module, device: _alloc_step(step, device),
+    "Launch": lambda self, step, module, device: LaunchStep(step, module.functions[step.kernel], self.host.index_bits,
+                                                            _hip_launch, error=HipError),
+    "Alloc": lambda self, step, module, device: alloc_step(step, device),
 }
 
 
@@ -130,6 +107,7 @@ class RocmFunction:
         self.code, self.signature = code, signature
         self.host = code.hosts[signature.name]
         self.n_in = len(signature.inputs)
+        self.static = signature.is_static
         self.out_specs = [(shape, getattr(torch, dtype)) for shape, dtype in self.host.arg_types[self.n_in:]]
         self._per_device: dict[int, tuple] = {}
 
@@ -144,13 +122,16 @@ class RocmFunction:
             self._per_device[index] = (steps, constants)
         return self._per_device[index]
 
-    def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
-        device = inputs[0].device if inputs else torch.device("cuda", torch.cuda.current_device())
+    def __call__(self, *inputs) -> list[torch.Tensor]:
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]  # the rest: `index` sizes (ints)
+        device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
         steps, constants = self._prepare(device)
         bufs: list = [None] * self.host.n_slots
         for i, t in enumerate(inputs):
-            bufs[i] = t if t.is_contiguous() and t.data_ptr() % 16 == 0 else t.contiguous().clone()
-        outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in self.out_specs]
+            usable = not isinstance(t, torch.Tensor) or (t.is_contiguous() and t.data_ptr() % 16 == 0)
+            bufs[i] = t if usable else t.contiguous().clone()
+        shapes = [s for s, _ in self.out_specs] if self.static else self.signature.output_shapes(inputs)
+        outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, (_, dtype) in zip(shapes, self.out_specs)]
         bufs[self.n_in:self.n_in + len(outputs)] = outputs
         for slot, tensor in constants:
             bufs[slot] = tensor

@@ -151,6 +151,27 @@ def _load_models():
     return module
 
 
+
+def test_a_graph_of_symbolic_sizes_reaches_a_code_object_through_the_core_gpu_strategies(tmp_path):
+    """`--dynamic`: the transformer block with symbolic batch and sequence sizes. The kernels come
+    from the core's codegen/gpu strategies (row groups for its layer norms and softmax, chunks
+    for a flat op) with this target's capabilities; the host schedule's grids and sizes are
+    expressions evaluated per call (the runtime: the core's launch steps on hipModuleLaunchKernel)."""
+    _tools("gfx942")
+    prefix = _dump("transformer_block", str(tmp_path), "--dynamic", "-O", "rocm_arch=gfx942")
+    with open(prefix + ".host.txt") as f:
+        host = f.read()
+    assert host.startswith("host main(%0: ?x?x64xfloat32"), host
+    launches = [line for line in host.splitlines() if "launch " in line]
+    per_row = [line for line in launches if re.search(r"grid=\(muli\(dim\(%0, 0\), dim\(%0, 1\)\), 1, 1\)", line)]
+    assert per_row, host  # a layer norm: one block per row of the symbolic batch x sequence
+    assert any("grid=(ceildivui(" in line for line in launches), host  # a flat op in chunks of 4096
+    with open(prefix + ".hsaco.hsaco", "rb") as f:
+        head = f.read(64)
+    assert head[:4] == b"\x7fELF" and int.from_bytes(head[48:52], "little") & 0xFF == E_FLAGS_MACH["gfx942"]
+    with open(prefix + ".rocdl.mlir") as f:
+        assert "gpu.all_reduce" not in f.read()  # lowered for the wavefront
+
 @pytest.mark.parametrize("model", ["mlp", "transformer_block"])
 def test_compiling_for_rocm_without_an_amd_gpu_runs_eagerly_and_says_why(model):
     if plugin.get_target("rocm").available():
@@ -230,3 +251,29 @@ def test_the_package_uses_only_the_public_plugin_api():
             with open(os.path.join(root, name)) as f:
                 imports = re.findall(r"^\s*(?:from|import)\s+(dynamo_mlir\S*)", f.read(), re.M)
             assert all(i in ("dynamo_mlir", "dynamo_mlir.plugin") for i in imports), (name, imports)
+
+
+def test_a_launch_of_symbolic_sizes_evaluates_its_grid_and_sizes_per_call(monkeypatch):
+    """The runtime's launch step (the core's, on hipModuleLaunchKernel), with HIP replaced by a
+    recorder: each call's grid and `index` argument come from that call's tensor."""
+    from dynamo_mlir.codegen.cuda.schedule import Launch
+    from dynamo_mlir.codegen.gpu.host_sizes import Apply, Dim
+    from dynamo_mlir_rocm import runtime
+
+    calls = []
+
+    class Recorder:
+        def hipModuleLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            size = ctypes.cast(params[1], ctypes.POINTER(ctypes.c_int64)).contents.value
+            calls.append(((gx, gy, gz), (bx, by, bz), size))
+            return 0
+
+    monkeypatch.setattr(runtime, "hip", lambda: Recorder())
+    grid = (Apply("arith.ceildivui", (Dim(0, 0), 4096)), 1, 1)
+    launch = Launch("main_kernel", grid, (256, 1, 1), (("ptr", 0), ("index", Dim(0, 0))))
+    host = type("Host", (), {"index_bits": 64})
+    step = runtime.STEP_BUILDERS["Launch"](type("F", (), {"host": host})(), launch,
+                                           type("M", (), {"functions": {"main_kernel": None}})(), None)
+    for n in (5000, 10000, 0):
+        step([torch.empty(n)], stream=0)
+    assert calls == [((2, 1, 1), (256, 1, 1), 5000), ((3, 1, 1), (256, 1, 1), 10000)]  # 0 elements: no launch
