@@ -148,6 +148,31 @@ def test_a_grid_above_the_drivers_limits_for_this_calls_sizes_is_an_error_naming
         step([torch.empty(2, 70000, device="meta")], stream=0)
 
 
+def test_a_launch_evaluates_its_grid_and_sizes_per_call_and_skips_an_empty_grid(monkeypatch):
+    """codegen/gpu/launch_steps.py through the cuda runtime, the driver replaced by a recorder (no
+    GPU): each call's grid and `index` argument come from that call's tensor."""
+    import ctypes
+
+    from dynamo_mlir.codegen.cuda import runtime
+    from dynamo_mlir.codegen.cuda.schedule import Launch
+    from dynamo_mlir.codegen.gpu.host_sizes import Apply, Dim
+
+    calls = []
+
+    class Recorder:
+        def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+            size_at = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))[1]
+            calls.append(((gx, gy, gz), bx, stream, ctypes.cast(size_at, ctypes.POINTER(ctypes.c_int64)).contents.value))
+            return (0,)
+
+    monkeypatch.setattr(runtime, "driver", lambda: Recorder())
+    grid = (Apply("arith.ceildivui", (Dim(0, 0), 256)), 1, 1)
+    step = runtime.launch_step(Launch("main_kernel", grid, (256, 1, 1), (("ptr", 0), ("index", Dim(0, 0)))), None, 64)
+    for n in (1000, 0, 70):
+        step([torch.empty(n)], 7)
+    assert calls == [((4, 1, 1), 256, 7, 1000), ((1, 1, 1), 256, 7, 70)]
+
+
 @on_gpu
 @pytest.mark.cuda
 def test_marked_dynamic_batch_compiles_once_and_matches_eager_at_every_size():

@@ -27,7 +27,7 @@ class LaunchStep:
     launch of a grid computed per call (None: left to the driver), raising `error`."""
 
     def __init__(self, launch, function, index_bits: int, launcher: Callable, max_grid: tuple | None = None,
-                 error: type = RuntimeError):
+                 error: type[Exception] = RuntimeError):
         self.launch, self.function, self.launcher = launch, function, launcher
         self.max_grid, self.error = max_grid, error
         self.values, self.ptr_slots, self.sizes = [], [], []
