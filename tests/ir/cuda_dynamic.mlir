@@ -30,11 +30,12 @@ func.func @main(%x: tensor<2x?x64xf32>, %n: index) -> tensor<?x64xf32> {
 
 // -----
 
-// A row reduction over a symbolic row count and length (codegen/gpu/row_reduce.py): one block
-// per row, so the grid is the row count read per call; the row length is the threads' loop
-// bound; the fill of -inf that set the output is folded into the kernel (no launch of its own).
+// A row reduction over a symbolic row count and length (codegen/gpu/row_groups.py): one block
+// per row, so the grid is the row count read per call (the output's, which the group's first op,
+// the fill of -inf, writes); the row length is the threads' loop bound; the fill is in the same
+// kernel (no launch of its own).
 // HOST: host main(%0: ?x?xfloat32, %1: ?xfloat32)
-// HOST-NEXT: launch main_kernel grid=(dim(%0, 0), 1, 1) block=(256, 1, 1) (%1, dim(%1, 0):index, %0, dim(%0, 0):index, dim(%0, 1):index, dim(%0, 1):index, dim(%0, 1):index)
+// HOST-NEXT: launch main_kernel grid=(dim(%1, 0), 1, 1) block=(256, 1, 1) (%0, dim(%0, 0):index, dim(%0, 1):index, dim(%0, 1):index, %1, dim(%1, 0):index, dim(%0, 1):index)
 // HOST-NOT: launch
 func.func @main(%x: tensor<?x?xf32>) -> tensor<?xf32> {
   %0 = "dynamo.reduce"(%x) {dims = array<i64: 1>, kind = "max"} : (tensor<?x?xf32>) -> tensor<?xf32>

@@ -18,6 +18,7 @@
 // RUN: dynamo-mlir pass cuda-write-inputs-in-place %s --target cuda | check --prefix INPLACE
 // RUN: dynamo-mlir pass cuda-merge-identical-kernels %s --target cuda | check --prefix MERGE
 // RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix TILED
+// RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix LONGROWS
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -644,19 +645,48 @@ module attributes {gpu.container_module} {
 // -----
 
 // cuda-kernels on an op of symbolic size (codegen/gpu/tiled.py, kernel_abi.py): tiled by the
-// transform interpreter, a row's 768 elements three blocks of 256 threads, one element a thread
-// (adjacent threads, adjacent elements), the grid the row count read in the host times 3; the
-// ?-sized buffers reach the kernel as a one-element memref (a bare pointer) and their dynamic
-// size, the view rebuilt inside; the static bias stays as it is.
-// TILED: %[[ROWS:dim[_0-9]*]] = memref.dim %arg0, %c0 : memref<?x768xf32>
+// transform interpreter, a row's 256 elements one block of 256 threads (rows below
+// row_groups.LONG_ROW), one element a thread
+// (adjacent threads, adjacent elements), the grid the row count read in the host; the ?-sized
+// buffers reach the kernel as a one-element memref (a bare pointer) and their dynamic size, the
+// view rebuilt inside; the static bias stays as it is.
+// TILED: %[[ROWS:dim[_0-9]*]] = memref.dim %arg0, %c0 : memref<?x256xf32>
 // TILED: %{{.*}}, %{{.*}}, %[[SIZES:sizes[_0-9]*]]:2, %{{.*}}:2 = memref.extract_strided_metadata %arg0
 // TILED-NEXT: %[[PTR:reinterpret_cast[_0-9]*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [1], strides: [1] : memref<f32> to memref<1xf32>
-// TILED: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ROWS]], {{.*}} = %c3, {{.*}} = %c1) threads(%[[TX:arg[0-9]+]], {{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
-// TILED: memref.reinterpret_cast %[[PTR]] to offset: [0], sizes: [%[[SIZES]]#0, 768], strides: [768, 1] : memref<1xf32> to memref<?x768xf32>
+// TILED: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ROWS]], {{.*}} = %c1, {{.*}} = %c1) threads(%[[TX:arg[0-9]+]], {{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+// TILED: memref.reinterpret_cast %[[PTR]] to offset: [0], sizes: [%[[SIZES]]#0, 256], strides: [256, 1] : memref<1xf32> to memref<?x256xf32>
 // TILED: memref.subview %{{.*}}[0, %[[TX]]] [1, 1] [1, 1]
 // TILED-NOT: scf.for
 // TILED: math.exp
 // TILED-NOT: linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+func.func @main(%a: memref<?x256xf32>, %b: memref<256xf32>, %out: memref<?x256xf32>) {
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %b : memref<?x256xf32>, memref<256xf32>) outs(%out : memref<?x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    %e = math.exp %s : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
+// -----
+
+// cuda-kernels on an elementwise op over long static rows of symbolic count
+// (codegen/gpu/row_groups.py, over_long_rows): one block per row of 768, the grid the row count;
+// each thread takes four elements 256 apart per trip (a loop of step 1024 from its thread index),
+// the lanes past the row's end clamped to its last element and their stores skipped.
+// LONGROWS: %[[ROWS:dim[_0-9]*]] = memref.dim %arg0, %c0 : memref<?x768xf32>
+// LONGROWS: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ROWS]], {{.*}} = %c1, {{.*}} = %c1) threads(%[[TX:arg[0-9]+]], {{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+// LONGROWS: scf.for %{{.*}} = %[[TX]] to %c768 step %c1024
+// LONGROWS: arith.minui
+// LONGROWS: math.exp
+// LONGROWS: math.exp
+// LONGROWS: math.exp
+// LONGROWS: math.exp
+// LONGROWS: scf.if
+// LONGROWS-NOT: linalg.generic
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
 func.func @main(%a: memref<?x768xf32>, %b: memref<768xf32>, %out: memref<?x768xf32>) {

@@ -256,9 +256,11 @@ def test_the_package_uses_only_the_public_plugin_api():
 def test_a_launch_of_symbolic_sizes_evaluates_its_grid_and_sizes_per_call(monkeypatch):
     """The runtime's launch step (the core's, on hipModuleLaunchKernel), with HIP replaced by a
     recorder: each call's grid and `index` argument come from that call's tensor."""
-    from dynamo_mlir.codegen.cuda.schedule import Launch
-    from dynamo_mlir.codegen.gpu.host_sizes import Apply, Dim
+    from types import SimpleNamespace
+
     from dynamo_mlir_rocm import runtime
+
+    Apply, Dim = plugin.host_sizes.Apply, plugin.host_sizes.Dim
 
     calls = []
 
@@ -270,10 +272,9 @@ def test_a_launch_of_symbolic_sizes_evaluates_its_grid_and_sizes_per_call(monkey
 
     monkeypatch.setattr(runtime, "hip", lambda: Recorder())
     grid = (Apply("arith.ceildivui", (Dim(0, 0), 4096)), 1, 1)
-    launch = Launch("main_kernel", grid, (256, 1, 1), (("ptr", 0), ("index", Dim(0, 0))))
-    host = type("Host", (), {"index_bits": 64})
-    step = runtime.STEP_BUILDERS["Launch"](type("F", (), {"host": host})(), launch,
-                                           type("M", (), {"functions": {"main_kernel": None}})(), None)
+    launch = SimpleNamespace(kernel="main_kernel", grid=grid, block=(256, 1, 1), args=(("ptr", 0), ("index", Dim(0, 0))))
+    function = SimpleNamespace(host=SimpleNamespace(index_bits=64))
+    step = runtime.STEP_BUILDERS["Launch"](function, launch, SimpleNamespace(functions={"main_kernel": None}), None)
     for n in (5000, 10000, 0):
         step([torch.empty(n)], stream=0)
     assert calls == [((2, 1, 1), (256, 1, 1), 5000), ((3, 1, 1), (256, 1, 1), 10000)]  # 0 elements: no launch
