@@ -10,6 +10,7 @@ quote: AOTAutograd's per-tensor copies of an optimizer step, the CUDA replays' i
 """
 
 import argparse
+import collections
 import os
 import sys
 
@@ -30,6 +31,8 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=3, help="profiled steps (after 5 warm-up steps)")
     parser.add_argument("--backend", default="mlir", help="torch.compile backend (eager: none)")
     parser.add_argument("--workload", default="train_gpt2_adamw", help="a training workload of train_workloads.py")
+    parser.add_argument("--copy-shapes", action="store_true",
+                        help="also list aten::copy_ calls grouped by shape (destination <- source), by total time")
     args = parser.parse_args(argv)
     if not HAVE_TRANSFORMERS and args.workload == "train_gpt2_adamw":
         raise SystemExit("profile_training_step: transformers is not installed (the GPT-2 step needs it)")
@@ -41,7 +44,7 @@ def main(argv=None) -> None:
         step(w.inputs, w.target)
     if args.device == "cuda":
         torch.cuda.synchronize()
-    with profile() as prof:
+    with profile(record_shapes=args.copy_shapes) as prof:
         for _ in range(args.steps):
             step(w.inputs, w.target)
         if args.device == "cuda":
@@ -54,6 +57,20 @@ def main(argv=None) -> None:
         s = dynamo_mlir.stats()
         print({k: s[k] for k in ("graphs", "partitions", "ops_compiled", "ops_library", "ops_fallback", "fallback_ops")})
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
+    if args.copy_shapes:
+        print_copy_shapes(prof, args.steps)
+
+
+def print_copy_shapes(prof, steps: int) -> None:
+    calls, micros = collections.Counter(), collections.Counter()
+    for e in prof.events():
+        if e.name == "aten::copy_":
+            key = f"{e.input_shapes[0]} <- {e.input_shapes[1]}"
+            calls[key] += 1
+            micros[key] += e.cpu_time_total
+    print(f"aten::copy_ by shape, a step: {sum(micros.values()) / steps / 1000:.1f} ms in {sum(calls.values()) // steps} calls")
+    for key in sorted(calls, key=lambda k: -micros[k])[:15]:
+        print(f"  {calls[key] // steps:4d} calls {micros[key] / steps / 1000:6.2f} ms  {key}")
 
 
 if __name__ == "__main__":

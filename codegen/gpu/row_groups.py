@@ -19,8 +19,9 @@ the group writes:
   buffer in the group has. Row r of every such view is then the same span of the buffer;
 - **order**: the run is contiguous in the host function except for ops that only compute sizes or
   make views (PASSIVE), so running it later, at its last op, reads and writes what it did.
-An op that would break one of these ends the group; a group with no reduction is left to the
-tiled strategy, which spreads an elementwise op over more threads.
+An op that would break one of these ends the group. Elementwise ops in no group run a block
+per row where their rows are long and static (`over_long_rows`), in chunks of consecutive
+elements where they are rank-1 (row_reduce.chunk_launch), else through the tiled strategy.
 """
 
 from __future__ import annotations
@@ -41,13 +42,13 @@ from .row_reduce import accesses, written
 # kernels re-read the scalar themselves (loopnest.materialize).
 PASSIVE = (*VIEW_OPS, "memref.alloc", "memref.dim", "memref.store", "affine.apply")
 SCALAR_DIALECTS = ("arith.", "index.", "math.")
+COPIES = ("memref.copy", "linalg.copy")
 
 
 def _passive(op) -> bool:
     if op.name == "memref.load":
         return ir.MemRefType(op.operands[0].type).rank == 0
     return op.name in PASSIVE or op.name.startswith(SCALAR_DIALECTS)
-COPIES = ("memref.copy", "linalg.copy")
 
 
 class SizeClasses:
@@ -80,14 +81,18 @@ class SizeClasses:
 
     def _union(self, a, b) -> None:
         ra, rb = self._find(_static_key(a) or a), self._find(_static_key(b) or b)
-        if ra != rb:
-            # a static size is the representative, so a class holding one compares as that size
-            if isinstance(ra, tuple) and ra[0] == "static":
-                ra, rb = rb, ra
-            self._parent[ra] = rb
+        if ra == rb or (_is_static(ra) and _is_static(rb)):  # two different sizes: IR no verifier passes
+            return
+        if _is_static(ra):  # a static size is the representative: the class compares as that size
+            ra, rb = rb, ra
+        self._parent[ra] = rb
 
     def of(self, value: ir.Value, k: int):
         return self._find(_static_key((value, k)) or (value, k))
+
+
+def _is_static(key) -> bool:
+    return isinstance(key[0], str) and key[0] == "static"
 
 
 def _static_key(key):
