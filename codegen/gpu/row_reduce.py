@@ -126,8 +126,11 @@ def delinearize(linear: ir.Value, sizes: list[ir.Value]) -> list[ir.Value]:
 
 
 # Elements a thread takes per trip of its loop, `threads` apart (each load coalesced across the
-# warp): their loads are issued before the first is used. With one a trip, a thread waited for
-# each load in turn, and the dynamic softmax of benchmarks/bench_cuda.py ran at 0.20 of the copy.
+# warp): their loads are issued before the first is used, so a thread has several in flight.
+# 4, 8 and 16 ran the symbolic-size row cases of bench_cuda.py at the same speed on an H200
+# (benchmarks/row_unroll.py, benchmarks/results/row_unroll_h200_2026-11-27.md); the flat
+# elementwise chain (chunk_launch, whose chunk grows with it) was fastest at 8 (0.80 of the copy
+# against 0.66 at 4). One a trip was not measured with the groups whole.
 UNROLL = 4
 
 
