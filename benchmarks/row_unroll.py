@@ -1,7 +1,7 @@
 """How many elements a thread of a block-per-row kernel takes per trip (codegen/gpu/row_reduce.py
 UNROLL), measured: the symbolic-size row cases of bench_cuda.py (softmax, layer norm,
-log-softmax, RMS norm over 16384 x 4096, `dynamic=True`) and the flat elementwise chain, compiled
-once per value of UNROLL, against a device-to-device copy and inductor's dynamic kernels in the
+log-softmax, RMS norm over 16384 x 4096, `dynamic=True`) and the flat elementwise chain (its
+chunks CHUNK_UNROLL: set to the same value), compiled once per value, against a device-to-device copy and inductor's dynamic kernels in the
 same run.
 
 Usage (GPU machine):  python benchmarks/row_unroll.py [--unroll 4,8,16] [--out results.md]
@@ -24,7 +24,7 @@ from bench_cuda import CASES, N, median_ms  # noqa: E402
 def time_case(name, unroll):
     _, eager, shapes, nbytes = CASES[name]
     inputs = [torch.randn(s, device="cuda") for s in shapes]
-    row_reduce.UNROLL = unroll
+    row_reduce.UNROLL = row_reduce.CHUNK_UNROLL = unroll
     dynamo_mlir.reset()
     torch._dynamo.reset()
     ours = torch.compile(eager, backend="mlir", dynamic=True, options={"cache": False})

@@ -60,14 +60,14 @@ def test_a_layer_norm_then_softmax_over_a_symbolic_row_count_is_one_block_per_ro
     assert kernel.count("gpu.barrier") >= 6, kernel
 
 
-def test_a_flat_elementwise_op_of_symbolic_size_runs_in_chunks_of_4096(tmp_path):
+def test_a_flat_elementwise_op_of_symbolic_size_runs_in_chunks_of_8192(tmp_path):
     dynamo_mlir.reset()
     x, y = torch.randn(1000), torch.randn(1000)
     options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": str(tmp_path), "cache": False, "strict": True}
     with pytest.raises(Exception, match="not a CUDA device"):
         torch.compile(lambda x, y: torch.relu(torch.exp(x) * y + x), backend="mlir", options=options, dynamic=True)(x, y)
     launches = [line for line in read_stage(str(tmp_path), "host").splitlines() if "launch " in line]
-    assert len(launches) == 1 and "grid=(ceildivui(dim(%0, 0), 4096), 1, 1) block=(256, 1, 1)" in launches[0], launches
+    assert len(launches) == 1 and "grid=(ceildivui(dim(%0, 0), 8192), 1, 1) block=(256, 1, 1)" in launches[0], launches
 
 
 def column_normalize(x):
@@ -205,7 +205,7 @@ REDUCTIONS = {
     "masked_softmax": (lambda s, m: torch.softmax(s.masked_fill(m, -1e4), -1),
                        lambda n: (torch.randn(2, 3, n, n), torch.rand(1, 1, n, n) > 0.7)),
     "column_normalize": (column_normalize, lambda n: (torch.randn(n, 64),)),
-    # not a reduction: a rank-1 elementwise op in blocks of 4096 elements (row_reduce.chunk_launch)
+    # not a reduction: a rank-1 elementwise op in blocks of 8192 elements (row_reduce.chunk_launch)
     "flat_elementwise": (lambda x, y: torch.relu(torch.exp(x) * y + x), lambda n: (torch.randn(n * 999), torch.randn(n * 999))),
 }
 

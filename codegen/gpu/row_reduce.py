@@ -130,8 +130,9 @@ def delinearize(linear: ir.Value, sizes: list[ir.Value]) -> list[ir.Value]:
 # 4, 8 and 16 ran the symbolic-size row cases of bench_cuda.py at the same speed on an H200
 # (benchmarks/row_unroll.py, benchmarks/results/row_unroll_h200_2026-11-27.md); the flat
 # elementwise chain (chunk_launch, whose chunk grows with it) was fastest at 8 (0.80 of the copy
-# against 0.66 at 4). One a trip was not measured with the groups whole.
+# against 0.66 at 4): chunks take CHUNK_UNROLL. One a trip was not measured with the groups whole.
 UNROLL = 4
+CHUNK_UNROLL = 8
 
 
 @dataclass
@@ -143,20 +144,22 @@ class InRow:
     tx: ir.Value
     threads: int
     span: tuple | None = None  # (first, end): the linear elements this block takes; None: all of them
+    unroll: int | None = None  # elements a trip; None: UNROLL
 
     def loop(self, iter_args, lanes_body) -> scf.ForOp:
         """The thread's loop over the op's elements of the row: element tx + k * threads of each
-        chunk of UNROLL * threads, for k < UNROLL (adjacent threads, adjacent elements where the
+        chunk of unroll * threads, for k < unroll (adjacent threads, adjacent elements where the
         innermost loop is the contiguous one). `lanes_body(lanes, iter_args)` builds a trip and
         returns what it yields; a lane is (valid, indexer): an invalid lane (past the row's end)
         reads the row's last element, and its result must be dropped."""
+        unroll = self.unroll or UNROLL
         first, n = self.span or (None, product(self.inner))
         lower = arith.addi(first, self.tx) if first is not None else self.tx
-        loop = scf.ForOp(lower, n, _index(self.threads * UNROLL), list(iter_args))
+        loop = scf.ForOp(lower, n, _index(self.threads * unroll), list(iter_args))
         with ir.InsertionPoint(loop.body):
             last = arith.subi(n, _index(1))
             lanes = []
-            for k in range(UNROLL):
+            for k in range(unroll):
                 i = arith.addi(loop.induction_variable, _index(k * self.threads)) if k else loop.induction_variable
                 valid = arith.cmpi(arith.CmpIPredicate.ult, i, n)
                 lanes.append((valid, self.at(arith.minui(i, last)) if k else self.at(i)))
@@ -265,18 +268,18 @@ CHUNK_TRIPS = 4
 
 def chunk_launch(op, caps: GpuCapabilities) -> gpu.LaunchOp:
     """A rank-1 elementwise op of symbolic size (accesses: chunk_takes) as blocks of
-    CHUNK_TRIPS * UNROLL * threads consecutive elements each, built before it. The tiled
+    CHUNK_TRIPS * CHUNK_UNROLL * threads consecutive elements each, built before it. The tiled
     strategy's blocks are one element a thread: the dynamic elementwise chain of
     benchmarks/bench_cuda.py ran at 0.53-0.62 of the copy that way."""
     with ir.InsertionPoint(op), op.location:
         sizes = loop_sizes(op)
-        chunk = _index(CHUNK_TRIPS * UNROLL * caps.block_threads)
+        chunk = _index(CHUNK_TRIPS * CHUNK_UNROLL * caps.block_threads)
         threads, one = _index(caps.block_threads), _index(1)
         launch = gpu.LaunchOp((arith.ceildivui(sizes[0], chunk), one, one), (threads, one, one))
         entry = launch.regions[0].blocks[0]
         with ir.InsertionPoint(entry):
             first = arith.muli(entry.arguments[0], chunk)
             end = arith.minui(arith.addi(first, chunk), sizes[0])
-            _map_in_row(op, InRow([], sizes, entry.arguments[3], caps.block_threads, (first, end)))
+            _map_in_row(op, InRow([], sizes, entry.arguments[3], caps.block_threads, (first, end), CHUNK_UNROLL))
             gpu.TerminatorOp()
     return launch
