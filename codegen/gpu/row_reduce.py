@@ -267,7 +267,7 @@ CHUNK_TRIPS = 4
 
 
 def chunk_launch(op, caps: GpuCapabilities) -> gpu.LaunchOp:
-    """A rank-1 elementwise op of symbolic size (accesses: chunk_takes) as blocks of
+    """A rank-1 elementwise op of symbolic size (row_groups.build_row_groups picks them) as blocks of
     CHUNK_TRIPS * CHUNK_UNROLL * threads consecutive elements each, built before it. The tiled
     strategy's blocks are one element a thread: the dynamic elementwise chain of
     benchmarks/bench_cuda.py ran at 0.53-0.62 of the copy that way."""
