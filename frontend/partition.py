@@ -37,7 +37,7 @@ aten = torch.ops.aten
 # with symbolic sizes outside this set run eagerly.
 DYNAMIC_SHAPE_OPS = frozenset({
     *elementwise.BINARY, *elementwise.UNARY, *elementwise.COMPARE,
-    aten.div, aten.pow, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max, aten.gelu,
+    aten.div, aten.true_divide, aten.pow, aten.where, aten.clamp, aten.clamp_min, aten.clamp_max, aten.gelu,
     aten.logical_not, aten.isnan, aten.isinf,
     aten._to_copy, aten.clone, aten.alias, aten.detach, aten.lift_fresh_copy,
     aten.sum, aten.mean, aten.amax, aten.amin, aten._softmax, aten._log_softmax, aten._safe_softmax,

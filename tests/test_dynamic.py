@@ -147,6 +147,21 @@ def test_a_target_without_dynamic_shapes_leaves_symbolic_nodes_eager_with_the_re
                                          for _, why in s["fallback_reasons"]), s["fallback_reasons"]
 
 
+def test_python_float_math_under_dynamic_true_compiles():
+    """With dynamic=True Dynamo passes a Python float (math.pi in GPT-2's NewGELU) as a 0-d float64
+    input, so `math.sqrt(2.0 / math.pi)` reaches the graph as aten.true_divide.Tensor on 0-d
+    tensors: it compiles as division (it ran eagerly, and split the graph)."""
+    import math
+
+    f = lambda x: torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0)))  # noqa: E731
+    compiled = torch.compile(f, backend="mlir", dynamic=True)
+    for n in SIZES[:2]:
+        x = torch.randn(3, n)
+        torch.testing.assert_close(compiled(x), f(x))
+    s = assert_all_compiled()
+    assert s["compiled_ops"].get("aten.true_divide.Tensor") == 1, dynamo_mlir.explain()
+
+
 # ----------------------------------------------------------------------------- a language model's inputs
 
 TABLE = torch.randn(100, 8, generator=torch.Generator().manual_seed(0))

@@ -76,7 +76,7 @@ def _is_times_one(ctx, node, name, a, b) -> bool:
     return isinstance(x, torch.Tensor) and x.dtype == val.dtype and tuple(x.shape) == tuple(val.shape)
 
 
-@import_rule(aten.div)
+@import_rule(aten.div, aten.true_divide)  # true_divide: div without a rounding mode (GPT-2's scaling with symbolic sizes)
 def _div(ctx, node):
     a = bind(node)
     mode = a.get("rounding_mode")
