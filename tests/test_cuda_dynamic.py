@@ -60,6 +60,22 @@ def test_a_layer_norm_then_softmax_over_a_symbolic_row_count_is_one_block_per_ro
     assert kernel.count("gpu.barrier") >= 6, kernel
 
 
+def test_a_mean_over_a_symbolic_row_length_takes_its_count_as_a_kernel_argument(tmp_path):
+    """codegen/scalar_operands.py: the count a mean divides by (the row length made a float) is a
+    scalar argument of the launch computed from the call's sizes, not a one-element buffer the
+    host allocates and fills (a fill kernel) before the launch on every call."""
+    dynamo_mlir.reset()
+    options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": str(tmp_path), "cache": False, "strict": True}
+    layer_norm = lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b)  # noqa: E731
+    with pytest.raises(Exception, match="not a CUDA device"):
+        torch.compile(layer_norm, backend="mlir", options=options, dynamic=True)(
+            torch.randn(5, 96), torch.randn(96), torch.randn(96))
+    host = read_stage(str(tmp_path), "host")
+    launches = [line for line in host.splitlines() if "launch " in line]
+    assert len(launches) == 1 and "sitofp(index_cast(dim(%0, 1))):f32" in launches[0], host
+    assert "empty(1," not in host and "] = " not in host, host  # no one-element buffer, no host store
+
+
 def test_a_flat_elementwise_op_of_symbolic_size_runs_in_chunks_of_8192(tmp_path):
     dynamo_mlir.reset()
     x, y = torch.randn(1000), torch.randn(1000)
@@ -134,6 +150,11 @@ def test_size_expressions_fold_what_is_static_and_evaluate_per_call():
     assert hs.evaluate(expr, bufs) == 1000 // 256 + (-7) % 8  # 3 + 1
     assert hs.evaluate(ceil, bufs) == 4 and hs.is_expression(ceil) and not hs.is_expression(4)
     assert hs.evaluate(hs.apply("arith.divsi", (hs.Arg(1), 2)), bufs) == -3  # toward zero, as arith.divsi
+    # The generated function a launch runs per call computes the same values (a float for sitofp).
+    exprs = [expr, ceil, 5, hs.apply("arith.divsi", (hs.Arg(1), 2)), hs.apply("arith.sitofp", (n,)),
+             hs.apply("arith.cmpi.slt", (n, hs.Arg(1)))]
+    assert hs.evaluator(exprs)(bufs) == tuple(hs.evaluate(x, bufs) for x in exprs) == (4, 4, 5, -3, 1000.0, 0)
+    assert type(hs.evaluator(exprs)(bufs)[4]) is float
 
 
 def test_a_grid_above_the_drivers_limits_for_this_calls_sizes_is_an_error_naming_the_kernel():

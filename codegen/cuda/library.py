@@ -32,16 +32,19 @@ def view_of(bufs, v: View) -> torch.Tensor:
     return base.as_strided(v.shape, v.strides, base.storage_offset() + v.offset)
 
 
-def sized_view_of(bufs, v: View) -> torch.Tensor:
-    """A view whose sizes, strides or offset are known per call (codegen/gpu/host_sizes.py)."""
-    sizes = tuple(host_sizes.evaluate(x, bufs) for x in v.shape)
-    strides = tuple(host_sizes.evaluate(x, bufs) for x in v.strides)
-    return view_of(bufs, View(v.slot, sizes, strides, host_sizes.evaluate(v.offset, bufs)))
-
-
 def view_getter(v: View):
-    """view_of or sized_view_of, chosen once for the step (not per call)."""
-    return view_of if host_sizes.is_static(*v.shape, *v.strides, v.offset) else sized_view_of
+    """view_of, or for a view whose sizes, strides or offset are known per call
+    (codegen/gpu/host_sizes.py) a function computing them first; chosen once for the step."""
+    if host_sizes.is_static(*v.shape, *v.strides, v.offset):
+        return view_of
+    rank = len(v.shape)
+    sizes = host_sizes.evaluator([*v.shape, *v.strides, v.offset])
+
+    def sized_view_of(bufs, v: View) -> torch.Tensor:
+        values = sizes(bufs)
+        return view_of(bufs, View(v.slot, values[:rank], values[rank:2 * rank], values[-1]))
+
+    return sized_view_of
 
 
 def _accumulate(out: torch.Tensor, value: torch.Tensor, overwrite: bool) -> None:

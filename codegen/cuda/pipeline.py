@@ -21,6 +21,7 @@ from ..identical_kernels import merge_identical_kernels
 from ..own_inits import own_inits
 from ..recompute_producers import recompute_cheap_producers
 from ..reshape_hoist import hoist_reshapes
+from ..scalar_operands import read_scalars_directly
 from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITTEN_ARGUMENTS
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
@@ -68,6 +69,12 @@ LINALG = (
     upstream("cuda-fuse-recomputed-producers", "linalg-fuse-elementwise-ops, canonicalize, cse",
              "The recomputed producers fused into their consumers.", options=("fuse_elementwise",),
              enabled=_fusing, requires=("cuda-recompute-cheap-producers",)),
+    _pass("read-scalars-directly", lambda m, o: read_scalars_directly(m),
+          "A generic's input that packs one scalar (a mean's count over a symbolic dim) read as that scalar: "
+          "a kernel argument, not a one-element buffer the host fills every call."),
+    upstream("cuda-erase-unread-inputs", "linalg-fuse-elementwise-ops, canonicalize, cse",
+             "The inputs no body reads any more erased (and what that lets fuse, fused).",
+             options=("fuse_elementwise",), enabled=_fusing, requires=("cuda-read-scalars-directly",)),
     # After the last CSE: it would merge the inits again.
     _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose",)),
           "Each library op and transpose its own empty / zero fill (CSE shared them), so that bufferization "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Union
+from typing import Callable, Union
 
 from torch_mlir import ir
 
@@ -122,6 +122,39 @@ def evaluate(expr: Expr, bufs) -> int:
     if isinstance(expr, Arg):
         return int(bufs[expr.slot])
     return _result(expr.op, APPLY[expr.op](*(evaluate(x, bufs) for x in expr.operands)))
+
+
+def evaluator(exprs) -> Callable[[list], tuple]:
+    """One function computing all of `exprs` for a call's tensors: `evaluate`'s values, each
+    shared subexpression computed once. A launch evaluates some twenty sizes per call (its
+    arguments and its grid); walking each expression's tree every call cost more host time than
+    the kernel launch itself. The function is Python source generated from the expressions, so
+    the per-call cost is that of the arithmetic."""
+    names: dict = {}
+    lines: list[str] = []
+    env = {f"_op{i}": fn for i, fn in enumerate(APPLY.values())}
+    op_names = {op: f"_op{i}" for i, op in enumerate(APPLY)}
+
+    def name_of(expr) -> str:
+        if isinstance(expr, (int, float)):
+            return repr(expr)
+        if expr not in names:
+            if isinstance(expr, Dim):
+                code = f"b[{expr.slot}].shape[{expr.dim}]"
+            elif isinstance(expr, Arg):
+                code = f"int(b[{expr.slot}])"
+            else:
+                args = ", ".join(name_of(x) for x in expr.operands)
+                cast = "float" if expr.op in _FLOAT_RESULTS else "int"
+                code = f"{cast}({op_names[expr.op]}({args}))"
+            names[expr] = f"v{len(names)}"
+            lines.append(f"    {names[expr]} = {code}")
+        return names[expr]
+
+    results = [name_of(x) for x in exprs]
+    source = "def sizes(b):\n" + "\n".join(lines) + f"\n    return ({''.join(r + ', ' for r in results)})\n"
+    exec(compile(source, "<host sizes>", "exec"), env)
+    return env["sizes"]
 
 
 def is_static(*exprs) -> bool:

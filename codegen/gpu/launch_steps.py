@@ -44,24 +44,29 @@ class LaunchStep:
         self.params = (ctypes.c_void_p * max(len(self.values), 1))(*[ctypes.addressof(v) for v in self.values])
         self.params_ptr = ctypes.addressof(self.params)
         self.grid = launch.grid if host_sizes.is_static(*launch.grid) else None
+        # The sizes, then the grid (when it is known per call), from one generated function.
+        per_call = [size for _, size in self.sizes] + ([] if self.grid else list(launch.grid))
+        self.size_slots = [i for i, _ in self.sizes]
+        self.evaluate = host_sizes.evaluator(per_call) if per_call else None
 
     def __call__(self, bufs, stream) -> None:
         values = self.values
         for i, slot in self.ptr_slots:
             values[i].value = bufs[slot].data_ptr()
-        for i, size in self.sizes:
-            values[i].value = host_sizes.evaluate(size, bufs)
         grid = self.grid
-        if grid is None:
-            grid = self._grid(bufs)
-            if 0 in grid:  # no element to compute (a dynamic size of 0): no launch
-                return
+        if self.evaluate is not None:
+            computed = self.evaluate(bufs)
+            for i, value in zip(self.size_slots, computed):
+                values[i].value = value
+            if grid is None:
+                grid = self._grid(computed[len(self.size_slots):])
+                if 0 in grid:  # no element to compute (a dynamic size of 0): no launch
+                    return
         self.launcher(self.function, grid, self.launch, stream, self.params_ptr)
 
-    def _grid(self, bufs) -> tuple:
+    def _grid(self, grid: tuple) -> tuple:
         """The grid of a launch over symbolic sizes, for this call's sizes; one the driver would
         refuse is an error naming the kernel (before any launch, not a failed one)."""
-        grid = tuple(host_sizes.evaluate(g, bufs) for g in self.launch.grid)
         if self.max_grid and any(g > m for g, m in zip(grid, self.max_grid)):
             raise self.error(f"dynamo-mlir: kernel {self.launch.kernel} needs a grid of {grid} blocks for these "
                                f"sizes, above the driver's {self.max_grid}; compile with dynamic=False")
@@ -75,7 +80,11 @@ def alloc_step(step, device) -> Callable:
     def run(bufs, stream):
         bufs[slot] = torch.empty(numel, dtype=dtype, device=device)
 
-    def run_sized(bufs, stream):
-        bufs[slot] = torch.empty(host_sizes.evaluate(numel, bufs), dtype=dtype, device=device)
+    if host_sizes.is_static(numel):
+        return run
+    size = host_sizes.evaluator([numel])
 
-    return run if host_sizes.is_static(numel) else run_sized
+    def run_sized(bufs, stream):
+        bufs[slot] = torch.empty(size(bufs)[0], dtype=dtype, device=device)
+
+    return run_sized

@@ -19,6 +19,8 @@
 // RUN: dynamo-mlir pass cuda-merge-identical-kernels %s --target cuda | check --prefix MERGE
 // RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix TILED
 // RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix LONGROWS
+// RUN: dynamo-mlir pass cuda-read-scalars-directly %s --target cuda | check --prefix SCALARS
+// RUN: dynamo-mlir pass cuda-erase-unread-inputs %s --target cuda | check --prefix UNREAD
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -697,4 +699,55 @@ func.func @main(%a: memref<?x768xf32>, %b: memref<768xf32>, %out: memref<?x768xf
     linalg.yield %e : f32
   }
   return
+}
+
+// -----
+// cuda-read-scalars-directly: a mean over a row of symbolic length divides by the length made a
+// float, packed into a 0-d tensor; the body reads the scalar itself (the packed input is left
+// unread), and cuda-erase-unread-inputs then drops the input: the kernel takes the count as an
+// argument, not a one-element buffer.
+// SCALARS: %[[N:.*]] = arith.sitofp
+// SCALARS: linalg.generic {{.*}} ins(%arg0, %from_elements : tensor<?x?xf32>, tensor<f32>)
+// SCALARS: arith.divf %in, %[[N]] : f32
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#scalar2 = affine_map<(d0, d1) -> ()>
+func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d1 = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %i = arith.index_cast %d1 : index to i64
+  %n = arith.sitofp %i : i64 to f32
+  %packed = tensor.from_elements %n : tensor<f32>
+  %d0 = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #scalar2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %packed : tensor<?x?xf32>, tensor<f32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %q = arith.divf %a, %s : f32
+    linalg.yield %q : f32
+  } -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+// cuda-erase-unread-inputs: what cuda-read-scalars-directly leaves, the packed input unread,
+// loses that input (and the packing, now unused).
+// UNREAD: linalg.generic {{.*}} ins(%arg0 : tensor<?x?xf32>)
+// UNREAD-NOT: from_elements
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#scalar2 = affine_map<(d0, d1) -> ()>
+func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d1 = tensor.dim %x, %c1 : tensor<?x?xf32>
+  %i = arith.index_cast %d1 : index to i64
+  %n = arith.sitofp %i : i64 to f32
+  %packed = tensor.from_elements %n : tensor<f32>
+  %d0 = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #scalar2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %packed : tensor<?x?xf32>, tensor<f32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %q = arith.divf %a, %n : f32
+    linalg.yield %q : f32
+  } -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
 }
