@@ -157,6 +157,20 @@ def test_size_expressions_fold_what_is_static_and_evaluate_per_call():
     assert type(hs.evaluator(exprs)(bufs)[4]) is float
 
 
+def test_only_reshapes_that_certainly_split_dims_become_expansions():
+    """codegen/sliced_reshapes.py's grouping: static dims by equal products, one symbolic dim
+    facing one symbolic dim, trailing unit dims in the last group; anything else (a merge, two
+    symbolic dims, products that do not line up) is left a reshape (None)."""
+    from dynamo_mlir.codegen.sliced_reshapes import DYN, split_groups
+
+    assert split_groups([8, DYN, 768], [8, DYN, 12, 64]) == [[0], [1], [2, 3]]
+    assert split_groups([1, 8], [1, 1, 8]) == [[0], [1, 2]]
+    assert split_groups([6], [2, 3, 1]) == [[0, 1, 2]]
+    for source, result in (([4, 6], [2, 3, 4]), ([DYN, DYN], [DYN, DYN, 1]), ([8, DYN], [8, 2, DYN]),
+                           ([DYN, 64], [DYN, 8, 8, 2]), ([2, 64], [128])):
+        assert split_groups(source, result) is None, (source, result)
+
+
 def test_a_grid_above_the_drivers_limits_for_this_calls_sizes_is_an_error_naming_the_kernel():
     """A launch over symbolic sizes whose grid, for one call's sizes, exceeds CUDA's limits (65535
     blocks in y and z) raises before the launch (no GPU needed: the check precedes the driver)."""

@@ -22,6 +22,7 @@ from ..own_inits import own_inits
 from ..recompute_producers import recompute_cheap_producers
 from ..reshape_hoist import hoist_reshapes
 from ..scalar_operands import read_scalars_directly
+from ..sliced_reshapes import expand_reshapes_of_slices
 from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITTEN_ARGUMENTS
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
@@ -54,6 +55,9 @@ LINALG = (
           "Every dynamo op -> linalg on tensors by the cuda rules (library calls: index_put, scatter, "
           "attention), then the generic ones.", produces=(LIBRARY_CALL, READ)),
     upstream("cuda-linalg-cleanup", "canonicalize, cse", "Canonicalize and CSE the linalg module."),
+    _pass("expand-reshapes-of-slices", lambda m, o: expand_reshapes_of_slices(m),
+          "A reshape of a slice that only splits dims (attention's q/k/v heads) -> tensor.expand_shape: a "
+          "strided view of the slice, not a copy of it.", requires=("cuda-linalg-cleanup",)),
     _pass("hoist-reshapes", lambda m, o: hoist_reshapes(m),
           "A reshape between two elementwise ops moved above the first (a linear's bias add and the GELU "
           "after its view), so that elementwise fusion makes them one kernel; matmuls keep their shape.",

@@ -41,3 +41,26 @@ func.func @main(%x: tensor<?x?xf32>) -> tensor<?xf32> {
   %0 = "dynamo.reduce"(%x) {dims = array<i64: 1>, kind = "max"} : (tensor<?x?xf32>) -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+// codegen/sliced_reshapes.py (cuda-expand-reshapes-of-slices): GPT-2's attention input, one
+// projection of symbolic length split into q, k and v, each reshaped to heads and transposed.
+// The reshapes of the slices are expand_shapes, so the three reach the attention call as strided
+// views of the projection's buffer %2 (row stride 192, offsets 0, 64, 128): no copy kernel.
+// HOST: host main(%0: 2x?x192xfloat32, %1: index, %2: 2x4x?x16xfloat32)
+// HOST-NEXT: torch torch.attention({{.*}}16,192,1+0]{{.*}}16,192,1+64]{{.*}}16,192,1+128]
+// HOST-NOT: launch
+func.func @main(%p: tensor<2x?x192xf32>, %n: index) -> tensor<2x4x?x16xf32> {
+  %q = "dynamo.slice"(%p) {operandSegmentSizes = array<i32: 1, 0, 0>, start = array<i64: 0, 0, 0>, step = array<i64: 1, 1, 1>} : (tensor<2x?x192xf32>) -> tensor<2x?x64xf32>
+  %k = "dynamo.slice"(%p) {operandSegmentSizes = array<i32: 1, 0, 0>, start = array<i64: 0, 0, 64>, step = array<i64: 1, 1, 1>} : (tensor<2x?x192xf32>) -> tensor<2x?x64xf32>
+  %v = "dynamo.slice"(%p) {operandSegmentSizes = array<i32: 1, 0, 0>, start = array<i64: 0, 0, 128>, step = array<i64: 1, 1, 1>} : (tensor<2x?x192xf32>) -> tensor<2x?x64xf32>
+  %qh = "dynamo.reshape"(%q, %n) {operandSegmentSizes = array<i32: 1, 1>} : (tensor<2x?x64xf32>, index) -> tensor<2x?x4x16xf32>
+  %kh = "dynamo.reshape"(%k, %n) {operandSegmentSizes = array<i32: 1, 1>} : (tensor<2x?x64xf32>, index) -> tensor<2x?x4x16xf32>
+  %vh = "dynamo.reshape"(%v, %n) {operandSegmentSizes = array<i32: 1, 1>} : (tensor<2x?x64xf32>, index) -> tensor<2x?x4x16xf32>
+  %qt = "dynamo.permute"(%qh) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x?x4x16xf32>) -> tensor<2x4x?x16xf32>
+  %kt = "dynamo.permute"(%kh) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x?x4x16xf32>) -> tensor<2x4x?x16xf32>
+  %vt = "dynamo.permute"(%vh) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x?x4x16xf32>) -> tensor<2x4x?x16xf32>
+  %o = "dynamo.attention"(%qt, %kt, %vt) {is_causal = 1 : i64, scale = 0.25 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>} : (tensor<2x4x?x16xf32>, tensor<2x4x?x16xf32>, tensor<2x4x?x16xf32>) -> tensor<2x4x?x16xf32>
+  return %o : tensor<2x4x?x16xf32>
+}

@@ -20,6 +20,7 @@
 // RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix TILED
 // RUN: dynamo-mlir pass cuda-kernels %s --target cuda | check --prefix LONGROWS
 // RUN: dynamo-mlir pass cuda-read-scalars-directly %s --target cuda | check --prefix SCALARS
+// RUN: dynamo-mlir pass cuda-expand-reshapes-of-slices %s --target cuda | check --prefix EXPAND
 // RUN: dynamo-mlir pass cuda-erase-unread-inputs %s --target cuda | check --prefix UNREAD
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
@@ -750,4 +751,27 @@ func.func @main(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
     linalg.yield %q : f32
   } -> tensor<?x?xf32>
   return %y : tensor<?x?xf32>
+}
+
+// -----
+// cuda-expand-reshapes-of-slices: a slice of symbolic length reshaped to heads (its last dim
+// split in two) becomes an expand_shape, a view; a reshape that merges dims stays a reshape.
+// EXPAND: %[[S:.*]] = tensor.extract_slice
+// EXPAND: tensor.expand_shape %[[S]] {{\[}}[0], [1], [2, 3]] output_shape [2, %{{.*}}, 4, 16] : tensor<2x?x64xf32> into tensor<2x?x4x16xf32>
+// EXPAND: tensor.reshape %[[S]]
+func.func @main(%p: tensor<2x?x192xf32>, %n: index) -> (tensor<2x?x4x16xf32>, tensor<?x64xf32>) {
+  %c1 = arith.constant 1 : index
+  %len = tensor.dim %p, %c1 : tensor<2x?x192xf32>
+  %s = tensor.extract_slice %p[0, 0, 64] [2, %len, 64] [1, 1, 1] : tensor<2x?x192xf32> to tensor<2x?x64xf32>
+  %c2 = arith.constant 2 : i64
+  %c4 = arith.constant 4 : i64
+  %c16 = arith.constant 16 : i64
+  %c64 = arith.constant 64 : i64
+  %ni = arith.index_cast %n : index to i64
+  %heads = tensor.from_elements %c2, %ni, %c4, %c16 : tensor<4xi64>
+  %h = tensor.reshape %s(%heads) : (tensor<2x?x64xf32>, tensor<4xi64>) -> tensor<2x?x4x16xf32>
+  %rows = arith.muli %ni, %c2 : i64
+  %flat = tensor.from_elements %rows, %c64 : tensor<2xi64>
+  %f = tensor.reshape %s(%flat) : (tensor<2x?x64xf32>, tensor<2xi64>) -> tensor<?x64xf32>
+  return %h, %f : tensor<2x?x4x16xf32>, tensor<?x64xf32>
 }
