@@ -1,16 +1,21 @@
 """Where a workload of bench_models.py --scale spends its GPU time: torch.profiler over a few
 calls of each backend asked for, the kernels (and library calls) by total CUDA time.
 
-    python benchmarks/profile_scale.py WORKLOAD [--backends eager,mlir] [--calls 3] [--top 15] [--trace DIR]
+    python benchmarks/profile_scale.py WORKLOAD [--backends eager,mlir] [--calls 3] [--top 15] [--trace DIR] [--gaps]
 
 --trace writes each backend's Chrome trace (DIR/WORKLOAD_BACKEND.json): every kernel in launch
 order with its grid and block, to be matched with the host schedules of a DYNAMO_MLIR_DUMP_DIR
 dump (which kernel of which region took the time).
+--gaps prints where the GPU sat idle between the profiled calls' first and last kernel: the
+idle total per call and the largest gaps, each with the kernel before and after it (the host
+not keeping up: a launch-bound stretch, a sync, a slow host step).
 """
 
 import argparse
+import json
 import os
 import sys
+import tempfile
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -39,6 +44,7 @@ def main(argv=None) -> None:
     parser.add_argument("--calls", type=int, default=3, help="profiled calls (after 3 warm-up calls)")
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--trace", help="a folder for each backend's Chrome trace")
+    parser.add_argument("--gaps", action="store_true", help="the GPU's idle time between kernels")
     args = parser.parse_args(argv)
     w = scale.scale_workloads("cuda")[args.workload]
     for backend in args.backends.split(","):
@@ -56,6 +62,8 @@ def main(argv=None) -> None:
         if args.trace:
             os.makedirs(args.trace, exist_ok=True)
             prof.export_chrome_trace(os.path.join(args.trace, f"{args.workload}_{backend}.json"))
+        if args.gaps:
+            print_gaps(prof, backend, args.calls, args.top)
         events = [e for e in prof.key_averages() if e.device_time_total > 0]
         total = sum(e.device_time_total for e in events) / args.calls / 1e3
         print(f"## {args.workload}, {backend}: {total:.2f} ms of kernels per call")
@@ -65,6 +73,30 @@ def main(argv=None) -> None:
             s = dynamo_mlir.stats()
             print("mlir:", {k: s[k] for k in ("ops_compiled", "ops_library", "ops_fallback", "fallback_ops",
                                            "inputs_written_in_place", "inputs_written_back")})
+
+
+def print_gaps(prof, backend: str, calls: int, top: int) -> None:
+    """Idle stretches of the GPU timeline (kernels, copies and fills of the profiled calls)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    work = sorted((e["ts"], e["ts"] + e.get("dur", 0), e["name"]) for e in events
+                  if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "ts" in e)
+    if not work:
+        return
+    gaps, end, before = [], work[0][1], work[0][2]
+    for start, stop, name in work[1:]:
+        if start > end:
+            gaps.append((start - end, before, name))
+        if stop > end:
+            end, before = stop, name
+    span = (work[-1][1] - work[0][0]) / calls / 1e3
+    idle = sum(g for g, _, _ in gaps) / calls / 1e3
+    print(f"## {backend}: GPU span {span:.2f} ms per call, idle {idle:.2f} ms in {len(gaps) // calls} gaps per call")
+    for gap, after, then in sorted(gaps, reverse=True)[:top]:
+        print(f"{gap:9.1f} us  after {after[:60]}  before {then[:60]}")
 
 
 if __name__ == "__main__":

@@ -691,3 +691,26 @@ def test_half_training_attention_runs_its_matmuls_on_half_operands(dtype, tmp_pa
     # 2 forward, 4 backward, and the scores recomputed in the backward unless AOTAutograd's
     # CSE and partitioner save them from the forward instead
     assert matmuls in (6, 7), matmuls
+
+
+def test_attention_takes_torchs_result_as_its_buffer_instead_of_copying_it():
+    """codegen/cuda/library.py's attention step, run on CPU tensors (the runner is torch's SDPA
+    on whatever device the views are): where its output is the whole of an allocated buffer,
+    laid out as torch's result, the result becomes that buffer (no copy kernel); into a view of
+    part of a buffer, or into an output slot, it is copied. Values as eager's either way."""
+    from dynamo_mlir.codegen.cuda import library
+    from dynamo_mlir.codegen.cuda.schedule import Library, View
+
+    q, k, v = (torch.randn(B * H * L * E) for _ in range(3))
+    heads = lambda slot, offset=0: View(slot, (B, H, L, E), (H * L * E, L * E, E, 1), offset)  # noqa: E731
+    want = F.scaled_dot_product_attention(*(t.view(B, H, L, E) for t in (q, k, v)), is_causal=True, scale=0.25)
+    attrs = (("is_causal", 1), ("scale", 0.25))
+    for out_slot, numel, offset, adopted in ((3, B * H * L * E, 0, True), (3, 2 * B * H * L * E, 0, False),
+                                            (3, 2 * B * H * L * E, B * H * L * E, False), (4, B * H * L * E, 0, False)):
+        bufs = [q, k, v, torch.zeros(numel), torch.zeros(B * H * L * E)]
+        before = bufs[out_slot]
+        call = Library("torch.attention", (heads(0), heads(1), heads(2), heads(out_slot, offset)), True, attrs)
+        library.step(call, intermediates=frozenset({3}))(bufs, None)
+        got = bufs[out_slot][offset:offset + B * H * L * E].view(B, H, L, E)
+        torch.testing.assert_close(got, want)
+        assert (bufs[out_slot] is not before) == adopted, (out_slot, numel, offset)

@@ -242,9 +242,9 @@ def _conv_grad(step: Library, grad, given, out, which: int):
 def _attention(step: Library, q, k, v, *bias_then_out):
     *bias, out = bias_then_out
     attrs = dict(step.attrs)
-    result = F.scaled_dot_product_attention(q, k, v, attn_mask=bias[0] if bias else None,
-                                            is_causal=bool(attrs["is_causal"]), scale=attrs["scale"])
-    out.copy_(result)
+    # Returned, not copied into `out`: the step takes torch's tensor as the buffer where it can.
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias[0] if bias else None,
+                                          is_causal=bool(attrs["is_causal"]), scale=attrs["scale"])
 
 
 def _attention_grad(step: Library, grad, q, k, v, *bias_then_outs):
@@ -281,14 +281,35 @@ RUNNERS = {
 }
 
 
-def step(lib: Library):
+def step(lib: Library, intermediates: frozenset = frozenset()):
+    """The library call `lib` as a host step. A runner that returns its result (one torch op that
+    allocates it, as attention does) has it written to its last operand; where that operand is
+    the whole of an intermediate buffer (a slot in `intermediates`, the schedule's allocations)
+    laid out as torch's result, the result becomes the buffer, with no copy."""
     runner = RUNNERS[lib.op]
     views = [(view_getter(v), v) for v in lib.operands]
+    out = lib.operands[-1]
+    adoptable = out.slot in intermediates and out.offset == 0
 
     def run(bufs, stream):
-        runner(lib, *[get(bufs, v) for get, v in views])
+        args = [get(bufs, v) for get, v in views]
+        result = runner(lib, *args)
+        if result is not None:
+            _write(bufs, out.slot if adoptable else None, args[-1], result)
 
     return run
+
+
+def _write(bufs, slot: int | None, out: torch.Tensor, result: torch.Tensor) -> None:
+    if slot is not None:
+        base = bufs[slot]
+        # `out`, a view an op writes (no element twice), covers the buffer: with its strides,
+        # torch's result is dense in the buffer's layout.
+        if (result.dtype == out.dtype and result.shape == out.shape and result.stride() == out.stride()
+                and out.numel() == base.numel()):
+            bufs[slot] = result.as_strided((base.numel(),), (1,), result.storage_offset())
+            return
+    out.copy_(result)
 
 
 def store_step(store):

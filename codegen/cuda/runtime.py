@@ -107,6 +107,7 @@ class CudaFunction:
         self.static = signature.is_static
         self.out_specs = [(shape, getattr(torch, dtype)) for shape, dtype in self.host.arg_types[self.n_in:]]
         self.written = frozenset(self.host.written)
+        self.intermediates = frozenset(s.slot for s in self.host.steps if isinstance(s, Alloc))
         self._per_device: dict[int, tuple] = {}
 
     def _prepare(self, device: torch.device):
@@ -124,7 +125,7 @@ class CudaFunction:
         if isinstance(step, Alloc):
             return alloc_step(step, device)
         if isinstance(step, Library):
-            return library.step(step)
+            return library.step(step, self.intermediates)
         if isinstance(step, Store):
             return library.store_step(step)
         raise TypeError(f"unknown host step {step}")
