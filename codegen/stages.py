@@ -174,7 +174,7 @@ def map_to_gpu(module: ir.Module, options, stage: str = "gpu", fuse_rows: bool =
     block per row for fused row reductions), outlined into gpu.modules; every op becomes a
     generated kernel (no library calls: a plugin target has no torch-side library to call)."""
     from .cuda import to_gpu
-    from .cuda.loopnest import Unsupported
+    from .gpu.loopnest import Unsupported
 
     try:
         with module.context, ir.Location.unknown():
@@ -188,7 +188,7 @@ def host_schedules(module: ir.Module, stage: str = "gpu") -> dict:
     """The host side of a `map_to_gpu` module, per function: allocations, views, constants and
     kernel launches in order, as plain data a runtime replays (`str()` prints it)."""
     from .cuda import schedule
-    from .cuda.loopnest import Unsupported
+    from .gpu.loopnest import Unsupported
 
     try:
         return schedule.extract(module)

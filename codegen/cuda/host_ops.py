@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .loopnest import VIEW_OPS, root_of
+from ..gpu.loopnest import VIEW_OPS, root_of
 
 
 def host_ops(func_op) -> list[ir.Operation]:

@@ -23,7 +23,7 @@ from torch_mlir import ir
 from ..attributes import OVERWRITE
 from ..memref_copies import is_identity_layout
 from .library_calls import ADDMM, call_on_buffers
-from .loopnest import op_name, root_of
+from ..gpu.loopnest import op_name, root_of
 from .host_ops import host_ops, written_between
 
 

@@ -28,7 +28,7 @@ from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
 from .matmul_bias import fold_bias_into_matmuls
 from .widened_matmuls import widened_matmuls_on_half
-from .loopnest import Unsupported
+from ..gpu.loopnest import Unsupported
 
 
 _per_host = to_gpu.per_host

@@ -29,7 +29,7 @@ from ...lowering.rules.conv import lower_conv, lower_conv_grad_input, lower_conv
 from ...lowering.rules.matmul import lower_matmul
 from ...lowering.rules.reduction import SUM_BLOCK, lower_reduce
 from . import library_calls
-from .kernels import ROW_THREADS
+from ..gpu.kernels import ROW_THREADS
 
 
 @register_lowering(dy.ReduceOp, target="cuda")

@@ -21,7 +21,7 @@ from ..attributes import WRITTEN_ARGUMENTS
 from ..gpu import host_sizes
 from ..gpu.kernel_abi import needs_split
 from ..provenance import nodes_of
-from .loopnest import VIEW_OPS, Unsupported, layout, op_name
+from ..gpu.loopnest import VIEW_OPS, Unsupported, layout, op_name
 from .library_calls import CALL_KIND, call_attrs, is_declaration
 from .to_gpu import LIBRARY_OPS, OVERWRITE
 

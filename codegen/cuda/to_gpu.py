@@ -18,14 +18,14 @@ import logging
 from torch_mlir import ir, passmanager
 from torch_mlir.dialects import func, memref
 
-from . import kernels, rowfuse
+from ..gpu import kernels, rowfuse
 from .matmul_bias import fold_bias_into_matmuls
 from .library_calls import ATTENTION, ATTENTIONS, is_call, is_declaration, retype, written_operands
-from .rowkernel import row_kernel
+from ..gpu.rowkernel import row_kernel
 from ..attributes import OVERWRITE  # set on a library op whose accumulator was a zero fill
 from ..passes import CompileError
 from .host_ops import host_ops, output_of, touches, used_between, written_between
-from .loopnest import LOOP_NESTS, LoopNest, Unsupported, op_name, root_of
+from ..gpu.loopnest import LOOP_NESTS, LoopNest, Unsupported, op_name, root_of
 from ..gpu import tiled
 from ..gpu.capabilities import capabilities_for
 from ..gpu.kernel_abi import split_dynamic_buffers

@@ -1,6 +1,10 @@
 """Target-independent GPU code generation: what the cuda target (and a GPU plugin such as
 examples/rocm_target) builds kernels from.
 
+- `loopnest`: a structured op on buffers read as loops and accesses (the builders' common model);
+- `kernels`: a kernel per op of static sizes (elementwise ops tiled to threads, vectorized where
+  aligned; reductions a block or a warp per row), `rowfuse` and `rowkernel`: a run of static ops
+  on the same rows as one launch, a block per row with the row in registers;
 - `capabilities`: what a GPU offers the strategies (warp size, threads per block, shared memory,
   widest access, tensor-core shapes), as data per architecture;
 - `row_groups`: a reduction of symbolic sizes with the elementwise ops, fills and copies before

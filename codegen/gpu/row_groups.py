@@ -2,7 +2,7 @@
 
 A layer norm with symbolic rows was a residual add, a zero fill, two copies of it, the mean, the
 variance and the normalization: seven launches, each reading or writing the whole rows. The
-static builders fuse such a run (codegen/cuda/rowfuse.py), but only with sizes known as ints.
+static builders fuse such a run (codegen/gpu/rowfuse.py), but only with sizes known as ints.
 Here a run of ops with symbolic sizes becomes one launch of one block per row
 (row_reduce.row_group_launch): each op of the run in turn strides the block's threads over its
 part of the row, with a barrier between ops, so a value one op writes is read by the next from
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from torch_mlir import ir
 
-from ..cuda.loopnest import VIEW_OPS, affine_dims, gathered_roots, op_name, root_of
+from .loopnest import VIEW_OPS, affine_dims, gathered_roots, op_name, root_of
 from .tiled import has_symbolic_sizes, iterators
 from . import row_reduce
 from .row_reduce import accesses, written

@@ -24,7 +24,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, gpu, memref, scf
 
 from ...lowering.scalar import identity_of
-from ..cuda.loopnest import clone_region_body, combiner_of, eval_affine, materialize, op_name
+from .loopnest import clone_region_body, combiner_of, eval_affine, materialize, op_name
 from .capabilities import GpuCapabilities
 from .tiled import has_symbolic_sizes, iterators
 

@@ -1,6 +1,6 @@
 """Loop nests with symbolic sizes -> gpu.launch, by MLIR's tiling and GPU mapping.
 
-The kernel builders of codegen/cuda/kernels.py compute with Python ints: every size must be
+The kernel builders of codegen/gpu/kernels.py compute with Python ints: every size must be
 known when the kernel is built. An op whose buffers have dynamic sizes takes this strategy
 instead. Its loops are tiled twice with `transform.structured.tile_using_forall`:
 - blocks: one tile of `block_threads * ELEMENTS_PER_THREAD` along the innermost loop and of 1

@@ -7,7 +7,7 @@ over the rows instead of the generic expansion's chain of core ops:
      inv and the weight.
 
 x is read twice and the result written once. On cpu these become two loop nests (plus the
-row-sized one); on cuda the row fusion (codegen/cuda/rowfuse.py: a fill, a row reduction, a
+row-sized one); on cuda the row fusion (codegen/gpu/rowfuse.py: a fill, a row reduction, a
 per-row op and a full-row elementwise op over the same rows) makes them one kernel, one block
 per row, the row read from memory once."""
 

@@ -19,7 +19,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, gpu, memref, scf, vector
 
 from ...lowering.scalar import identity_of
-from ..gpu.row_reduce import COMBINERS
+from .row_reduce import COMBINERS
 from .loopnest import (PARALLEL, REDUCTION, Access, LoopNest, affine_dims, eval_affine, linear_coefficient, materialize,
                        op_name)
 
