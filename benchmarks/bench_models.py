@@ -165,13 +165,13 @@ def measure_training(name, w: Training, repeats, device, backends):
 
 def measure_scale(name, w: scale.ScaleInference, repeats, device, backends):
     """Like measure; mlir judged against a float64 copy of the model (scale_workloads.py)."""
-    row = {"name": name, "group": w.group, "flops": w.flops}
+    row = {"name": name, "group": w.group, "flops": w.flops, "calls": w.calls}
     _fresh()
     with torch.no_grad():
         fns = {backend: _compiled(w.fn, how) for backend, how in backends.items()}
         # A GEMM's samples are back-to-back calls, so that the host's per-call work overlaps the
         # kernels as in a model, and the table measures the GEMM, not one call's launch latency.
-        _record(row, time_backends(fns, w.inputs, repeats, device, GEMM_CALLS if w.group == "gemm" else 1))
+        _record(row, time_backends(fns, w.inputs, repeats, device, GEMM_CALLS if w.group == "gemm" else w.calls))
         row["mlir_fallbacks"] = where_ops_ran(dynamo_mlir.stats())
         eager_out, mlir_out = fns["eager"](*w.inputs), fns["mlir"](*w.inputs)
     row["mlir_ok"] = scale.accuracy(scale.inference_errors(w, eager_out, mlir_out))
@@ -341,6 +341,10 @@ def report(rows, args, threads: str) -> str:
              f"Median of {args.repeats} {what} per backend (taken round-robin over the backends) after "
              f"{WARMUP_CALLS} warm-up calls; a ratio a/b > 1 "
              "means b is faster. Compile s: first call minus a steady call."]
+    batched = [f"{r['name']} ({r['calls']})" for r in rows if r.get("calls", 1) > 1]
+    if batched:
+        parts += ["", "Timed in samples of back-to-back calls (the median sample divided by its calls): "
+                  + ", ".join(batched) + "."]
     for group, title in (("models", "Training steps" if args.train else "Models"), ("kernels", "Kernels"),
                          ("scale", "Models at real sizes"), ("gemm", "GEMM")):
         chosen = [r for r in rows if r["group"] == group]
