@@ -1,0 +1,45 @@
+"""One backend's compiled workload called in a loop for a while, for a sampling profiler (perf)
+to attribute its time: the library calls, our generated code (perf's `[JIT]`), the thread pool's
+waits (libgomp), Python.
+
+    perf record -F 2000 -o mlir.data python benchmarks/loop_workload.py llama_2l_128 mlir 15
+    perf report -i mlir.data --no-children --sort dso -g none
+
+WORKLOAD: an inference workload of bench_models.py --scale on cpu (scale_workloads.py).
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+
+import dynamo_mlir  # noqa: F401  (registers backend="mlir")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scale_workloads as scale  # noqa: E402
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workload")
+    parser.add_argument("backend", choices=("eager", "inductor", "mlir"))
+    parser.add_argument("seconds", type=float)
+    args = parser.parse_args(argv)
+    w = scale.scale_workloads("cpu")[args.workload]
+    if not isinstance(w, scale.ScaleInference):
+        raise SystemExit(f"{args.workload} is no inference workload")
+    fn = w.fn if args.backend == "eager" else torch.compile(w.fn, backend=args.backend)
+    with torch.no_grad():
+        for _ in range(20):  # compile, warm up
+            fn(*w.inputs)
+        t0, calls = time.perf_counter(), 0
+        while time.perf_counter() - t0 < args.seconds:
+            fn(*w.inputs)
+            calls += 1
+    print(f"{args.workload} {args.backend}: {(time.perf_counter() - t0) / calls * 1e3:.3f} ms a call over {calls} calls")
+
+
+if __name__ == "__main__":
+    main()
