@@ -24,11 +24,11 @@ from ..reshape_hoist import hoist_reshapes
 from ..scalar_operands import read_scalars_directly
 from ..sliced_reshapes import expand_reshapes_of_slices
 from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITTEN_ARGUMENTS
+from ..gpu.loopnest import Unsupported
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
 from .matmul_bias import fold_bias_into_matmuls
 from .widened_matmuls import widened_matmuls_on_half
-from ..gpu.loopnest import Unsupported
 
 
 _per_host = to_gpu.per_host
