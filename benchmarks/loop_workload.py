@@ -2,10 +2,13 @@
 to attribute its time: the library calls, our generated code (perf's `[JIT]`), the thread pool's
 waits (libgomp), Python.
 
-    perf record -F 2000 -o mlir.data python benchmarks/loop_workload.py llama_2l_128 mlir 15
+    perf record -D 30000 -F 2000 -o mlir.data python benchmarks/loop_workload.py llama_2l_128 mlir 45
     perf report -i mlir.data --no-children --sort dso -g none
 
-WORKLOAD: an inference workload of bench_models.py --scale on cpu (scale_workloads.py).
+WORKLOAD: an inference workload of bench_models.py --scale on cpu (scale_workloads.py). Building
+them all and compiling take tens of seconds before the loop: perf's -D (a delay, in ms) keeps
+them out of the samples (without it, a 15 s loop's profile was several percent random-number
+generation of the models' weights).
 """
 
 import argparse
