@@ -72,8 +72,61 @@ def test_a_mean_over_a_symbolic_row_length_takes_its_count_as_a_kernel_argument(
             torch.randn(5, 96), torch.randn(96), torch.randn(96))
     host = read_stage(str(tmp_path), "host")
     launches = [line for line in host.splitlines() if "launch " in line]
-    assert len(launches) == 1 and "sitofp(index_cast(dim(%0, 1))):f32" in launches[0], host
+    # the layer norm's pair of launches (its row in shared memory or not, row_staging.py): no other
+    assert len(launches) == 2 and all("sitofp(index_cast(dim(%0, 1))):f32" in line for line in launches), host
     assert "empty(1," not in host and "] = " not in host, host  # no one-element buffer, no host store
+
+
+def _compile_for_cuda_on_cpu(fn, tmp_path, *args, **kw):
+    """Compile `fn` for sm_90 on CPU tensors (no GPU: it raises once the PTX is built); the
+    stages' dumps land in tmp_path."""
+    dynamo_mlir.reset()
+    options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": str(tmp_path), "cache": False, "strict": True}
+    with pytest.raises(Exception, match="not a CUDA device"):
+        torch.compile(fn, backend="mlir", options=options, **kw)(*args)
+
+
+def test_a_softmax_over_rows_of_symbolic_length_reads_its_row_once_when_it_fits_in_shared_memory(tmp_path):
+    """codegen/gpu/row_staging.py: the softmax's four ops (max, exp into the output, its sum, the
+    division) read x and the output from a slot of shared memory after the first read; the output
+    is stored to global memory once. Whether the row fits is a per-call test: the host has the
+    staged launch and the plain one, with complementary grids."""
+    _compile_for_cuda_on_cpu(lambda x: torch.softmax(x, -1), tmp_path, torch.randn(6, 300), dynamic=True)
+    host = read_stage(str(tmp_path), "host")
+    staged, plain = [line for line in host.splitlines() if "launch " in line]
+    fits = "ule(muli(ceildivui(muli(dim(%0, 1), 4), 16), 16), 47104)"  # one f32 slot of a row: x, then the output
+    assert f"grid=(select({fits}, dim(%0, 0), 0)" in staged and "shared=index_cast(" in staged, host
+    assert f"grid=(select({fits}, 0, dim(%0, 0))" in plain and "shared=" not in plain, host
+    gpu = read_stage(str(tmp_path), "gpu")
+    kernels = gpu.split("gpu.func @")[1:]
+    staged_kernel = next(k for k in kernels if "gpu.dynamic_shared_memory" in k)
+    plain_kernel = next(k for k in kernels if "gpu.dynamic_shared_memory" not in k)
+
+    def global_accesses(kernel, op):  # memref.load/store of a global buffer's row element
+        return [line for line in kernel.splitlines() if f"{op} " in line and "workgroup" not in line
+                and "memref<?x?xf32>" in line]
+
+    # 4 lanes a trip: x loaded once (the max), the output stored once (the division)
+    assert len(global_accesses(staged_kernel, "memref.load")) == 4, staged_kernel
+    assert len(global_accesses(staged_kernel, "memref.store")) == 4, staged_kernel
+    assert len(global_accesses(plain_kernel, "memref.load")) == 16, plain_kernel
+    assert len(global_accesses(plain_kernel, "memref.store")) == 8, plain_kernel
+    ptx = read_stage(str(tmp_path), "ptx")
+    assert ".extern .shared .align 16 .b8 __dynamic_shmem__0[];" in ptx, ptx[:2000]
+
+
+@pytest.mark.parametrize("row, launches", [(512, "shared=2048"), (16384, None)])
+def test_a_row_of_static_length_is_staged_or_not_at_compile_time(tmp_path, row, launches):
+    """Rows of a static length (a layer norm's over symbolic tokens): the slots' bytes are known,
+    so one launch is built, staged where they fit (512 floats) and plain where not (16384)."""
+    w, b = torch.randn(row), torch.randn(row)
+    x = torch.randn(6, row)
+    torch._dynamo.mark_dynamic(x, 0)
+    _compile_for_cuda_on_cpu(lambda x, w, b: torch.nn.functional.layer_norm(x, (row,), w, b), tmp_path, x, w, b)
+    host = read_stage(str(tmp_path), "host")
+    found = [line for line in host.splitlines() if "launch " in line]
+    assert len(found) == 1 and "grid=(dim(%0, 0), 1, 1)" in found[0], host
+    assert (launches in found[0]) if launches else "shared=" not in found[0], host
 
 
 def test_a_flat_elementwise_op_of_symbolic_size_runs_in_chunks_of_8192(tmp_path):
@@ -185,7 +238,7 @@ def test_a_grid_above_the_drivers_limits_for_this_calls_sizes_is_an_error_naming
 
 def test_a_launch_evaluates_its_grid_and_sizes_per_call_and_skips_an_empty_grid(monkeypatch):
     """codegen/gpu/launch_steps.py through the cuda runtime, the driver replaced by a recorder (no
-    GPU): each call's grid and `index` argument come from that call's tensor."""
+    GPU): each call's grid, dynamic shared memory and `index` argument come from that call's tensor."""
     import ctypes
 
     from dynamo_mlir.codegen.cuda import runtime
@@ -197,15 +250,18 @@ def test_a_launch_evaluates_its_grid_and_sizes_per_call_and_skips_an_empty_grid(
     class Recorder:
         def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
             size_at = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))[1]
-            calls.append(((gx, gy, gz), bx, stream, ctypes.cast(size_at, ctypes.POINTER(ctypes.c_int64)).contents.value))
+            calls.append(((gx, gy, gz), bx, shared, stream,
+                          ctypes.cast(size_at, ctypes.POINTER(ctypes.c_int64)).contents.value))
             return (0,)
 
     monkeypatch.setattr(runtime, "driver", lambda: Recorder())
     grid = (Apply("arith.ceildivui", (Dim(0, 0), 256)), 1, 1)
-    step = runtime.launch_step(Launch("main_kernel", grid, (256, 1, 1), (("ptr", 0), ("index", Dim(0, 0)))), None, 64)
+    shared = Apply("arith.muli", (Dim(0, 0), 4))  # a row group's slots (row_staging.py): bytes per call
+    step = runtime.launch_step(Launch("main_kernel", grid, (256, 1, 1), (("ptr", 0), ("index", Dim(0, 0))), shared),
+                               None, 64)
     for n in (1000, 0, 70):
         step([torch.empty(n)], 7)
-    assert calls == [((4, 1, 1), 256, 7, 1000), ((1, 1, 1), 256, 7, 70)]
+    assert calls == [((4, 1, 1), 256, 4000, 7, 1000), ((1, 1, 1), 256, 280, 7, 70)]
 
 
 @on_gpu
@@ -231,6 +287,12 @@ REDUCTIONS = {
     "mean_keepdim_of_view": (lambda x: x.transpose(0, 1).mean(-1, keepdim=True) * 2, lambda n: (torch.randn(n, 4, 50),)),
     "int_sum": (lambda x: x.sum(-1, dtype=torch.int32), lambda n: (torch.randint(-5, 5, (n, 300), dtype=torch.int32),)),
     "log_softmax_row_of_symbolic_length": (lambda x: torch.log_softmax(x, -1), lambda n: (torch.randn(4, n),)),
+    # rows kept in shared memory (row_staging.py) where they fit (1500, 600, 11100 floats) and not
+    # where they do not (300000): the staged launch or the plain one, chosen per call
+    "softmax_rows_in_and_past_shared_memory": (lambda x: torch.softmax(x * 2, -1),
+                                               lambda n: (torch.randn(3, n * 300),)),
+    "rms_norm_rows_in_and_past_shared_memory": (lambda x, w: x * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-6) * w,
+                                                lambda n: (torch.randn(2, n * 300), torch.randn(n * 300))),
     # row groups (codegen/gpu/row_groups.py): a residual add and layer norm on [2, n, 96] rows,
     # an RMS norm, a masked softmax over a symbolic row, and ops that must stay out of a group
     "residual_layer_norm": (lambda x, r, w, b: torch.nn.functional.layer_norm(x + r, (96,), w, b) * 2,

@@ -24,6 +24,7 @@ from ..reshape_hoist import hoist_reshapes
 from ..scalar_operands import read_scalars_directly
 from ..sliced_reshapes import expand_reshapes_of_slices
 from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITTEN_ARGUMENTS
+from ..gpu.kernel_abi import extern_dynamic_shared
 from ..gpu.loopnest import Unsupported
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import ptx, schedule, to_gpu
@@ -170,6 +171,9 @@ NVVM = (
           produces=(INDEX_BITWIDTH,)),
     upstream("cuda-to-nvvm", _to_nvvm, "The gpu.modules' kernels -> NVVM/LLVM dialect (bare pointers).",
              consumes=(INDEX_BITWIDTH,), requires=("cuda-index-bitwidth",)),
+    _pass("extern-dynamic-shared", lambda m, o: extern_dynamic_shared(m) and None,
+          "The kernels' dynamic shared memory declared external (upstream declares it internal, which NVPTX "
+          "demotes to one byte of static shared memory).", requires=("cuda-to-nvvm",)),
     _pass("program", _program,
           "The host schedule extracted, the kernels gathered into one device module: a CudaProgram.",
           consumes=(INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, WRITTEN_ARGUMENTS), requires=("cuda-to-nvvm",),

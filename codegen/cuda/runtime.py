@@ -74,9 +74,9 @@ class LoadedModule:
 MAX_GRID = (2**31 - 1, 65535, 65535)  # blocks per grid dimension (x, y, z)
 
 
-def _cu_launch(function, grid, launch: Launch, stream, params_ptr) -> None:
+def _cu_launch(function, grid, shared: int, launch: Launch, stream, params_ptr) -> None:
     (gx, gy, gz), (bx, by, bz) = grid, launch.block
-    err = driver().cuLaunchKernel(function, gx, gy, gz, bx, by, bz, 0, stream, params_ptr, 0)
+    err = driver().cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream, params_ptr, 0)
     if err[0] != 0:
         check(err, f"cuLaunchKernel {launch.kernel} grid={grid} block={launch.block}")
 

@@ -57,10 +57,12 @@ class Launch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     args: tuple  # ("ptr", slot) or (scalar type, value)
+    shared: object = 0  # bytes of dynamic shared memory: an int, or a size expression of the call
 
     def __str__(self):
         args = ", ".join(f"%{v}" if k == "ptr" else f"{v}:{k}" for k, v in self.args)
-        return f"launch {self.kernel} grid={self.grid} block={self.block} ({args})"
+        shared = f" shared={self.shared}" if self.shared != 0 else ""
+        return f"launch {self.kernel} grid={self.grid} block={self.block}{shared} ({args})"
 
 
 @dataclass(frozen=True)
@@ -386,8 +388,10 @@ class _Reader:
             else:
                 args.append(self.scalar(v))
         kernel = str(lf.kernel).split("::")[0].lstrip("@")  # the gpu.module's name (see ptx.py)
+        shared = lf.dynamicSharedMemorySize
+        shared = 0 if shared is None else self.scalar(shared)[1]
         self.out.kernels.append(kernel)
-        self.out.steps.append(Launch(kernel, tuple(sizes[:3]), tuple(sizes[3:]), tuple(args)))
+        self.out.steps.append(Launch(kernel, tuple(sizes[:3]), tuple(sizes[3:]), tuple(args), shared))
 
     def scalar(self, v):
         if v not in self.scalars:

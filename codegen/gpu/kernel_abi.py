@@ -92,3 +92,29 @@ def split_dynamic_buffers(func_op) -> int:
             _split(v, launch.operation, entry)
             count += 1
     return count
+
+
+def extern_dynamic_shared(module: ir.Module) -> int:
+    """The launch's dynamic shared memory (gpu.dynamic_shared_memory, row_staging.py) declared as
+    an external zero-length array in the device module's LLVM dialect; returns how many.
+
+    Upstream's lowering (convert-gpu-to-nvvm / -rocdl) declares it `internal`. NVPTX then demotes
+    an internal shared global used by one kernel to a variable of that kernel, and a zero-length
+    one is printed as one byte (`.shared .align 16 .b8 __dynamic_shmem__0;`): the kernel's slots
+    would overlap its static shared memory. An external declaration is the launch's dynamic
+    shared memory (`.extern .shared .align 16 .b8 __dynamic_shmem__0[];`, what CUDA C's `extern
+    __shared__` array compiles to; AMDGPU takes dynamic LDS the same way)."""
+    external = ir.Attribute.parse("#llvm.linkage<external>")
+    found = []
+
+    def visit(op):
+        op = op.operation if hasattr(op, "operation") else op
+        if op.name == "llvm.mlir.global" and "value" not in op.attributes and not op.regions[0].blocks \
+                and str(op.attributes["global_type"]).startswith("!llvm.array<0 x"):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in found:
+        op.attributes["linkage"] = external
+    return len(found)

@@ -3,9 +3,10 @@
 The cuda runtime (cuLaunchKernel) and a GPU plugin's (the rocm example: hipModuleLaunchKernel)
 run the same host schedule (codegen/cuda/schedule.py, plain data): a launch is a kernel, a grid,
 a block and arguments; an allocation is a torch.empty. Either may be known only per call, as an
-expression of the call's sizes (host_sizes.py). What differs is the driver call, handed in as
-`launcher(function, grid, launch, stream, params_ptr)` (launch: the schedule's Launch, for its
-block and kernel name), which raises on failure.
+expression of the call's sizes (host_sizes.py), and so may a launch's dynamic shared memory. What
+differs is the driver call, handed in as `launcher(function, grid, shared_bytes, launch, stream,
+params_ptr)` (launch: the schedule's Launch, for its block and kernel name), which raises on
+failure.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ class LaunchStep:
         self.params = (ctypes.c_void_p * max(len(self.values), 1))(*[ctypes.addressof(v) for v in self.values])
         self.params_ptr = ctypes.addressof(self.params)
         self.grid = launch.grid if host_sizes.is_static(*launch.grid) else None
-        # The sizes, then the grid (when it is known per call), from one generated function.
-        per_call = [size for _, size in self.sizes] + ([] if self.grid else list(launch.grid))
+        self.shared = launch.shared if host_sizes.is_static(launch.shared) else None
+        # The sizes, then the grid and the shared memory (when known per call), from one
+        # generated function.
+        per_call = [size for _, size in self.sizes] + ([] if self.grid else list(launch.grid)) \
+            + ([] if self.shared is not None else [launch.shared])
         self.size_slots = [i for i, _ in self.sizes]
         self.evaluate = host_sizes.evaluator(per_call) if per_call else None
 
@@ -53,16 +57,21 @@ class LaunchStep:
         values = self.values
         for i, slot in self.ptr_slots:
             values[i].value = bufs[slot].data_ptr()
-        grid = self.grid
+        grid, shared = self.grid, self.shared
         if self.evaluate is not None:
             computed = self.evaluate(bufs)
             for i, value in zip(self.size_slots, computed):
                 values[i].value = value
+            rest = computed[len(self.size_slots):]
             if grid is None:
-                grid = self._grid(computed[len(self.size_slots):])
-                if 0 in grid:  # no element to compute (a dynamic size of 0): no launch
+                grid, rest = self._grid(rest[:3]), rest[3:]
+                # no element to compute (a dynamic size of 0), or the other launch of a pair
+                # chosen per call (codegen/gpu/row_staging.py): no launch
+                if 0 in grid:
                     return
-        self.launcher(self.function, grid, self.launch, stream, self.params_ptr)
+            if shared is None:
+                shared = rest[0]
+        self.launcher(self.function, grid, shared, self.launch, stream, self.params_ptr)
 
     def _grid(self, grid: tuple) -> tuple:
         """The grid of a launch over symbolic sizes, for this call's sizes; one the driver would

@@ -262,9 +262,11 @@ def build_row_groups(func_op, caps) -> int:
     """Each group of `func_op` -> one launch at its last op, its ops erased; then each rank-1
     elementwise op left -> blocks of consecutive elements (row_reduce.chunk_launch). Returns how
     many launches were built."""
-    groups = find_row_groups(func_op, SizeClasses(func_op))
+    classes = SizeClasses(func_op)
+    groups = find_row_groups(func_op, classes)
+    launches = 0
     for group in groups:
-        row_reduce.row_group_launch(group, caps)
+        launches += len(row_reduce.row_group_launch(group, caps, lambda op: loop_classes(op, classes)))
         for op in group.ops:
             op.erase()
     flat = [o.operation for o in func_op.regions[0].blocks[0].operations
@@ -272,4 +274,4 @@ def build_row_groups(func_op, caps) -> int:
     for op in flat:
         row_reduce.chunk_launch(op, caps)
         op.erase()
-    return len(groups) + len(flat)
+    return launches + len(flat)

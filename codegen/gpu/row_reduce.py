@@ -19,12 +19,14 @@ it is one of them, so it has no launch of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, gpu, memref, scf
 
 from ...lowering.scalar import identity_of
 from .loopnest import clone_region_body, combiner_of, eval_affine, materialize, op_name
+from . import row_staging
 from .capabilities import GpuCapabilities
 from .tiled import has_symbolic_sizes, iterators
 
@@ -135,6 +137,16 @@ UNROLL = 4
 CHUNK_UNROLL = 8
 
 
+@dataclass(frozen=True)
+class Lane:
+    """One element a thread takes in a trip: whether it is in the row, its position in the row
+    (clamped to the row's last element where it is not), its operands' indices, its loops' indices."""
+    valid: ir.Value
+    linear: ir.Value
+    at: Callable
+    index_of: Callable
+
+
 @dataclass
 class InRow:
     """Where a block stands while it builds one op of its row: the row's indices, the op's other
@@ -145,13 +157,15 @@ class InRow:
     threads: int
     span: tuple | None = None  # (first, end): the linear elements this block takes; None: all of them
     unroll: int | None = None  # elements a trip; None: UNROLL
+    pos: int = 0               # the op's position in its group
+    slots: row_staging.Slots | None = None  # the group's shared-memory slots (staged launches)
 
     def loop(self, iter_args, lanes_body) -> scf.ForOp:
         """The thread's loop over the op's elements of the row: element tx + k * threads of each
         chunk of unroll * threads, for k < unroll (adjacent threads, adjacent elements where the
         innermost loop is the contiguous one). `lanes_body(lanes, iter_args)` builds a trip and
-        returns what it yields; a lane is (valid, indexer): an invalid lane (past the row's end)
-        reads the row's last element, and its result must be dropped."""
+        returns what it yields; an invalid lane (past the row's end) reads the row's last
+        element, and its result must be dropped."""
         unroll = self.unroll or UNROLL
         first, n = self.span or (None, product(self.inner))
         lower = arith.addi(first, self.tx) if first is not None else self.tx
@@ -162,13 +176,25 @@ class InRow:
             for k in range(unroll):
                 i = arith.addi(loop.induction_variable, _index(k * self.threads)) if k else loop.induction_variable
                 valid = arith.cmpi(arith.CmpIPredicate.ult, i, n)
-                lanes.append((valid, self.at(arith.minui(i, last)) if k else self.at(i)))
+                lanes.append(self._lane(valid, arith.minui(i, last) if k else i))
             scf.YieldOp(lanes_body(lanes, list(loop.inner_iter_args)))
         return loop
 
-    def at(self, linear: ir.Value):
+    def _lane(self, valid: ir.Value, linear: ir.Value) -> Lane:
         idx = self.row + delinearize(linear, self.inner)
-        return lambda amap: [eval_affine(e, lambda d: idx[d]) for e in amap.results], (lambda d: idx[d])
+        return Lane(valid, linear, lambda amap: [eval_affine(e, lambda d: idx[d]) for e in amap.results],
+                    lambda d: idx[d])
+
+    def load(self, value: ir.Value, amap: ir.AffineMap, lane: Lane) -> ir.Value:
+        read = lambda: memref.load(value, lane.at(amap))
+        return read() if self.slots is None else self.slots.load(value, amap, self.pos, lane, read)
+
+    def store(self, v: ir.Value, value: ir.Value, amap: ir.AffineMap, lane: Lane) -> None:
+        write = lambda: memref.store(v, value, lane.at(amap))
+        if self.slots is None:
+            write()
+        else:
+            self.slots.store(v, value, amap, self.pos, lane, write)
 
 
 def _reduce_in_row(op, here: InRow) -> None:
@@ -182,10 +208,10 @@ def _reduce_in_row(op, here: InRow) -> None:
     body = clone_region_body(generic.regions[0].blocks[0])
 
     def fold(lanes, acc):
-        loaded = [[memref.load(v, at(m)) for v, m in zip(generic.inputs, maps)] for _, (at, _) in lanes]
+        loaded = [[here.load(v, m, lane) for v, m in zip(generic.inputs, maps)] for lane in lanes]
         acc = acc[0]
-        for (valid, (_, index_of)), ins in zip(lanes, loaded):
-            acc = arith.select(valid, body(ins, [acc], index_of)[0], acc)
+        for lane, ins in zip(lanes, loaded):
+            acc = arith.select(lane.valid, body(ins, [acc], lane.index_of)[0], acc)
         return [acc]
 
     loop = here.loop([identity_of(op_name(comb), elem)], fold)
@@ -208,14 +234,15 @@ def _map_in_row(op, here: InRow) -> None:
     n_in = len(operands) - len(outs)
 
     def compute(lanes, _):
-        values = [MAP_BODIES[op.name](op, [memref.load(v, at(m)) for v, m in operands[:n_in]],
-                                      lambda k, at=at: memref.load(outs[k], at(operands[n_in + k][1])), index_of)
-                  for _, (at, index_of) in lanes]
-        for (valid, (at, _)), lane_values in zip(lanes, values):
-            store = scf.IfOp(valid)
+        values = [MAP_BODIES[op.name](op, [here.load(v, m, lane) for v, m in operands[:n_in]],
+                                      lambda k, lane=lane: here.load(outs[k], operands[n_in + k][1], lane),
+                                      lane.index_of)
+                  for lane in lanes]
+        for lane, lane_values in zip(lanes, values):
+            store = scf.IfOp(lane.valid)
             with ir.InsertionPoint(store.then_block):
                 for (value, amap), v in zip(operands[n_in:], lane_values):
-                    memref.store(v, value, at(amap))
+                    here.store(v, value, amap, lane)
                 scf.YieldOp([])
         return []
 
@@ -239,26 +266,46 @@ MAP_BODIES = {
 }
 
 
-def row_group_launch(group, caps: GpuCapabilities) -> gpu.LaunchOp:
+def row_group_launch(group, caps: GpuCapabilities, loop_classes: Callable) -> list[gpu.LaunchOp]:
     """One block per row for a row group (row_groups.RowGroup), built before its last op: its ops
-    in order, a barrier between two (what one wrote, the next may read from another thread)."""
+    in order, a barrier between two (what one wrote, the next may read from another thread).
+    Where ops of the group touch the same elements, a launch keeping them in shared memory
+    (row_staging.py) too, the two launched by whether the slots fit for the call's sizes.
+    `loop_classes(op)`: the size classes of an op's loops (row_groups.SizeClasses)."""
     last = group.ops[-1]
     with ir.InsertionPoint(last), last.location:
         sizes = [loop_sizes(op) for op in group.ops]
-        threads, one = _index(caps.block_threads), _index(1)
-        launch = gpu.LaunchOp((product(sizes[0][:group.p]), one, one), (threads, one, one))
-        entry = launch.regions[0].blocks[0]
-        with ir.InsertionPoint(entry):
-            row = delinearize(entry.arguments[0], sizes[0][:group.p])
-            for k, (op, op_sizes) in enumerate(zip(group.ops, sizes)):
-                if k:
-                    gpu.barrier()
-                here = InRow(row, op_sizes[group.p:], entry.arguments[3], caps.block_threads)
-                if takes(op):
-                    _reduce_in_row(op, here)
-                else:
-                    _map_in_row(op, here)
-            gpu.TerminatorOp()
+        rows = product(sizes[0][:group.p])
+        plan = row_staging.plan(group.ops, group.p, loop_classes)
+        if not plan:
+            return [_group_launch(group, caps, sizes, rows)]
+        counts, offsets, total, static_total = row_staging.slot_bytes(plan, sizes, group.p)
+        room = row_staging.capacity(caps)
+        if static_total is not None:
+            staged = (plan, counts, offsets, total) if static_total <= room else None
+            return [_group_launch(group, caps, sizes, rows, staged)]
+        fits, none = arith.cmpi(arith.CmpIPredicate.ule, total, _index(room)), _index(0)
+        return [_group_launch(group, caps, sizes, arith.select(fits, rows, none), (plan, counts, offsets, total)),
+                _group_launch(group, caps, sizes, arith.select(fits, none, rows))]
+
+
+def _group_launch(group, caps: GpuCapabilities, sizes: list, blocks: ir.Value, staged: tuple | None = None):
+    threads, one = _index(caps.block_threads), _index(1)
+    shared = arith.index_cast(ir.IntegerType.get_signless(32), staged[3]) if staged else None
+    launch = gpu.LaunchOp((blocks, one, one), (threads, one, one), dynamic_shared_memory_size=shared)
+    entry = launch.regions[0].blocks[0]
+    with ir.InsertionPoint(entry):
+        row = delinearize(entry.arguments[0], sizes[0][:group.p])
+        slots = row_staging.Slots(*staged[:3]) if staged else None
+        for k, (op, op_sizes) in enumerate(zip(group.ops, sizes)):
+            if k:
+                gpu.barrier()
+            here = InRow(row, op_sizes[group.p:], entry.arguments[3], caps.block_threads, pos=k, slots=slots)
+            if takes(op):
+                _reduce_in_row(op, here)
+            else:
+                _map_in_row(op, here)
+        gpu.TerminatorOp()
     return launch
 
 

@@ -31,6 +31,9 @@ A target compiles linalg for one kind of hardware:
                                    evaluated from the call's tensors (codegen/gpu/launch_steps.py)
     host_sizes                     those sizes: expressions of the call's tensors' dims and `index`
                                    arguments (Dim, Arg, Apply; evaluate)
+    extern_dynamic_shared(module)  after the lowering to the LLVM dialect: the kernels' dynamic shared
+                                   memory (the core's row strategies use it) declared as the driver
+                                   expects (codegen/gpu/kernel_abi.py)
     GpuCapabilities                what a GPU architecture offers the kernel strategies; a GPU
                                    target's options name the architecture by `gpu_arch()`
     register the Target under the `dynamo_mlir.targets` entry-point group (or register_target)
@@ -51,6 +54,7 @@ from dynamo_mlir.codegen.passes import CompileError, run_pipeline
 from dynamo_mlir.codegen.provenance import nodes_of
 from dynamo_mlir.codegen.gpu.capabilities import GpuCapabilities
 from dynamo_mlir.codegen.gpu import host_sizes
+from dynamo_mlir.codegen.gpu.kernel_abi import extern_dynamic_shared
 from dynamo_mlir.codegen.gpu.launch_steps import LaunchStep, alloc_step
 from dynamo_mlir.codegen.signature import Signature
 from dynamo_mlir.codegen.target import (DuplicateTarget, NoTargetForDevice, Stage, Target, all_targets,
@@ -79,7 +83,8 @@ __all__ = [
     "Target", "Stage", "TargetOptions", "option", "OptionError", "Options", "Signature", "register_target",
     "get_target", "all_targets", "target_for_device", "DuplicateTarget", "NoTargetForDevice", "stages",
     "run_pipeline", "CompileError", "declare_capability", "CAPABILITIES", "nodes_of", "Pass", "register_pass",
-    "upstream", "LaunchStep", "alloc_step", "host_sizes", "GpuCapabilities",
+    "upstream", "LaunchStep", "alloc_step", "host_sizes", "extern_dynamic_shared",
+    "GpuCapabilities",
     # dialect
     "register_dialect", "DuplicateDialect", "Dynamo", "core_ops", "verifier", "VerifyError", "tensor_type",
     "shape_of", "elem_of",

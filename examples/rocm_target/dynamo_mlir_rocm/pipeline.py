@@ -14,7 +14,7 @@ from typing import Any
 
 from torch_mlir import ir
 
-from dynamo_mlir.plugin import CompileError, run_pipeline, stages
+from dynamo_mlir.plugin import CompileError, extern_dynamic_shared, run_pipeline, stages
 
 from . import code_object, math_expansion
 from .code_object import TRIPLE, CodeObject, CodeObjectError
@@ -87,6 +87,7 @@ def make_rocdl(module: ir.Module, options) -> RocmProgram:
     run_pipeline(module, before, "rocdl", options)
     math_expansion.expand_erf(module)
     run_pipeline(module, after, "rocdl", options)
+    extern_dynamic_shared(module)  # upstream declares it internal (the plugin API says why)
     return RocmProgram(hosts, stages.device_module(module, TRIPLE), "rocdl")
 
 

@@ -83,9 +83,9 @@ class LoadedModule:
             self.functions[k] = fn
 
 
-def _hip_launch(function, grid, launch, stream, params) -> None:
+def _hip_launch(function, grid, shared, launch, stream, params) -> None:
     (gx, gy, gz), (bx, by, bz) = grid, launch.block
-    check(hip().hipModuleLaunchKernel(function, gx, gy, gz, bx, by, bz, 0, ctypes.c_void_p(stream),
+    check(hip().hipModuleLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, ctypes.c_void_p(stream),
                                       ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p)), None),
           f"hipModuleLaunchKernel {launch.kernel}")
 

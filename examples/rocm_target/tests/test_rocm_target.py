@@ -272,7 +272,7 @@ def test_a_launch_of_symbolic_sizes_evaluates_its_grid_and_sizes_per_call(monkey
 
     monkeypatch.setattr(runtime, "hip", lambda: Recorder())
     grid = (Apply("arith.ceildivui", (Dim(0, 0), 4096)), 1, 1)
-    launch = SimpleNamespace(kernel="main_kernel", grid=grid, block=(256, 1, 1), args=(("ptr", 0), ("index", Dim(0, 0))))
+    launch = SimpleNamespace(kernel="main_kernel", grid=grid, block=(256, 1, 1), shared=0, args=(("ptr", 0), ("index", Dim(0, 0))))
     function = SimpleNamespace(host=SimpleNamespace(index_bits=64))
     step = runtime.STEP_BUILDERS["Launch"](function, launch, SimpleNamespace(functions={"main_kernel": None}), None)
     for n in (5000, 10000, 0):
