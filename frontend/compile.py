@@ -56,22 +56,24 @@ class DirectRecipe:
     order: tuple[int, ...] | None  # the region's inputs among the graph's; None: as they come
     picks: tuple[int, ...]         # the graph's outputs among the region's
     every_output: bool             # picks is every output in order
-    copies_inputs: bool            # inputs go in as .contiguous() copies
+    copied: tuple[int, ...]        # the region's inputs that go in as .contiguous() copies
 
     def bind(self, fn):
         """fn (the region's callable) as the graph's function."""
-        order, picks, every_output = self.order, list(self.picks), self.every_output
-        if not self.copies_inputs:
+        order, picks, every_output, copied = self.order, list(self.picks), self.every_output, self.copied
+        if not copied:
             def call(*args):
                 out = fn(*(args if order is None else _picked(args, order)))
                 return out if every_output else _picked(out, picks)
         else:
             def call(*args):
-                out = fn(*[t.contiguous() if isinstance(t, torch.Tensor) else t
-                           for t in (args if order is None else _picked(args, order))])
+                args = list(args) if order is None else _picked(args, order)
+                for k in copied:
+                    if isinstance(args[k], torch.Tensor):
+                        args[k] = args[k].contiguous()
+                out = fn(*args)
                 return out if every_output else _picked(out, picks)
 
-        call.copies_inputs = self.copies_inputs
         call.recipe = self
         return call
 
@@ -253,13 +255,14 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     # Dynamo's guards hold a static input's sizes and strides (a transposed or sliced input
     # recompiles): inputs compiled contiguous come contiguous, and a .contiguous() per input
     # would only add a torch call per input per call (benchmarks/dynamo_floor.py: a torch call
-    # inside the compiled frame costs 2-3x what it costs outside).
-    copies = not all(_static_contiguous(n) for n in inputs)
-    if copies and region.written_inputs:  # CompiledRegion.forward writes back what went to a contiguous copy
+    # inside the compiled frame costs 2-3x what it costs outside). Only the others go through
+    # one: with symbolic sizes, the input ids, not GPT-2's 150 parameters (27 us a call).
+    copied = tuple(k for k, g in enumerate(order or range(len(inputs))) if not _static_contiguous(inputs[g]))
+    if copied and region.written_inputs:  # CompiledRegion.forward writes back what went to a contiguous copy
         return None
     # (An input the code computes into comes contiguous, so the code wrote the caller's tensor,
     # and the output plan returns that tensor for its output: nothing is left to write back.)
-    recipe = DirectRecipe(None if order is None else tuple(order), tuple(picks), every_output, copies)
+    recipe = DirectRecipe(None if order is None else tuple(order), tuple(picks), every_output, copied)
     return recipe.bind(region.fn)
 
 

@@ -13,6 +13,7 @@ import torch
 
 from dynamo_mlir.codegen.cuda import runtime
 from dynamo_mlir.codegen.cuda.runtime import GraphedFunction, _Replay, _is_replay_output, _storage_uses, _tensor_refs
+from dynamo_mlir.codegen.signature import SizeSpec, TensorSpec
 
 
 class _Outputs(_Replay):
@@ -71,7 +72,8 @@ class _Kernels:
     """A CudaFunction stand-in: out = 2 * x + 1, then x += 1 where x is written. Its step reads
     and writes addresses, as a kernel does: recorded while capturing, run at once otherwise."""
 
-    signature = SimpleNamespace(name="kernels")
+    # x of symbolic length: its shape is in a replay's key (runtime.InputLayouts)
+    signature = SimpleNamespace(name="kernels", inputs=(TensorSpec((-1,), torch.float32),))
 
     def __init__(self, written=()):
         self.written = frozenset(written)
@@ -227,6 +229,32 @@ def test_a_function_fed_its_own_outputs_captures_a_bounded_number_of_replays(fak
     assert len(_captured(f)) == 1 + GraphedFunction.MAX_OUTPUT_ADDRESSES
 
 
+class _FixedKernels(_Kernels):
+    """_Kernels over an input of static shape: Dynamo's guards check its shape and strides, so a
+    replay's key holds only its address where it is read in place (runtime.InputLayouts)."""
+
+    signature = SimpleNamespace(name="fixed", inputs=(TensorSpec((8,), torch.float32),))
+
+
+def test_a_parameter_is_read_where_it_lives_and_its_address_keys_the_replay(fake_capture):
+    f = _graphed(_FixedKernels())
+    w = torch.nn.Parameter(torch.randn(8), requires_grad=False)
+    for _ in range(2):
+        (y,) = f(w)
+        torch.testing.assert_close(y, 2 * w + 1)
+        del y
+    assert len(_captured(f)) == 1 and _copied(_captured(f)[0]) == []
+    with torch.no_grad():
+        w.add_(1)  # changed in place: the replay reads it where it lives
+    (y,) = f(w)
+    torch.testing.assert_close(y, 2 * w + 1)
+    del y
+    w.data = torch.randn(8)  # moved: a new address, a new capture
+    (y,) = f(w)
+    torch.testing.assert_close(y, 2 * w + 1)
+    assert len(_captured(f)) == 2
+
+
 class _Uncapturable(_Kernels):
     """A schedule with a step that cannot be captured (one that synchronizes)."""
 
@@ -260,6 +288,8 @@ def test_a_replay_output_into_an_uncaptured_call(fake_capture, make):
 class _SizedKernels(_Kernels):
     """out = 2 * x[:n] + 1 for an `index` size input n: the capture fixes n in its step, as a
     launch's grid and size arguments are fixed at capture."""
+
+    signature = SimpleNamespace(name="sized", inputs=(TensorSpec((-1,), torch.float32), SizeSpec("n")))
 
     def __call__(self, x, n):
         return super().__call__(x[:n])

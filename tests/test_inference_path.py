@@ -82,7 +82,21 @@ def test_a_non_contiguous_input_is_read_as_eager_reads_it(monkeypatch):
     torch.testing.assert_close(fn(xt), xt * 3 + 1)
     torch.testing.assert_close(fn(x + 1), x * 3 + 4)  # the first graph again
     assert dynamo_mlir.stats()["ops_compiled"] >= 2
-    assert [f.copies_inputs for f in offered] == [False, True]
+    assert [f.recipe.copied for f in offered] == [(), (0,)]
+
+
+def test_only_an_input_not_kept_contiguous_by_the_guards_is_copied(monkeypatch):
+    """With a transposed input beside a contiguous one, the graph makes only that one contiguous
+    (a parameter-heavy graph with symbolic sizes would otherwise call .contiguous() on every
+    parameter every call)."""
+    offered = []
+    offer = InferencePath.offer
+    monkeypatch.setattr(InferencePath, "offer", lambda self, fn, *rest: (offered.append(fn), offer(self, fn, *rest))[1])
+    w, xt = torch.randn(16, 8), torch.randn(8, 16).t()
+    fn = _compile(lambda w, x: w * 3 + x)
+    torch.testing.assert_close(fn(w, xt), w * 3 + xt)
+    (recipe,) = [f.recipe for f in offered]
+    assert len(recipe.copied) == 1 and recipe.copied[0] == (1 if recipe.order is None else recipe.order.index(1))
 
 
 def test_input_mutation_is_written_back_by_the_graph_called_directly():

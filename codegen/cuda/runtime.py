@@ -260,13 +260,6 @@ def _copy_into(destinations: list[torch.Tensor], sources: list[torch.Tensor]) ->
             mine.copy_(t)
 
 
-def _addresses(inputs, in_place) -> tuple:
-    """Where the inputs read in place live, and their strides: a graph reads them with those it
-    was captured with (a strided one through a contiguous copy it made then)."""
-    return tuple((t.data_ptr(), t.stride()) if p and isinstance(t, torch.Tensor) else None
-                 for t, p in zip(inputs, in_place))
-
-
 def _tensor_refs(outputs: list[torch.Tensor]) -> list[int]:
     """Per output: references to the tensor object (compared only with this function's own counts)."""
     return [sys.getrefcount(t) for t in outputs]
@@ -313,6 +306,7 @@ class GraphedFunction:
 
     def __init__(self, fn: CudaFunction):
         self.fn = fn
+        self.layouts = InputLayouts(fn.signature)
         self.replays: dict[tuple, list[_Replay]] = {}
         self.output_addresses: dict[tuple, int] = {}  # per key of static addresses: how many sets
         self.kept: set[int] = set()  # output positions callers keep (returned as clones)
@@ -331,13 +325,16 @@ class GraphedFunction:
 
     def _replays_for(self, inputs, signature) -> tuple[list[bool], list[_Replay]]:
         """The inputs to read in place, and the replays captured for their addresses."""
-        static = [_is_static(t) for t in inputs]
-        in_place = [s or _is_replay_output(t) for s, t in zip(static, inputs)]
+        layouts = self.layouts
+        static = layouts.static(inputs)
+        in_place = list(static)
+        for i in layouts.others:
+            in_place[i] = _is_replay_output(inputs[i])
         if in_place != static:
-            key = (signature, _addresses(inputs, in_place))
+            key = (signature, layouts.addresses(inputs, in_place))
             if key in self.replays:
                 return in_place, self.replays[key]
-        by_static = (signature, _addresses(inputs, static))
+        by_static = (signature, layouts.addresses(inputs, static))
         if in_place != static and self.output_addresses.get(by_static, 0) < self.MAX_OUTPUT_ADDRESSES:
             self.output_addresses[by_static] = self.output_addresses.get(by_static, 0) + 1
             return in_place, self.replays.setdefault(key, [])
@@ -350,7 +347,7 @@ class GraphedFunction:
             # (a warm start's first call, a one-off) would pay for nothing. Replays from the second.
             self.called = True
             return self.fn(*inputs)
-        signature = _key(inputs)
+        signature = _key(inputs, self.layouts.varying)
         if signature not in self.signatures:
             if len(self.signatures) >= self.MAX_SIGNATURES:
                 return self.fn(*inputs)
@@ -373,10 +370,56 @@ class GraphedFunction:
         return self.fn(*inputs)  # every replay's outputs are alive: run uncaptured, into new outputs
 
 
-def _key(inputs):
-    """What a replay is captured for: each tensor's device, dtype and shape, each size's value
-    (the launches' grids and size arguments are evaluated from them at capture, then fixed)."""
-    return tuple((t.device, t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else (type(t), t) for t in inputs)
+def _key(inputs, varying):
+    """What a replay is captured for: the device, dtype and shape of each tensor at a `varying`
+    position, each size's value (the launches' grids and size arguments are evaluated from them
+    at capture, then fixed)."""
+    return tuple((t.device, t.dtype, tuple(t.shape)) if isinstance(t, torch.Tensor) else (type(t), t)
+                 for t in (inputs[i] for i in varying))
+
+
+class InputLayouts:
+    """What a replay's key must read of each input, known from the compiled signature.
+
+    A graph's input of static shape (TensorSpec.is_static) arrives with that shape, dtype, device
+    and strides on every call: Dynamo's guards check them (TENSOR_MATCH) before the graph runs,
+    and AOTAutograd gives a backward the tensors its forward saved and tangents in the layout it
+    traced. Only the others (symbolic sizes, size ints) need their shape or value in the key, and
+    a fixed input read in place only its address. GPT-2 small's graph has 150 parameters: the
+    whole key over every input took 0.12 ms of host time a call on a 2-core EPYC before each
+    replay (benchmarks/replay_key_cost.py), while the GPU waited.
+
+    Which inputs are static (parameters, buffers, an optimizer's state: read in place) is a
+    property of the graph's input positions, learned at the first call: a tensor of another kind
+    later at such a position is read in place too, at its address, which is in the key: correct,
+    as a copy would be."""
+
+    def __init__(self, signature):
+        self.fixed = [isinstance(s, TensorSpec) and s.is_static for s in signature.inputs]
+        self.varying = [i for i, f in enumerate(self.fixed) if not f]
+        self._static: list[bool] | None = None
+        self.others: list[int] = []         # the positions not static: maybe replay outputs
+        self._by_address: list[int] = []    # static tensors of fixed layout: keyed by address alone
+        self._by_layout: list[int] = []     # the rest: keyed by address and strides where read in place
+
+    def static(self, inputs) -> list[bool]:
+        if self._static is None:
+            self._static = [_is_static(t) for t in inputs]
+            self.others = [i for i, s in enumerate(self._static) if not s]
+            self._by_address = [i for i, s in enumerate(self._static)
+                                if s and self.fixed[i] and isinstance(inputs[i], torch.Tensor)]
+            by_address = set(self._by_address)
+            self._by_layout = [i for i in range(len(inputs)) if i not in by_address]
+        return self._static
+
+    def addresses(self, inputs, in_place) -> tuple:
+        """Where the inputs read in place live, and their strides: a graph reads them with those
+        it was captured with (a strided one through a contiguous copy it made then). A fixed one
+        needs only its address."""
+        fixed = tuple([inputs[i].data_ptr() for i in self._by_address])
+        rest = tuple((i, inputs[i].data_ptr(), inputs[i].stride()) for i in self._by_layout
+                     if in_place[i] and isinstance(inputs[i], torch.Tensor))
+        return fixed, rest
 
 
 # A CUDA graph replay costs about as much host time as two direct launches (measured on an

@@ -140,7 +140,7 @@ CHUNK_UNROLL = 8
 @dataclass(frozen=True)
 class Lane:
     """One element a thread takes in a trip: whether it is in the row, its position in the row
-    (clamped to the row's last element where it is not), its operands' indices, its loops' indices."""
+    (the trip's first where it is not), its operands' indices, its loops' indices."""
     valid: ir.Value
     linear: ir.Value
     at: Callable
@@ -164,19 +164,20 @@ class InRow:
         """The thread's loop over the op's elements of the row: element tx + k * threads of each
         chunk of unroll * threads, for k < unroll (adjacent threads, adjacent elements where the
         innermost loop is the contiguous one). `lanes_body(lanes, iter_args)` builds a trip and
-        returns what it yields; an invalid lane (past the row's end) reads the row's last
-        element, and its result must be dropped."""
+        returns what it yields; an invalid lane (past the row's end) takes the trip's first
+        element, the thread's own (lane 0 is always in the row), and its result must be dropped:
+        no thread touches another's element of the row, also in shared memory (row_staging.py)."""
         unroll = self.unroll or UNROLL
         first, n = self.span or (None, product(self.inner))
         lower = arith.addi(first, self.tx) if first is not None else self.tx
         loop = scf.ForOp(lower, n, _index(self.threads * unroll), list(iter_args))
         with ir.InsertionPoint(loop.body):
-            last = arith.subi(n, _index(1))
+            own = loop.induction_variable
             lanes = []
             for k in range(unroll):
-                i = arith.addi(loop.induction_variable, _index(k * self.threads)) if k else loop.induction_variable
+                i = arith.addi(own, _index(k * self.threads)) if k else own
                 valid = arith.cmpi(arith.CmpIPredicate.ult, i, n)
-                lanes.append(self._lane(valid, arith.minui(i, last) if k else i))
+                lanes.append(self._lane(valid, arith.select(valid, i, own) if k else i))
             scf.YieldOp(lanes_body(lanes, list(loop.inner_iter_args)))
         return loop
 

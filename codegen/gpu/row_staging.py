@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, gpu, memref, scf
+from torch_mlir.dialects import arith, gpu, memref
 
 from .loopnest import affine_dims, op_name, root_of
 from .tiled import iterators
@@ -204,10 +204,9 @@ class Slots:
         if pos != s.first:
             return memref.load(slot, [lane.linear])
         loaded = global_load()
-        keep = scf.IfOp(lane.valid)  # an invalid lane read the row's last element: not its slot
-        with ir.InsertionPoint(keep.then_block):
-            memref.store(loaded, slot, [lane.linear])
-            scf.YieldOp([])
+        # unguarded: an invalid lane took the thread's own first element (InRow.loop), the value
+        # its first lane keeps there too
+        memref.store(loaded, slot, [lane.linear])
         return loaded
 
     def store(self, v, value, amap, pos: int, lane, global_store) -> None:
