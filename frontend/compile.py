@@ -246,11 +246,11 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     if head in result and region.returns_tuple:
         return None
     every_output = picks == list(range(len(region.expected_outputs)))
-    if not guarded_inputs or region.size_check is not None:  # Dynamo's guards do not hold size limits
-        def checked(*args):
-            out = region.forward(*(args if order is None else _picked(args, order)))
-            return _picked(list(out) if region.returns_tuple else [out], picks)
+    def checked(*args):  # CompiledRegion.forward: its checks, its eager fallback
+        out = region.forward(*(args if order is None else _picked(args, order)))
+        return _picked(list(out) if region.returns_tuple else [out], picks)
 
+    if not guarded_inputs:
         return checked
     # Dynamo's guards hold a static input's sizes and strides (a transposed or sliced input
     # recompiles): inputs compiled contiguous come contiguous, and a .contiguous() per input
@@ -263,7 +263,21 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     # (An input the code computes into comes contiguous, so the code wrote the caller's tensor,
     # and the output plan returns that tensor for its output: nothing is left to write back.)
     recipe = DirectRecipe(None if order is None else tuple(order), tuple(picks), every_output, copied)
-    return recipe.bind(region.fn)
+    call = recipe.bind(region.fn)
+    if region.size_check is None:
+        return call
+    # Dynamo's guards do not hold a region's size limits (a scan over a `?` dim): checked per call,
+    # the inputs past one going to CompiledRegion.forward (which runs them eagerly). The rest of
+    # its checks are the guards' (GPT-2's 150 parameters' dtypes and shapes: 0.1 ms a call).
+    # No recipe: a graph loaded from the cache would be called without the check.
+    size_check = region.size_check
+
+    def size_checked(*args):
+        if size_check(args if order is None else _picked(args, order)) is not None:
+            return checked(*args)
+        return call(*args)
+
+    return size_checked
 
 
 def _with_input_views(fused: fx.GraphModule):
