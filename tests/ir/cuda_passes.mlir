@@ -22,6 +22,7 @@
 // RUN: dynamo-mlir pass cuda-read-scalars-directly %s --target cuda | check --prefix SCALARS
 // RUN: dynamo-mlir pass cuda-expand-reshapes-of-slices %s --target cuda | check --prefix EXPAND
 // RUN: dynamo-mlir pass cuda-erase-unread-inputs %s --target cuda | check --prefix UNREAD
+// RUN: dynamo-mlir pass cuda-extern-dynamic-shared %s --target cuda | check --prefix EXTERN
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -679,11 +680,11 @@ func.func @main(%a: memref<?x256xf32>, %b: memref<256xf32>, %out: memref<?x256xf
 // cuda-kernels on an elementwise op over long static rows of symbolic count
 // (codegen/gpu/row_groups.py, over_long_rows): one block per row of 768, the grid the row count;
 // each thread takes four elements 256 apart per trip (a loop of step 1024 from its thread index),
-// the lanes past the row's end clamped to its last element and their stores skipped.
+// a lane past the row's end taking the trip's first element (the thread's own) and its store skipped.
 // LONGROWS: %[[ROWS:dim[_0-9]*]] = memref.dim %arg0, %c0 : memref<?x768xf32>
 // LONGROWS: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ROWS]], {{.*}} = %c1, {{.*}} = %c1) threads(%[[TX:arg[0-9]+]], {{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
 // LONGROWS: scf.for %{{.*}} = %[[TX]] to %c768 step %c1024
-// LONGROWS: arith.minui
+// LONGROWS: arith.select
 // LONGROWS: math.exp
 // LONGROWS: math.exp
 // LONGROWS: math.exp
@@ -774,4 +775,21 @@ func.func @main(%p: tensor<2x?x192xf32>, %n: index) -> (tensor<2x?x4x16xf32>, te
   %flat = tensor.from_elements %rows, %c64 : tensor<2xi64>
   %f = tensor.reshape %s(%flat) : (tensor<2x?x64xf32>, tensor<2xi64>) -> tensor<?x64xf32>
   return %h, %f : tensor<2x?x4x16xf32>, tensor<?x64xf32>
+}
+
+// -----
+// cuda-extern-dynamic-shared: the zero-length shared array upstream declares for
+// gpu.dynamic_shared_memory (internal, which NVPTX would demote to one byte of the kernel's static
+// shared memory) becomes an external declaration: the launch's dynamic shared memory. A sized one
+// (gpu.all_reduce's partials) stays as it is.
+// EXTERN: llvm.mlir.global external @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+// EXTERN: llvm.mlir.global internal @__wg_main_kernel_0() {addr_space = 3 : i32} : !llvm.array<32 x f32>
+module attributes {gpu.container_module} {
+  gpu.module @main_kernel {
+    llvm.mlir.global internal @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+    llvm.mlir.global internal @__wg_main_kernel_0() {addr_space = 3 : i32} : !llvm.array<32 x f32>
+    llvm.func @main_kernel() attributes {gpu.kernel, nvvm.kernel} {
+      llvm.return
+    }
+  }
 }
