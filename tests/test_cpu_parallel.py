@@ -184,10 +184,10 @@ func.func @f(%a: memref<{rows}x512xf32>) {{
 """
 
 
-@pytest.mark.parametrize("rows, outlined", [(64, 0), (65, 1)])
+@pytest.mark.parametrize("rows, outlined", [(16, 0), (17, 1)])
 def test_work_threshold(rows, outlined):
-    """64 x 512 elements is one chunk of MIN_CHUNK_WORK (32768): serial; a row more is two."""
-    assert parallel.MIN_CHUNK_WORK == 64 * 512
+    """16 x 512 elements is one chunk of MIN_CHUNK_WORK (8192): serial; a row more is two."""
+    assert parallel.MIN_CHUNK_WORK == 16 * 512
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(_NEST.format(rows=rows))
         assert parallel.outline_parallel_loops(module) == outlined
@@ -195,11 +195,11 @@ def test_work_threshold(rows, outlined):
         passmanager.PassManager.parse("builtin.module(canonicalize)").run(module.operation)
         text = str(module)
     assert ("call @torch_parallel_for" in text) == bool(outlined)
-    if outlined:  # rows 0..65 in chunks of 64 rows at the least; the loop moved into @f_parallel_0_body,
+    if outlined:  # rows 0..17 in chunks of 16 rows at the least; the loop moved into @f_parallel_0_body,
         # which @f_parallel_0 calls with the memref read back from ctx, a buffer nothing else passed shares
-        assert "call @torch_parallel_for(%c0_i64, %c65_i64, %c64_i64, %f, " in text
+        assert "call @torch_parallel_for(%c0_i64, %c17_i64, %c16_i64, %f, " in text
         assert "scf.parallel" in _function(text, "f_parallel_0_body")
-        assert "memref<65x512xf32> {llvm.noalias}" in _function(text, "f_parallel_0_body")
+        assert "memref<17x512xf32> {llvm.noalias}" in _function(text, "f_parallel_0_body")
         assert "call @f_parallel_0_body(" in _function(text, "f_parallel_0")
 
 

@@ -42,10 +42,13 @@ Work and grain: a nest's work is its innermost iteration count (its loops' trip 
 multiplied, sibling loops added; a group's nests added). Each chunk handed to a thread is at
 least MIN_CHUNK_WORK of it: grain = ceil(MIN_CHUNK_WORK / work per first-dim iteration). torch
 runs the whole range inline, on the calling thread, when it is no longer than one grain, so with
-static shapes such a group is not outlined at all. 32768 elements (inductor keeps a kernel
-serial below 512 vector iterations per thread, 8192 float32 elements) is ~10-30 us of a simple
-elementwise body on one core, several times the few microseconds a parallel region costs to
-wake and join the pool on idle cores.
+static shapes such a group is not outlined at all. 8192 elements, where inductor also keeps a
+kernel serial (512 vector iterations per thread, 8192 float32 elements). It was 32768 (~10-30 us
+of a simple elementwise body on one core, several times what a parallel region costs to wake
+and join the pool): that left a small LLaMA's [2, 64, 128] loops (16384 elements) serial, and
+`benchmarks/parallel_grain.py` (each value compiled in one process, timed round-robin with
+inductor) ran it 16-21% faster at 8192 or 16384 on this project's 2-core EPYC (three runs), ViT,
+BERT, GPT-2 and the MLP within 1% (docs/results.md, 2026-11-28).
 
 Dynamic shapes: supported. When a bound is not a constant, the work per first-dim iteration is
 computed at run time (bounds defined inside the nests count as one iteration) and the call is
@@ -71,7 +74,7 @@ from .outline import dims, inside
 log = logging.getLogger("dynamo_mlir")
 
 RUNTIME_SYMBOLS = frozenset({outline.PARALLEL_FOR})  # from libtorch_cpu (library.load_libtorch makes them visible)
-MIN_CHUNK_WORK = 32768  # innermost iterations per chunk handed to a thread (see the docstring)
+MIN_CHUNK_WORK = 8192  # innermost iterations per chunk handed to a thread (see the docstring)
 BLOCK_WORK = 8192  # innermost iterations of a group's row block (see the docstring)
 
 

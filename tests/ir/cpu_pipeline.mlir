@@ -55,10 +55,10 @@ func.func @main(%arg0: tensor<?x8xf32>, %arg1: tensor<?x8xf32>) -> tensor<?x8xf3
 // -----
 // A large nest (256 x 512 elements, over MIN_CHUNK_WORK) runs on torch's intra-op pool: the loop
 // moves into @main_parallel_0_body (its buffers noalias: no two share memory), @main_parallel_0
-// reads them back from ctx, and main calls torch_parallel_for over the 256 rows, 64 at the least
-// per chunk (64 x 512 = 32768). With parallel off it is today's loop in main.
+// reads them back from ctx, and main calls torch_parallel_for over the 256 rows, 16 at the least
+// per chunk (16 x 512 = 8192). With parallel off it is today's loop in main.
 // PAR: func.func @main(%arg0: memref<256x512xf32>, %arg1: memref<256x512xf32>, %arg2: memref<256x512xf32>) {
-// PAR: call @torch_parallel_for(%c0_i64, %c256_i64, %c64_i64, %f, %{{[0-9]+}})
+// PAR: call @torch_parallel_for(%c0_i64, %c256_i64, %c16_i64, %f, %{{[0-9]+}})
 // PAR-NOT: scf.for
 // PAR: return
 // PAR: func.func private @torch_parallel_for(i64, i64, i64, (i64, i64, !llvm.ptr) -> (), !llvm.ptr) -> i32
