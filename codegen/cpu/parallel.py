@@ -47,7 +47,7 @@ kernel serial (512 vector iterations per thread, 8192 float32 elements). It was 
 of a simple elementwise body on one core, several times what a parallel region costs to wake
 and join the pool): that left a small LLaMA's [2, 64, 128] loops (16384 elements) serial, and
 `benchmarks/parallel_grain.py` (each value compiled in one process, timed round-robin with
-inductor) ran it 16-21% faster at 8192 or 16384 on this project's 2-core EPYC (three runs), ViT,
+inductor) ran it 17% faster at 8192 (16% at 16384) on this project's 2-core EPYC, and ViT,
 BERT, GPT-2 and the MLP within 1% (docs/results.md, 2026-11-28).
 
 Dynamic shapes: supported. When a bound is not a constant, the work per first-dim iteration is
