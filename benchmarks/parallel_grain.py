@@ -2,8 +2,9 @@
 (codegen/cpu/parallel.py MIN_CHUNK_WORK), measured: one cpu inference workload of bench_models.py
 --scale compiled once per value in one process (the value is read at compile time; each compile
 gets its own options, so Dynamo keeps each graph), then timed round-robin with inductor, batches
-of calls, medians. Round-robin in one process: on a shared 2-core machine two runs of the same
-code differed by 1.6x, one run's interleaved values by a few percent.
+of calls, medians. Round-robin in one process: on this project's 2-core machine two separate
+runs of the same compiled workload once differed by 1.6x (a one-off wrapper around
+loop_workload.py, not kept), while one run's interleaved values differ by a few percent.
 
 Usage:  python benchmarks/parallel_grain.py [--workload llama_2l_128] [--values 32768,16384,8192,4096]
 """

@@ -171,7 +171,7 @@ NVVM = (
           produces=(INDEX_BITWIDTH,)),
     upstream("cuda-to-nvvm", _to_nvvm, "The gpu.modules' kernels -> NVVM/LLVM dialect (bare pointers).",
              consumes=(INDEX_BITWIDTH,), requires=("cuda-index-bitwidth",)),
-    _pass("extern-dynamic-shared", lambda m, o: extern_dynamic_shared(m) and None,
+    _pass("extern-dynamic-shared", lambda m, o: extern_dynamic_shared(m),
           "The kernels' dynamic shared memory declared external (upstream declares it internal, which NVPTX "
           "demotes to one byte of static shared memory).", requires=("cuda-to-nvvm",)),
     _pass("program", _program,

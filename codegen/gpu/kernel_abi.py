@@ -94,16 +94,17 @@ def split_dynamic_buffers(func_op) -> int:
     return count
 
 
-def extern_dynamic_shared(module: ir.Module) -> int:
+def extern_dynamic_shared(module: ir.Module) -> None:
     """The launch's dynamic shared memory (gpu.dynamic_shared_memory, row_staging.py) declared as
-    an external zero-length array in the device module's LLVM dialect; returns how many.
+    an external zero-length array in the device module's LLVM dialect.
 
     Upstream's lowering (convert-gpu-to-nvvm / -rocdl) declares it `internal`. NVPTX then demotes
     an internal shared global used by one kernel to a variable of that kernel, and a zero-length
     one is printed as one byte (`.shared .align 16 .b8 __dynamic_shmem__0;`): the kernel's slots
     would overlap its static shared memory. An external declaration is the launch's dynamic
     shared memory (`.extern .shared .align 16 .b8 __dynamic_shmem__0[];`, what CUDA C's `extern
-    __shared__` array compiles to; AMDGPU takes dynamic LDS the same way)."""
+    __shared__` array compiles to). The rocm example declares its dynamic LDS the same way, as
+    AMDGPU expects it; that path has been compiled to code objects, never run on AMD hardware."""
     external = ir.Attribute.parse("#llvm.linkage<external>")
     found = []
 
@@ -117,4 +118,3 @@ def extern_dynamic_shared(module: ir.Module) -> int:
     module.operation.walk(visit)
     for op in found:
         op.attributes["linkage"] = external
-    return len(found)
