@@ -42,6 +42,11 @@ class Options(OptionSet):
                                         "compile cache is not read then: every stage runs).", affects_code=False)
     strict: bool = option(False, "Raise on a compile failure instead of running the graph region eagerly.",
                           affects_code=False)
+    freeze: bool = option(False, "Inference graphs: module parameters and buffers become constants read once, at "
+                                 "compile time; a convolution's batch norm is folded into it and ops of constants "
+                                 "alone run at compile time (frontend/freezing.py). A weight changed after compiling "
+                                 "is not seen: call torch._dynamo.reset() and compile again. Training graphs are "
+                                 "not frozen.")
     fuse_elementwise: bool = option(True, "Fuse producer/consumer elementwise linalg ops before bufferizing.")
     repro_dir: str | None = option(None, "Where failing pipelines leave their input IR; default: a temp folder.",
                                    affects_code=False)

@@ -17,7 +17,7 @@ from torch._functorch.partitioners import default_partition
 from ..codegen import config, driver
 from ..codegen.target import NoTargetForDevice
 from . import aten as _rules  # noqa: F401  (registers the import rules)
-from . import half_attention
+from . import freezing, half_attention
 from .attention_call import additive_mask, use_attention_call
 from .compile import choose_target, compile_graph, direct_call, graph_devices, new_graph_name
 from .graph_cache import GraphLookup
@@ -179,12 +179,19 @@ def _symbolic(example_inputs) -> bool:
     return any(isinstance(t, torch.SymInt) or (isinstance(t, torch.Tensor) and is_symbolic(t)) for t in example_inputs)
 
 
-def _compiler(kind: str, options: config.Options, path: InferencePath | None = None):
+def _compiler(kind: str, options: config.Options, path: InferencePath | None = None, state=None):
+    """AOTAutograd's compiler of `kind` graphs. `state`: (Dynamo's inputs, positions of the module
+    parameters and buffers among them), for an inference graph frozen (options.freeze)."""
     def compile_fn(gm: torch.fx.GraphModule, example_inputs):
-        fused = compile_graph(gm, example_inputs, kind, options)
+        frozen = freezing.freeze_inference(gm, example_inputs, *state) if state else None
+        graph, inputs = (frozen.graph, frozen.example_inputs) if frozen else (gm, example_inputs)
+        fused = compile_graph(graph, inputs, kind, options)
         fn = direct_call(fused, guarded_inputs=kind != "backward") or fused
+        report = fused.meta["dynamo_mlir_report"]
+        if frozen is not None:
+            fn, report.frozen = frozen.bind(fn), frozen.report
         if path is not None:
-            path.offer(fn, example_inputs, fused.meta["dynamo_mlir_report"])
+            path.offer(fn, example_inputs, report)
         return make_boxed_func(fn)
 
     return compile_fn
@@ -256,12 +263,13 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     found = lookup.load() if lookup else None
     if found is not None:
         return without_wrapper(found)
+    state = (example_inputs, freezing.module_state_inputs(gm)) if options.freeze else None
     prepare_attention(gm, example_inputs, options)
     path = InferencePath(example_inputs)
     compile_with_aot = aot_autograd(
         fw_compiler=_compiler("forward", options),
         bw_compiler=_compiler("backward", options),
-        inference_compiler=_compiler("inference", options, path),
+        inference_compiler=_compiler("inference", options, path, state),
         partition_fn=_partition,
         decompositions=decompositions(),
         keep_inference_input_mutations=True,  # written back by the graph: input_mutations.py

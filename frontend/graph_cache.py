@@ -113,6 +113,8 @@ class GraphLookup:
         t0 = time.perf_counter()
         if not options.cache or options.dump_dir or options.print_after_all:
             return None
+        if options.freeze:  # the key would have to hold the weights' values (freezing.py)
+            return None
         try:
             target = choose_target(gm, example_inputs, options)
         except NoTargetForDevice:

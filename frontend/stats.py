@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import torch.fx
 
+from .freezing import FreezeReport
+
 log = logging.getLogger("dynamo_mlir")
 
 
@@ -76,6 +78,8 @@ class GraphReport:
     # AOTAutograd, partitioning and import skipped), "miss" (traced, then stored if it takes
     # one region called directly), "bad" (an unusable entry, removed), "off" (not looked up)
     graph_cache: str = "off"
+    # options.freeze: the parameters and buffers made constants, and what was folded (freezing.py)
+    frozen: FreezeReport | None = None
 
     @property
     def compiled_ops(self) -> list[str]:
@@ -140,6 +144,8 @@ def stats() -> dict:
         "graphs_called_directly": sum(1 for g in graphs if g.direct_call),  # no AOTAutograd wrapper
         "inputs_written_back": sum(g.inputs_written_back for g in graphs),  # copied in after the regions
         "inputs_written_in_place": sum(g.inputs_written_in_place for g in graphs),  # computed into the input
+        "inputs_frozen": sum(g.frozen.inputs for g in graphs if g.frozen),  # parameters/buffers made constants
+        "frozen_folds": dict(sum((g.frozen.folds for g in graphs if g.frozen), Counter())),
         "partitions": sum(len(g.partitions) for g in graphs),
         "partitions_failed": sum(1 for g in graphs for p in g.partitions if not p.compiled),
         "ops_compiled": sum(compiled.values()),   # in our generated code only
@@ -191,6 +197,13 @@ def _partition_lines(p: PartitionReport) -> list[str]:
     return lines
 
 
+def _frozen_words(frozen: FreezeReport) -> str:
+    folds = ", ".join(f"{n} {what}" for what, n in frozen.folds.items() if n)
+    kept = ", ".join(f"{n} {why}" for why, n in frozen.kept.items())
+    return (f"; {frozen.inputs} parameter(s) and buffer(s) frozen as constants"
+            + (f" ({folds} folded)" if folds else "") + (f", kept as inputs: {kept}" if kept else ""))
+
+
 def explain() -> str:
     """A human-readable account of every compile since the last reset()."""
     lines = []
@@ -204,7 +217,8 @@ def explain() -> str:
                      + (f"; {g.inputs_written_back} mutated input(s) written back in one call"
                         if g.inputs_written_back else "")
                      + (f"; {g.inputs_written_in_place} mutated input(s) computed in place"
-                        if g.inputs_written_in_place else ""))
+                        if g.inputs_written_in_place else "")
+                     + (_frozen_words(g.frozen) if g.frozen else ""))
         for p in g.partitions:
             lines += _partition_lines(p)
         for op, reason in g.fallbacks:
