@@ -1,5 +1,5 @@
 """cpu target: chained convolutions and the ops between them kept channels-last (NHWC)
-(codegen/cpu/channels_last.py, option channels_last, with library_matmul).
+(codegen/channels_last.py, option channels_last, with library_matmul).
 
 Each model runs with the option on and off: both must match eager with the same ops compiled
 and the same library calls, and the linalg stage must show which layout ran. There, before

@@ -383,3 +383,38 @@ def test_copy_lines_copies_what_copy_does(layout):
     outside = torch.ones_like(wide, dtype=torch.bool)  # the padding stays zero (src may hold a zero itself)
     (outside[:src.shape[0], :src.shape[1]] if src.stride(-1) == 1 else outside.t()[:src.shape[0], :src.shape[1]]).fill_(False)
     assert not wide[outside].any()
+
+
+class ConvChain(nn.Module):
+    """conv-bn-relu-maxpool-conv-bn, plus a strided projection of the pool, relu: a ResNet
+    stem and block, every convolution chained to another (codegen/channels_last.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16)
+        self.c2, self.b2 = nn.Conv2d(16, 32, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(32)
+        self.proj = nn.Conv2d(16, 32, 1, stride=2, bias=False)
+
+    def forward(self, x):
+        y = F.max_pool2d(torch.relu(self.b1(self.c1(x))), 3, stride=2, padding=1)
+        return torch.relu(self.b2(self.c2(y)) + self.proj(y))
+
+
+@on_gpu
+@pytest.mark.parametrize("channels_last", [True, False])
+def test_chained_convolutions_run_channels_last_and_match_eager(channels_last, tmp_path):
+    torch.manual_seed(0)
+    m = ConvChain().cuda().eval()
+    for b in (m.b1, m.b2):
+        b.running_mean.normal_(0, 0.1), b.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(4, 3, 32, 32, device="cuda")
+    with torch.no_grad():
+        f = torch.compile(m, backend="mlir", options={"channels_last": channels_last, "dump_dir": str(tmp_path)})
+        got = [f(x).clone() for _ in range(3)]
+        want = m(x)
+    for g in got:
+        torch.testing.assert_close(g, want, rtol=1e-2, atol=1e-2)  # cuDNN may use TF32, as eager may
+    host = read_stage(str(tmp_path), "host")
+    assert host.count("torch.convolution_nhwc(") == (3 if channels_last else 0), host
+    assert host.count("torch.convolution(") == (0 if channels_last else 3), host
+    assert dynamo_mlir.stats()["ops_fallback"] == 0

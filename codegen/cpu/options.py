@@ -24,7 +24,7 @@ class CPUOptions(TargetOptions):
     channels_last: bool = option(True, "With library_matmul: run chained 2-d convolutions (one's result reaching the "
                                        "next through batch norm, relu, pooling, ...) channels-last, NHWC, and the "
                                        "ops between them too, so no transpose sits between them "
-                                       "(codegen/cpu/channels_last.py); off: every convolution NCHW.")
+                                       "(codegen/channels_last.py); off: every convolution NCHW.")
     parallel: bool = option(True, "Run large loop nests of linalg ops on torch's intra-op thread pool "
                                   "(torch_parallel_for; torch.set_num_threads applies; codegen/cpu/parallel.py); "
                                   "off: every loop on the calling thread.")

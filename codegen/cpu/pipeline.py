@@ -11,8 +11,9 @@ from ..half_bits import bf16_as_bits
 from ..memref_copies import copies_to_linalg
 from ..scalar_hoist import hoist_invariant_scalars
 from ..passes import Pass, register_pass, run_pipeline, upstream
+from ..channels_last import keep_channels_last
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import (channels_last, fastmath, narrow_elementwise, lane_vectors, library, library_attention, library_conv, library_epilogue,
+from . import (fastmath, narrow_elementwise, lane_vectors, library, library_attention, library_conv, library_epilogue,
                memory_plan, parallel, shared_broadcasts)
 
 _library = lambda o: o.target_options.library_matmul  # noqa: E731
@@ -51,9 +52,10 @@ LINALG = (
     _pass("contractions-in-float32", lambda m, o: contractions_in_float32(m),
           "Half matmuls and convolutions computed on float32 copies of their operands (MKL and our loops "
           "have no fast half kernels); a reader widening the result reads it unrounded."),
-    _pass("channels-last", channels_last.keep_channels_last,
+    _pass("channels-last", lambda m, o: keep_channels_last(m, library_conv.eligible),
           "Chained 2-d convolutions in NHWC, with no transposes between them.",
-          options=("library_matmul", "channels_last")),
+          options=("library_matmul", "channels_last"),
+          enabled=lambda o: o.target_options.library_matmul and o.target_options.channels_last),
     _pass("library-convs", library_conv.call_library_convs,
           "Convolutions and their gradients -> calls of torch's kernels, their inputs read apart.",
           options=("library_matmul",), produces=(READ, RETAINS)),

@@ -227,6 +227,12 @@ def _convolution(step: Library, x, w, out):
         out.copy_(torch.ops.aten.convolution(x, w, None, stride, padding, dilation, False, [0] * len(stride), groups))
 
 
+def _convolution_nhwc(step: Library, x, w, out):
+    """_convolution on NHWC input and result buffers: their NCHW views are channels-last
+    strided, which makes cuDNN pick its NHWC kernels (the weight it converts as eager does)."""
+    _convolution(step, x.permute(0, 3, 1, 2), w, out.permute(0, 3, 1, 2))
+
+
 def _conv_grad(step: Library, grad, given, out, which: int):
     """Gradient `which` (0: input, 1: weight) of the convolution by torch's convolution_backward,
     which runs cuDNN's backward-data or backward-filter kernel as eager does. The operand whose
@@ -276,6 +282,7 @@ RUNNERS = {
     "torch.attention_grad": _attention_grad,
     "torch.addmm": _addmm,
     "torch.convolution": _convolution,
+    "torch.convolution_nhwc": _convolution_nhwc,
     "torch.conv_grad_input": lambda step, grad, w, out: _conv_grad(step, grad, w, out, 0),
     "torch.conv_grad_weight": lambda step, grad, x, out: _conv_grad(step, grad, x, out, 1),
 }

@@ -70,6 +70,7 @@ from ..functions import is_declaration  # noqa: F401  (the callees; schedule.py 
 
 CALL_KIND = LIBRARY_CALL  # func.call attribute: which library op the call is
 INDEX_PUT, SCATTER, ATTENTION, CONVOLUTION = "torch.index_put", "torch.scatter", "torch.attention", "torch.convolution"
+CONVOLUTION_NHWC = "torch.convolution_nhwc"  # input and result NHWC (codegen/channels_last.py)
 CONV_GRAD_INPUT, CONV_GRAD_WEIGHT = "torch.conv_grad_input", "torch.conv_grad_weight"
 ADDMM = "torch.addmm"  # a matmul and its bias add (matmul_bias.py): (a, b, bias, out)
 ATTENTION_GRAD = "torch.attention_grad"  # (grad, q, k, v[, bias], dq, dk, dv)
@@ -77,7 +78,7 @@ ATTENTIONS = (ATTENTION, ATTENTION_GRAD)
 _WINDOW = ("stride", "padding", "dilation", "groups")
 # kind -> the dynamo op's attributes the call keeps (the runner's arguments besides buffers)
 CALL_ATTRS = {INDEX_PUT: ("accumulate",), SCATTER: ("dim", "reduce", "include_self"),
-              ATTENTION: ("is_causal", "scale"), CONVOLUTION: _WINDOW, CONV_GRAD_INPUT: _WINDOW,
+              ATTENTION: ("is_causal", "scale"), CONVOLUTION: _WINDOW, CONVOLUTION_NHWC: _WINDOW, CONV_GRAD_INPUT: _WINDOW,
               CONV_GRAD_WEIGHT: _WINDOW, ADDMM: (), ATTENTION_GRAD: ("is_causal", "scale")}
 # kind -> how many of its last operands a call writes, where not one
 _WRITTEN = {ATTENTION_GRAD: 3}
@@ -209,12 +210,25 @@ def _static(value: ir.Value) -> bool:
     return ir.RankedTensorType(value.type).has_static_shape
 
 
+# a convolution's layout -> its call (NHWC: input and result channels-last, the weight FCHW)
+_CONVOLUTIONS = {"nchw": CONVOLUTION, "nhwc": CONVOLUTION_NHWC}
+
+
 def convolution(ctx, op) -> ir.Value | None:
-    """A 2-d or 3-d NC[D]HW convolution of static shape as one cuDNN call that pads as it reads
-    and writes the step's buffer itself (library.py), or None: the generic rule's."""
-    if dy.layout_of(op) != "nchw" or not all(_static(v) for v in (op.x, op.weight, op.out)):
+    """A 2-d or 3-d NC[D]HW (or 2-d NHWC) convolution of static shape as one cuDNN call that pads
+    as it reads and writes the step's buffer itself (library.py), or None: the generic rule's."""
+    kind = _CONVOLUTIONS.get(dy.layout_of(op))
+    if kind is None or not all(_static(v) for v in (op.x, op.weight, op.out)):
         return None
-    return emit_call(op, CONVOLUTION, [op.x, op.weight], updates_dest=False)
+    return emit_call(op, kind, [op.x, op.weight], updates_dest=False)
+
+
+def channels_last_eligible(op) -> bool:
+    """A dynamo.conv2d that `convolution` runs through cuDNN in NHWC (codegen/channels_last.py):
+    static, non-empty, a float type cuDNN has."""
+    types = [ir.RankedTensorType(v.type) for v in (op.x, op.weight, op.out)]
+    return all(t.has_static_shape and 0 not in t.shape for t in types) \
+        and str(types[0].element_type) in ("f32", "f16", "bf16")
 
 
 def conv_grad_input(ctx, op) -> ir.Value | None:

@@ -17,6 +17,7 @@ from torch_mlir import ir
 
 from ...lowering import lower_dynamo_ops
 from .. import stages
+from ..channels_last import keep_channels_last
 from ..identical_kernels import merge_identical_kernels
 from ..own_inits import own_inits
 from ..recompute_producers import recompute_cheap_producers
@@ -27,7 +28,7 @@ from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITTEN_
 from ..gpu.kernel_abi import extern_dynamic_shared
 from ..gpu.loopnest import Unsupported
 from ..passes import CompileError, Pass, register_pass, upstream
-from . import ptx, schedule, to_gpu
+from . import library_calls, ptx, schedule, to_gpu
 from .matmul_bias import fold_bias_into_matmuls
 from .widened_matmuls import widened_matmuls_on_half
 
@@ -49,6 +50,10 @@ _fusing = lambda o: o.fuse_elementwise  # noqa: E731
 _library = lambda o: o.target_options.library_matmul  # noqa: E731
 
 LINALG = (
+    _pass("channels-last", lambda m, o: keep_channels_last(m, library_calls.channels_last_eligible),
+          "Chained 2-d convolutions in NHWC, cuDNN's tensor-core layout, with no transposes between them.",
+          options=("library_matmul", "channels_last"),
+          enabled=lambda o: o.target_options.library_matmul and o.target_options.channels_last),
     _pass("widened-matmuls-on-half", lambda m, o: widened_matmuls_on_half(m),
           "A float32 matmul of two widened half tensors reads the half ones (float32 result): cuBLAS's "
           "tensor-core kernels, the same sums.", options=("library_matmul",), enabled=_library),
