@@ -44,9 +44,10 @@ class Options(OptionSet):
                           affects_code=False)
     freeze: bool = option(False, "Inference graphs: module parameters and buffers become constants read once, at "
                                  "compile time; a convolution's batch norm is folded into it and ops of constants "
-                                 "alone run at compile time (frontend/freezing.py). A weight changed after compiling "
-                                 "is not seen: call torch._dynamo.reset() and compile again. Training graphs are "
-                                 "not frozen.")
+                                 "alone run at compile time (frontend/freezing.py). A weight changed in place after "
+                                 "compiling is not seen (call torch._dynamo.reset() and compile again); a call "
+                                 "with other weight tensors (a replaced parameter) runs eagerly. Training graphs "
+                                 "are not frozen.")
     fuse_elementwise: bool = option(True, "Fuse producer/consumer elementwise linalg ops before bufferizing.")
     repro_dir: str | None = option(None, "Where failing pipelines leave their input IR; default: a temp folder.",
                                    affects_code=False)

@@ -189,7 +189,8 @@ def _compiler(kind: str, options: config.Options, path: InferencePath | None = N
         fn = direct_call(fused, guarded_inputs=kind != "backward") or fused
         report = fused.meta["dynamo_mlir_report"]
         if frozen is not None:
-            fn, report.frozen = frozen.bind(fn), frozen.report
+            other = lambda: REGISTRY.runtime_fallback(report.name, freezing.OTHER_WEIGHTS)  # noqa: E731
+            fn, report.frozen = frozen.bind(fn, other), frozen.report
         if path is not None:
             path.offer(fn, example_inputs, report)
         return make_boxed_func(fn)

@@ -12,11 +12,14 @@ graph's own inputs, so a parameter nothing folded is the module's tensor itself 
 a folded one is a new tensor held by the compiled graph.
 
 What freezing changes for the user: the weights are the ones the module had when the graph
-compiled. A change to a parameter or buffer afterwards, in place (`p.data.mul_(2)`,
-`load_state_dict`) or by assigning a new tensor, is not seen by the frozen graph: Dynamo does not
-recompile for it (it guards neither a parameter's values nor, for modules it inlines, its
-identity). Call `torch._dynamo.reset()` and compile again after changing weights. Training graphs
-(grad mode on, parameters requiring grad) are never frozen.
+compiled. A change to a parameter or buffer in place afterwards (`p.data.mul_(2)`,
+`load_state_dict`) is not seen by the frozen graph: Dynamo does not recompile for it (it guards
+neither a parameter's values nor, for modules it inlines, its identity). Call
+`torch._dynamo.reset()` and compile again after changing weights. A call that brings other
+tensors (a parameter replaced by a new one, a function compiled once and called with another
+model) is caught by an identity test per frozen input and runs the unfrozen graph eagerly, as a
+run-time fallback in stats(). Training graphs (grad mode on, parameters requiring grad) are never
+frozen.
 
 Which inputs are parameters or buffers is read off Dynamo's graph: a placeholder whose source is
 a module's `_parameters` or `_buffers` entry (an inlined built-in or user module). AOTAutograd's
@@ -27,6 +30,8 @@ inputs.
 
 from __future__ import annotations
 
+import copy
+import logging
 import operator
 from collections import Counter
 from dataclasses import dataclass, field
@@ -35,6 +40,8 @@ import torch
 import torch.fx as fx
 from torch._functorch._aot_autograd.schemas import MutationType
 from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+log = logging.getLogger("dynamo_mlir")
 
 aten = torch.ops.aten
 
@@ -64,6 +71,12 @@ class FreezeReport:
     folds: Counter = field(default_factory=Counter)  # "convolution + batch norm", "constant ops" -> count
 
 
+# Why a call of a frozen graph ran its unfrozen graph eagerly (stats' runtime_fallbacks).
+OTHER_WEIGHTS = ("called with other parameter or buffer tensors than the ones it froze (a module's "
+                 "parameter replaced, or a function compiled once taking several models): run eagerly "
+                 "with the call's tensors; torch._dynamo.reset() and compile again to freeze those")
+
+
 @dataclass
 class Frozen:
     """A graph with its frozen inputs replaced: `graph` takes `constants` then the kept inputs."""
@@ -73,15 +86,34 @@ class Frozen:
     constants: list[torch.Tensor]
     kept: list[int]  # positions of the original inputs the graph still takes
     report: FreezeReport
+    unfrozen: fx.GraphModule  # the graph as it was, for calls with other weights
+    frozen_from: tuple  # (position, the tensor it froze) of each frozen input
 
-    def bind(self, fn):
-        """fn (compiled `graph`) as a function of the original graph's inputs."""
-        constants, kept = tuple(self.constants), self.kept
+    def bind(self, fn, other_weights):
+        """fn (compiled `graph`) as a function of the original graph's inputs. Dynamo guards
+        neither a parameter's identity nor its values (for modules it inlines), so a call may
+        bring other tensors where the graph froze some: checked per call (an identity test per
+        frozen input), such a call runs the unfrozen graph eagerly, and `other_weights()` says so."""
+        constants, unfrozen = tuple(self.constants), self.unfrozen
+        frozen_args, kept_args = _picker([i for i, _ in self.frozen_from]), _picker(self.kept)
+        originals = tuple(t for _, t in self.frozen_from)
 
         def call(*args):
-            return fn(*constants, *[args[i] for i in kept])
+            if all(map(operator.is_, frozen_args(args), originals)):  # 7 us for ResNet-50's 267 here
+                return fn(*constants, *kept_args(args))
+            other_weights()
+            return unfrozen(*args)
 
         return call
+
+
+def _picker(positions: list[int]):
+    """args -> the tuple of args at `positions` (operator.itemgetter, which returns a bare item
+    for one position)."""
+    if len(positions) == 1:
+        only = positions[0]
+        return lambda args: (args[only],)
+    return operator.itemgetter(*positions) if positions else (lambda args: ())
 
 
 def freeze_inference(gm: fx.GraphModule, example_inputs: list, dynamo_inputs: list,
@@ -106,6 +138,7 @@ def freeze(gm: fx.GraphModule, example_inputs: list, real_inputs: list, position
     positions = _freezable(positions, report)
     if not positions:
         return None
+    unfrozen = fx.GraphModule(gm, copy.deepcopy(gm.graph))
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     values: dict[fx.Node, object] = {}
     for i in positions:
@@ -129,7 +162,8 @@ def freeze(gm: fx.GraphModule, example_inputs: list, real_inputs: list, position
         node.meta["val"] = fake
     gm.recompile()
     kept = [i for i in range(len(placeholders)) if i not in set(positions)]
-    return Frozen(gm, fakes + [example_inputs[i] for i in kept], constants, kept, report)
+    return Frozen(gm, fakes + [example_inputs[i] for i in kept], constants, kept, report, unfrozen,
+                  tuple((i, real_inputs[i]) for i in positions))
 
 
 def _freezable(positions: list[int], report: FreezeReport) -> list[int]:
@@ -188,7 +222,11 @@ def _propagate(graph: fx.Graph, values: dict) -> None:
         if not inputs or not all(n in values for n in inputs):
             continue
         args, kwargs = fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
-        result = node.target(*args, **kwargs)
+        try:
+            result = node.target(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001  an op that cannot run here runs in the compiled code
+            log.debug("dynamo-mlir: freezing: %s not run at compile time: %s", node.format_node(), e)
+            continue
         grows = isinstance(result, torch.Tensor) and not _is_view(node) \
             and result.numel() > sum(_stored(values[n]) for n in inputs)
         if not grows:
@@ -257,6 +295,8 @@ def _foldable_conv(bn: fx.Node, values: dict) -> bool:
     parameters, and nothing reads its saved statistics (outputs 1 and 2)."""
     conv = bn.args[0]
     if not isinstance(conv, fx.Node) or conv.target is not aten.convolution.default:
+        return False
+    if len(conv.args) != 9 or len(bn.args) != 7 or conv.kwargs or bn.kwargs:  # every argument positional
         return False
     if len(conv.users) != 1 or conv.args[6]:  # transposed: its output channels are dim 1, per group
         return False

@@ -77,6 +77,27 @@ def test_a_frozen_graph_keeps_the_weights_it_compiled_with_until_reset():
     assert not torch.allclose(before, m(x))
 
 
+def test_a_call_with_other_weight_tensors_runs_eagerly_not_with_the_frozen_ones():
+    """Dynamo does not guard an inlined module's parameter identity: a replaced parameter, or a
+    function compiled once and called with another model, reaches the frozen graph. Each such
+    call runs the unfrozen graph eagerly with the call's tensors, said in stats()."""
+    a, b, x = _block(), _block(), torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        b.c1.weight.mul_(-1)
+        f = torch.compile(lambda m, x: m(x), backend="mlir", options=FREEZE)
+        torch.testing.assert_close(f(a, x), a(x), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(f(b, x), b(x), rtol=1e-4, atol=1e-4)
+        a.c2.weight = nn.Parameter(a.c2.weight * 2)
+        torch.testing.assert_close(f(a, x), a(x), rtol=1e-4, atol=1e-4)
+    s = dynamo_mlir.stats()
+    frozen_graphs = sum(1 for g in dynamo_mlir.frontend.stats.REGISTRY.graphs if g.frozen)
+    # Each of the two calls with other tensors either met a graph Dynamo compiled for them, or
+    # the frozen graph's check, which ran it eagerly.
+    assert frozen_graphs + s["runtime_fallback_calls"] == 3, dynamo_mlir.explain()
+    assert s["runtime_fallback_calls"] >= 1, dynamo_mlir.explain()
+    assert "called with other parameter or buffer tensors" in dynamo_mlir.explain()
+
+
 class Counting(nn.Module):
     """A buffer the forward mutates (stays an input), a view of one it returns (stays an input),
     a weight repeated (an op whose result outgrows its input: left to the compiled code), and a
