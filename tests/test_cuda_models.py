@@ -43,9 +43,7 @@ LIBRARY_ON_GPU = {("transformer_block", torch.float32): {"aten.bmm.default": 6, 
                   ("transformer_block", torch.bfloat16): {"aten.bmm.default": 7, "aten.mm.default": 16}}
 LIBRARY = {
     "mlp": {"aten.mm.default": 11},
-    # The inference graph's convolutions are chained channels-last (codegen/channels_last.py), its
-    # pools NHWC in our kernels; the training forward returns its activations and stays NCHW.
-    "cnn": {"aten.convolution.default": 4, "aten.max_pool2d_with_indices.default": 2, "aten.mm.default": 4,
+    "cnn": {"aten.convolution.default": 4, "aten.max_pool2d_with_indices.default": 4, "aten.mm.default": 4,
             "aten.convolution_backward.default": 2},
     "transformer_block": {"aten.bmm.default": 8, "aten.mm.default": 16},
     "gpt2": {"aten.bmm.default": 16, "aten.mm.default": 36, "aten.index_put.default": 2},

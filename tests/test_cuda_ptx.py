@@ -385,8 +385,7 @@ def test_mlp_for_cuda_reports_its_matmuls_as_library_calls():
 def test_cnn_for_cuda_reports_conv_and_pooling_as_library_calls(tmp_path):
     import torch
 
-    # NCHW: channels-last convolutions (tests/ir/channels_last.mlir) pool in our kernels.
-    s = _compile_for_cuda(_small_cnn(), torch.randn(2, 3, 12, 12), dump_dir=str(tmp_path), channels_last=False)
+    s = _compile_for_cuda(_small_cnn(), torch.randn(2, 3, 12, 12), dump_dir=str(tmp_path))
     assert s["library_ops"] == {"aten.convolution.default": 2, "aten.max_pool2d_with_indices.default": 1,
                                 "aten.avg_pool2d.default": 1, "aten.mm.default": 1, "aten.add.Tensor": 1}
     (host,) = tmp_path.glob("*.host.txt")

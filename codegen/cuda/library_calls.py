@@ -223,12 +223,21 @@ def convolution(ctx, op) -> ir.Value | None:
     return emit_call(op, kind, [op.x, op.weight], updates_dest=False)
 
 
+# The fewest input and output channels of a convolution run channels-last on cuda. One H200,
+# 2026-11-28 (`bench_models.py --device cuda --only cnn --repeats 30`, two runs each way): the
+# small CNN (16-64 channels at 64x64) took 0.182 ms channels-last against 0.174 NCHW, while
+# ResNet-50 (64-2048 channels) went from 4.09 to 3.36 ms (docs/results.md).
+MIN_NHWC_CHANNELS = 64
+
+
 def channels_last_eligible(op) -> bool:
     """A dynamo.conv2d that `convolution` runs through cuDNN in NHWC (codegen/channels_last.py):
-    static, non-empty, a float type cuDNN has."""
+    static, non-empty, a float type cuDNN has, and wide enough for cuDNN's NHWC kernels to pay
+    (MIN_NHWC_CHANNELS: ResNet-50's stem, 3 channels in, stays NCHW)."""
     types = [ir.RankedTensorType(v.type) for v in (op.x, op.weight, op.out)]
     return all(t.has_static_shape and 0 not in t.shape for t in types) \
-        and str(types[0].element_type) in ("f32", "f16", "bf16")
+        and str(types[0].element_type) in ("f32", "f16", "bf16") \
+        and min(types[0].shape[1], types[2].shape[1]) >= MIN_NHWC_CHANNELS  # NCHW: dim 1, channels
 
 
 def conv_grad_input(ctx, op) -> ir.Value | None:

@@ -2,9 +2,6 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg -O channels_last=0 | check --prefix OFF
 // RUN: dynamo-mlir pass cpu-channels-last %s | check --prefix PASS
 // RUN: dynamo-mlir pass cpu-library-convs %s | check --prefix LIB
-// RUN: dynamo-mlir pass cuda-channels-last %s --target cuda | check --prefix PASS
-// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage linalg | check --prefix CUDA
-// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage linalg -O channels_last=0 | check --prefix CUDAOFF
 
 // cpu, library_matmul and channels_last (the defaults): conv -> batch norm (inference: x - mean,
 // * 1/std, * gamma, + beta, each per channel) -> relu -> max pool -> conv runs channels-last
@@ -45,20 +42,6 @@
 // CHECK-NOT: linalg.transpose
 // CHECK: call @aoti_torch_cpu_convolution(
 // CHECK: linalg.transpose ins(%{{[0-9]+}} : tensor<2x4x4x5xf32>) outs(%{{[0-9]+}} : tensor<2x5x4x4xf32>) permutation = [0, 3, 1, 2]
-// The cuda target does the same (cuda-channels-last: the PASS lines above), cuDNN taking the
-// NHWC buffers (torch.convolution_nhwc); batch norm, relu and the NHWC pool are one kernel.
-// CUDA: linalg.transpose ins(%arg0 : tensor<2x3x8x8xf32>) outs(%{{[0-9]+}} : tensor<2x8x8x3xf32>) permutation = [0, 2, 3, 1]
-// CUDA: dynamo_mlir.library_call = "torch.convolution_nhwc"
-// CUDA-SAME: memref<2x8x8x4xf32>) -> ()
-// CUDA-NOT: linalg.transpose
-// CUDA: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]
-// CUDA-SAME: outs(%{{[0-9]+}} : tensor<2x4x4x4xf32>)
-// CUDA-NOT: linalg.transpose
-// CUDA: dynamo_mlir.library_call = "torch.convolution_nhwc"
-// CUDA: linalg.transpose ins(%{{[0-9]+}} : tensor<2x4x4x5xf32>) outs(%{{[0-9]+}} : tensor<2x5x4x4xf32>) permutation = [0, 3, 1, 2]
-// CUDAOFF: dynamo_mlir.library_call = "torch.convolution"
-// CUDAOFF-NOT: linalg.transpose
-// CUDAOFF-NOT: torch.convolution_nhwc
 // With channels_last off: NCHW buffers, NCHW pooling, no transpose anywhere.
 // OFF: memref.alloc() : memref<2x4x8x8xf32>
 // OFF: linalg.pooling_nchw_max
