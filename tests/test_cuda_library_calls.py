@@ -386,20 +386,21 @@ def test_copy_lines_copies_what_copy_does(layout):
 
 
 class ConvChain(nn.Module):
-    """conv-bn-relu-maxpool (a stem of 3 channels), then a residual block of 64-channel
-    convolutions and one more: the block's and the last convolutions are chained, and wide
-    enough for cuda's channels-last (codegen/channels_last.py, library_calls.MIN_NHWC_CHANNELS)."""
+    """conv-bn-relu-maxpool, then a residual block of 64-channel convolutions and one more: every
+    convolution chained to another and wide enough for cuda's channels-last
+    (codegen/channels_last.py, library_calls.MIN_NHWC_CHANNELS), but a last narrow one (16
+    channels out) that stays NCHW."""
 
     def __init__(self):
         super().__init__()
         self.c1, self.b1 = nn.Conv2d(3, 64, 3, padding=1), nn.BatchNorm2d(64)
         self.c2, self.b2 = nn.Conv2d(64, 64, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(64)
         self.proj = nn.Conv2d(64, 64, 1, stride=2, bias=False)
-        self.c3 = nn.Conv2d(64, 64, 3, padding=1)
+        self.c3, self.narrow = nn.Conv2d(64, 64, 3, padding=1), nn.Conv2d(64, 16, 1)
 
     def forward(self, x):
         y = F.max_pool2d(torch.relu(self.b1(self.c1(x))), 3, stride=2, padding=1)
-        return self.c3(torch.relu(self.b2(self.c2(y)) + self.proj(y)))
+        return self.narrow(self.c3(torch.relu(self.b2(self.c2(y)) + self.proj(y))))
 
 
 @on_gpu
@@ -417,6 +418,6 @@ def test_chained_convolutions_run_channels_last_and_match_eager(channels_last, t
     for g in got:
         torch.testing.assert_close(g, want, rtol=1e-2, atol=1e-2)  # cuDNN may use TF32, as eager may
     host = read_stage(str(tmp_path), "host")
-    assert host.count("torch.convolution_nhwc(") == (3 if channels_last else 0), host
-    assert host.count("torch.convolution(") == (1 if channels_last else 4), host  # the stem: 3 channels in
+    assert host.count("torch.convolution_nhwc(") == (4 if channels_last else 0), host
+    assert host.count("torch.convolution(") == (1 if channels_last else 5), host  # the narrow one
     assert dynamo_mlir.stats()["ops_fallback"] == 0

@@ -223,21 +223,22 @@ def convolution(ctx, op) -> ir.Value | None:
     return emit_call(op, kind, [op.x, op.weight], updates_dest=False)
 
 
-# The fewest input and output channels of a convolution run channels-last on cuda. One H200,
-# 2026-11-28 (`bench_models.py --device cuda --only cnn --repeats 30`, two runs each way): the
-# small CNN (16-64 channels at 64x64) took 0.182 ms channels-last against 0.174 NCHW, while
-# ResNet-50 (64-2048 channels) went from 4.09 to 3.36 ms (docs/results.md).
+# The fewest output channels of a convolution run channels-last on cuda. One H200, 2026-11-28
+# (`bench_models.py --device cuda --only cnn --repeats 30`, two runs each way): the small CNN
+# (16, 32, 64 channels out at 64x64) took 0.182 ms channels-last against 0.174 NCHW, while
+# ResNet-50 (64-2048 channels out, its stem's 3 in included) went from 4.09 to 3.36 ms
+# (docs/results.md). With the stem left NCHW as well, 3.47 ms against inductor's 3.26 in a later run.
 MIN_NHWC_CHANNELS = 64
 
 
 def channels_last_eligible(op) -> bool:
     """A dynamo.conv2d that `convolution` runs through cuDNN in NHWC (codegen/channels_last.py):
-    static, non-empty, a float type cuDNN has, and wide enough for cuDNN's NHWC kernels to pay
-    (MIN_NHWC_CHANNELS: ResNet-50's stem, 3 channels in, stays NCHW)."""
+    static, non-empty, a float type cuDNN has, and with enough output channels for cuDNN's NHWC
+    kernels to pay (MIN_NHWC_CHANNELS)."""
     types = [ir.RankedTensorType(v.type) for v in (op.x, op.weight, op.out)]
     return all(t.has_static_shape and 0 not in t.shape for t in types) \
         and str(types[0].element_type) in ("f32", "f16", "bf16") \
-        and min(types[0].shape[1], types[2].shape[1]) >= MIN_NHWC_CHANNELS  # NCHW: dim 1, channels
+        and types[2].shape[1] >= MIN_NHWC_CHANNELS  # NCHW: dim 1, the output's channels
 
 
 def conv_grad_input(ctx, op) -> ir.Value | None:
