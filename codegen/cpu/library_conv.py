@@ -7,15 +7,17 @@ C shim exported by libtorch_cpu.so (reopened RTLD_GLOBAL by library.load_libtorc
 
     aoti_torch_create_tensor_from_blob(x)  aoti_torch_create_tensor_from_blob(w)
     aoti_torch_cpu_convolution(x, w, no bias, stride, padding, dilation, ..., groups) -> y
-    aoti_torch_create_tensor_from_blob(out)  aoti_torch_copy_(out, y)  aoti_torch_delete_tensor_object x4
+    y read in place (adopted_results.py), or: aoti_torch_create_tensor_from_blob(out)  aoti_torch_copy_(out, y)
+    aoti_torch_delete_tensor_object for each (y's at the function's return when read in place)
 
 That is at::convolution, so the same kernel eager would pick for those shapes and threads
 (oneDNN for a batch, its im2col + MKL GEMM for small ones): eager's numbers, eager's speed. The
 handles only describe our buffers (sizes and strides read from the memrefs at run time: an
-operand may be a strided view). The copy into our output costs about a tenth of the convolution
-(cnn_b8's first: 22 of 206 us; both copies 5% of its 870 us call under the profiler); reading
-torch's result in place instead would need a memref built from a raw pointer (a hand-made
-LLVM descriptor through unrealized casts) and the handle kept until the function's end.
+operand may be a strided view). A copy into our output cost about a tenth of the convolution
+(cnn_b8's first: 22 of 206 us; both copies 5% of its 870 us call under the profiler), so torch's
+result is read where it is when it is laid out as our buffer would be and is not the
+function's result (adopted_results.py: a memref over its data pointer, the handle kept until the
+buffer's last use); otherwise it is copied.
 
 Channels-last (measured 2026-11-24, AMD EPYC with AVX2, no AVX-512, 2 cores; torch 2.13).
 Inductor runs every convolution channels-last, and `torch.conv2d` alone looked several times
@@ -30,13 +32,12 @@ channels_last): convolutions in a chain, and the batch norm / relu / pooling bet
 run NHWC, with transposes only where NCHW is needed (the image, a flatten, graph outputs). Such
 a `dynamo.conv2d {layout = "nhwc"}` is called here on NHWC buffers shown to torch as NCHW
 tensors with channels-last strides (sizes and strides read in NCHW order off the NHWC memref,
-a view, no copy): torch picks its channels-last kernel, and its channels-last result is copied
-densely into our NHWC buffer. The CNN (`bench_models.py --only cnn --repeats 20`, 2 runs or
-more each): mlir/inductor 0.97-1.05 at 2 threads and 0.98-1.03 at one with it, 0.85-0.91 and
-0.89-0.93 without; page faults per call (benchmarks/cnn_page_faults.py, one thread) 0-992 with
-it, 2624-2752 without (inductor 0). What is left: torch's result is still a tensor of its own,
-copied, and torch makes the FCHW weight channels-last on each call (a small clone): aten::copy_,
-both kinds, is ~6% of the CNN's call under the profiler.
+a view, no copy): torch picks its channels-last kernel, and its channels-last result is read in
+place as our NHWC buffer (or copied densely into it). The CNN (`bench_models.py --only cnn
+--repeats 20`, 2 runs or more each): mlir/inductor 0.97-1.05 at 2 threads and 0.98-1.03 at one
+with it, 0.85-0.91 and 0.89-0.93 without; page faults per call (benchmarks/cnn_page_faults.py,
+one thread) 0-992 with it, 2624-2752 without (inductor 0). What is left: torch makes the FCHW
+weight channels-last on each call (a small clone).
 
 Why not im2col in generated code + MKL's sgemm_ (as library.py calls it)? That is eager's own
 slow path (Slow2d: im2col, then GEMM), and it is slower where eager leaves it for oneDNN. One
@@ -89,6 +90,7 @@ from ...lowering import lower_dynamo_ops
 from ...lowering.loops import if_else
 from ..attributes import RETAINS
 from ..buffer_reads import read_only_buffer
+from . import adopted_results
 from .library import LIBTORCH_CPU, declare, nodes_calling, ops_named, pointer_to
 
 ELEMENT_DTYPE = {"f32": "aoti_torch_dtype_float32", "f64": "aoti_torch_dtype_float64"}
@@ -100,7 +102,8 @@ FLASH_ATTENTION = "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"  
 # The tensor handles of one call, in their slots' order: its two operands, torch's result (y;
 # a backward's three, r0..r2: the unasked two are undefined tensors) and our output buffer;
 # attention's third operand and its bias (library_attention.py).
-HANDLES = ("x", "w", "y", "out", "r0", "r1", "r2", "v", "b")
+HANDLES = ("x", "w", "y", "out", "r0", "r1", "r2", "v", "b", "data", "strides")  # the last two: what
+# adopted_results.py asks of torch's result (its data pointer, its strides array)
 # Those each kind of call sets, cleared before it and deleted after it (a call that stops early
 # leaves later ones null, which delete ignores).
 FORWARD_HANDLES, BACKWARD_HANDLES = ("x", "w", "y", "out"), ("x", "w", "out", "r0", "r1", "r2")
@@ -116,10 +119,11 @@ def _signatures() -> dict[str, tuple[list[ir.Type], list[ir.Type]]]:
         COPY: ([ptr, ptr, i32], [i32]),
         DELETE: ([ptr], [i32]),
         FLASH_ATTENTION: ([ptr, ptr, ptr, ir.F64Type.get(), i32, ptr, ptr, ptr, ptr], [i32]),
+        **adopted_results.signatures(),
     }
 
 
-SYMBOLS = frozenset({FROM_BLOB, CONVOLUTION, BACKWARD, COPY, DELETE, FLASH_ATTENTION})
+SYMBOLS = frozenset({FROM_BLOB, CONVOLUTION, BACKWARD, COPY, DELETE, FLASH_ATTENTION, *adopted_results.SYMBOLS})
 
 
 @functools.cache
@@ -205,9 +209,12 @@ class ShimFrame:
     def handle_slot(self, name: str) -> ir.Value:
         return pointer_to(self.handles, arith.constant(ir.IndexType.get(), 8 * HANDLES.index(name)))
 
+    def slot_value(self, name: str) -> ir.Value:
+        """Slot `name`'s int64."""
+        return memref.load(self.handles, [arith.constant(ir.IndexType.get(), HANDLES.index(name))])
+
     def handle(self, name: str) -> ir.Value:
-        value = memref.load(self.handles, [arith.constant(ir.IndexType.get(), HANDLES.index(name))])
-        return llvm.inttoptr(llvm.PointerType.get(), value)
+        return llvm.inttoptr(llvm.PointerType.get(), self.slot_value(name))
 
 
 def call_shim(name: str, args: list[ir.Value], retains: int | None = None) -> ir.Value:
@@ -232,12 +239,15 @@ def wrap_buffer(frame: ShimFrame, buffer: ir.Value, name: str, dims: list[int] |
                  retains=8)  # the handle lives in that slot: the buffer with it
 
 
-def _emit(frame: ShimFrame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
-    """The calls computing conv(x, w) into the buffer y. A call runs only if every one before it
-    succeeded (a failed one leaves its handle null, which no later call may be given); the
-    deletes always run (deleting a null handle does nothing); the status goes to STATUS.
-    Channels-last x and y are shown to torch as NCHW views with channels-last strides: torch
-    then picks its channels-last kernel, and its result, channels-last too, is copied densely."""
+def _emit(frame: ShimFrame, op, x: ir.Value, w: ir.Value, y_type: ir.MemRefType, into: ir.Value | None) -> ir.Value:
+    """The calls computing conv(x, w); the buffer of type y_type holding it. A call runs only if
+    every one before it succeeded (a failed one leaves its handle null, which no later call may
+    be given); the deletes always run (deleting a null handle does nothing); the status goes to
+    STATUS. Channels-last x and y are shown to torch as NCHW views with channels-last strides:
+    torch then picks its channels-last kernel, and its result is channels-last too. The result
+    is copied into buffer `into`; without one, it is read in place where it is laid out as our
+    buffer would be (adopted_results.py; its handle is deleted after the buffer's last use:
+    release_adopted_results), else copied into a buffer of ours."""
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     groups = ir.IntegerAttr(op.groups).value
     n = frame.spatial
@@ -254,18 +264,47 @@ def _emit(frame: ShimFrame, op, x: ir.Value, w: ir.Value, y: ir.Value) -> None:
             _i64(groups), frame.handle_slot("y")])
 
     status = then(status, convolve)
-    status = then(status, lambda: wrap_buffer(frame, y, "out", torch_dims))
-    status = then(status, lambda: call_shim(COPY, [frame.handle("out"), frame.handle("y"), _i32(0)]))
-    for name in FORWARD_HANDLES:
-        status = arith.ori(status, call_shim(DELETE, [frame.handle(name)]))
+
+    def copy_into(y: ir.Value) -> ir.Value:
+        copied = then(status, lambda: wrap_buffer(frame, y, "out", torch_dims))
+        return then(copied, lambda: call_shim(COPY, [frame.handle("out"), frame.handle("y"), _i32(0)]))
+
+    if into is not None:
+        status = copy_into(into)
+        for name in FORWARD_HANDLES:
+            status = arith.ori(status, call_shim(DELETE, [frame.handle(name)]))
+        record_status(status)
+        return into
+    return _read_in_place(frame, status, "y", y_type, torch_dims, copy_into, FORWARD_HANDLES, None)
+
+
+def _read_in_place(frame: ShimFrame, status: ir.Value, result: str, y_type: ir.MemRefType, torch_dims,
+                   copy_into, handles, fallback: ir.Value | None) -> ir.Value:
+    """The buffer holding torch's result (handle slot `result`) after a call with `status`: that
+    result itself where it is laid out as our buffer, else `copy_into(buffer)` (`fallback`, or one
+    of ours); every handle but the result's deleted now (release_adopted_results deletes it after
+    the buffer's last use)."""
+    dims = torch_dims or list(range(y_type.rank))
+    i1 = ir.IntegerType.get_signless(1)
+    ok = if_else(arith.cmpi(arith.CmpIPredicate.eq, status, _i32(0)), [i1],
+                 lambda: [adopted_results.laid_out_as_ours(frame, frame.handle(result), y_type, dims, call_shim)],
+                 lambda: [arith.constant(i1, 0)])[0]
+    y = adopted_results.adopt_or_copy(frame, ok, result, y_type, lambda buf: record_status(copy_into(buf)),
+                                      call_shim, fallback)
+    for name in handles:
+        if name != result:
+            status = arith.ori(status, call_shim(DELETE, [frame.handle(name)]))
     record_status(status)
+    return y
 
 
-def _emit_grad(frame: ShimFrame, op, grad: ir.Value, given: ir.Value, y: ir.Value, which: int) -> None:
-    """The calls computing gradient `which` (0: input, 1: weight) of the convolution into the
-    buffer y: torch's convolution_backward, given the output gradient and the other operand; the
-    operand whose gradient is asked lends only its shape (as torch.nn.grad's functions do),
-    and y has it. Statuses and deletes as in _emit."""
+def _emit_grad(frame: ShimFrame, op, grad: ir.Value, given: ir.Value, y: ir.Value, which: int,
+               adopt: bool) -> ir.Value:
+    """The calls computing gradient `which` (0: input, 1: weight) of the convolution; the buffer
+    holding it: torch's convolution_backward, given the output gradient and the other operand;
+    the operand whose gradient is asked lends only its shape (as torch.nn.grad's functions do),
+    and buffer y has it. The gradient is copied into y, or with `adopt` read in place as in
+    _emit. Statuses and deletes as in _emit."""
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     n = frame.spatial
     frame.clear_handles(BACKWARD_HANDLES)
@@ -284,10 +323,18 @@ def _emit_grad(frame: ShimFrame, op, grad: ir.Value, given: ir.Value, y: ir.Valu
             frame.handle_slot("r0"), frame.handle_slot("r1"), frame.handle_slot("r2")])
 
     status = then(status, backward)
-    status = then(status, lambda: call_shim(COPY, [frame.handle("out"), frame.handle(f"r{which}"), _i32(0)]))
+
+    def copy_into(_y: ir.Value) -> ir.Value:  # into y, which handle "out" wraps
+        return then(status, lambda: call_shim(COPY, [frame.handle("out"), frame.handle(f"r{which}"), _i32(0)]))
+
+    if adopt:
+        return _read_in_place(frame, status, f"r{which}", ir.MemRefType(y.type), None, copy_into,
+                              BACKWARD_HANDLES, y)
+    status = copy_into(y)
     for name in BACKWARD_HANDLES:
         status = arith.ori(status, call_shim(DELETE, [frame.handle(name)]))
     record_status(status)
+    return y
 
 
 def then(status: ir.Value, call) -> ir.Value:
@@ -337,17 +384,31 @@ def call_library_convs(module: ir.Module, options) -> None:
             declare_shim(module)
             out = ir.RankedTensorType(view.out.type)
             frame = ShimFrame(fn.regions[0].blocks[0], out.rank)
+            y_type = ir.MemRefType.get(out.shape, out.element_type)
+            adopt = not adopted_results.may_be_returned(view.out)
             with ir.InsertionPoint(op), op.location:
                 operands = _operands(view)
                 a, b = (read_only_buffer(strided_type(ir.RankedTensorType(v.type)), v, op) for v in operands)
-                y = memref.alloc(ir.MemRefType.get(out.shape, out.element_type), [], [])
                 if op.name == "dynamo.conv2d":
-                    _emit(frame, view, a, b, y)
+                    y = _emit(frame, view, a, b, y_type, None if adopt else memref.alloc(y_type, [], []))
                 else:
-                    _emit_grad(frame, view, a, b, y, _GRADS[op.name][1])
+                    y = _emit_grad(frame, view, a, b, memref.alloc(y_type, [], []), _GRADS[op.name][1], adopt)
                 result = bufferization.to_tensor(out, y, restrict=True, writable=True)
             op.results[0].replace_all_uses_with(result)
             op.erase()
+
+
+def release_adopted_results(module: ir.Module, options) -> None:
+    """After bufferization: the torch handle of each result read in place (adopted_results.py)
+    deleted right after the last op using the buffer, its status recorded."""
+    for fn in module.body.operations:
+        if fn.operation.name != "func.func" or not fn.regions[0].blocks:
+            continue
+        for branch, before in adopted_results.release_points(fn):
+            slots, k = adopted_results.handle_of(branch)
+            with ir.InsertionPoint(before), branch.location:
+                value = memref.load(slots, [arith.constant(ir.IndexType.get(), k)])
+                record_status(call_shim(DELETE, [llvm.inttoptr(llvm.PointerType.get(), value)]))
 
 
 def _operands(view) -> tuple[ir.Value, ir.Value]:

@@ -112,8 +112,9 @@ def _retained_until(call: ir.Operation, positions: dict) -> int | None:
     return max((positions[op] for op in found if op is not None), default=None)
 
 
-def _live_interval(alloc: ir.Operation, positions: dict) -> tuple[int, int] | None:
-    """(first, last) position of a use of the alloc or of anything derived from it (the alloc
+def live_interval(alloc: ir.Operation, positions: dict) -> tuple[int, int] | None:
+    """(first, last) position of a use of the alloc (any op's single result: adopted_results.py
+    asks it of a branch yielding a buffer) or of anything derived from it (the alloc
     itself does nothing: its bytes are undefined until written); None when it is never used or
     some derived value escapes the block (returned, or used outside it). Derived: an op's results
     from the buffer (views, casts, pointers taken of it), and the results of the top-level op
@@ -163,7 +164,7 @@ def _plannable(fn) -> list[Buffer]:
         if op.name != "memref.alloc" or len(op.operands):
             continue
         size = _planned_size(ir.MemRefType(op.result.type))
-        interval = _live_interval(op, positions) if size else None
+        interval = live_interval(op, positions) if size else None
         if interval is not None:
             buffers.append(Buffer(op, size, *interval))
     return buffers

@@ -92,6 +92,9 @@ LOOPS = (
           options=("library_matmul",), enabled=_library),
     # read-only arguments, cleanup, distinct results, inputs written in place, bufferize
     *stages.buffer_passes("cpu", written_inputs=True),
+    _pass("release-adopted-results", library_conv.release_adopted_results,
+          "The torch tensor behind each convolution result read in place freed right after the buffer's last use.",
+          options=("library_matmul",), enabled=_library, requires=("cpu-bufferize",)),
     _pass("plan-memory", lambda m, o: memory_plan.plan_memory(m),
           "Static intermediate buffers -> views of one workspace at planned offsets.",
           options=("plan_memory",), enabled=lambda o: o.target_options.plan_memory, produces=(WORKSPACE_BYTES, PLANNED),

@@ -23,14 +23,21 @@
 // LIB: call @aoti_torch_cpu_convolution(
 // LIB-NOT: "dynamo.conv2d"
 // CHECK: linalg.transpose ins(%arg0 : tensor<2x3x8x8xf32>) outs(%{{[0-9]+}} : tensor<2x8x8x3xf32>) permutation = [0, 2, 3, 1]
-// CHECK: memref.alloc() : memref<2x8x8x4xf32>
 // CHECK: call @aoti_torch_cpu_convolution(
-// The NHWC result buffer is shown to torch as an NCHW tensor (sizes 2 4 8 8) with channels-last
-// strides (256 1 32 4): a view, no copy.
+// An NHWC buffer is shown to torch as an NCHW tensor (sizes 2 4 8 8) with channels-last strides
+// (256 1 32 4). torch's result is read in place when it has those strides (codegen/cpu/
+// adopted_results.py) ...
+// CHECK: call @aoti_torch_get_strides(
+// CHECK: arith.cmpi eq, %{{[0-9]+}}, %c256_i64
+// CHECK: memref.alloc() : memref<2x8x8x4xf32>
+// CHECK: call @aoti_torch_get_data_ptr(
+// CHECK: builtin.unrealized_conversion_cast {{.*}} to memref<2x8x8x4xf32>
+// ... else copied into our NHWC buffer, shown to torch that way: a view, no copy of ours.
 // CHECK: memref.store %c256_i64
 // CHECK-NEXT: memref.store %c1_i64
 // CHECK-NEXT: memref.store %c32_i64
 // CHECK-NEXT: memref.store %c4_i64
+// CHECK: call @aoti_torch_copy_(
 // CHECK-NOT: linalg.transpose
 // CHECK: linalg.generic
 // CHECK-SAME: outs(%{{[0-9]+}} : tensor<2x8x8x4xf32>)
@@ -38,9 +45,13 @@
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]
 // CHECK-SAME: outs(%{{[0-9]+}} : tensor<2x4x4x4xf32>)
 // CHECK-NOT: linalg.transpose
+// The second result reaches the function's result (through the transpose back): copied, as a
+// result read in place would be gone before the caller's buffer is written.
 // CHECK: memref.alloc() : memref<2x4x4x5xf32>
 // CHECK-NOT: linalg.transpose
 // CHECK: call @aoti_torch_cpu_convolution(
+// CHECK-NOT: aoti_torch_get_data_ptr
+// CHECK: call @aoti_torch_copy_(
 // CHECK: linalg.transpose ins(%{{[0-9]+}} : tensor<2x4x4x5xf32>) outs(%{{[0-9]+}} : tensor<2x5x4x4xf32>) permutation = [0, 3, 1, 2]
 // With channels_last off: NCHW buffers, NCHW pooling, no transpose anywhere.
 // OFF: memref.alloc() : memref<2x4x8x8xf32>
