@@ -1,10 +1,11 @@
 """A torch call's result read in place as our buffer, instead of copied into one (library_conv.py).
 
 Why. torch's convolution returns a tensor of its own; library_conv used to copy it into a buffer
-of ours (aoti_torch_copy_). On ResNet-50 at batch 2 (CPU, 2 threads) those copies were about 13%
-of a compiled call under torch.profiler (53 a call; the other copies, 17 a call, are torch making
-3x3 weights channels-last). Reading torch's result where it is saves a pass over every
-convolution's output.
+of ours (aoti_torch_copy_). On ResNet-50 at batch 2 (CPU, 2 threads) aten::copy_ was 18% of a
+compiled call's self time under torch.profiler (one run, the machine busy with another job): 53
+such copies a call, and 17 of torch's own making 3x3 weights channels-last. Reading the result
+where it is saves a pass over every convolution's output: ResNet-50 118.3 against 121.6 and 136.5
+against 145.4 ms in two runs (benchmarks/conv_results_in_place.py, 2026-11-28).
 
 How. At the linalg stage, where the copy was, an `scf.if` yields the result's memref:
 - adopted when the call succeeded and torch's result is laid out as our buffer would be (the
@@ -21,13 +22,11 @@ torch's tensor handle is deleted right after the last op reading the buffer
 (library_conv.release_adopted_results, after bufferization: memory_plan's live intervals), so
 torch's allocator has the memory back for the next convolution's result, as when it was copied;
 kept until the return instead, 53 live results a call made glibc map fresh pages for each:
-ResNet-50 (batch 2, 2 threads) took 135.7 ms against 114.2 copying
-(benchmarks/conv_results_in_place.py, one run, 2026-11-28).
+ResNet-50 (batch 2, 2 threads) took 135.7 ms against 114.2 copying (one run of the same script).
 
 Not adopted: a result that may reach the function's results (through views: reshape, slice,
-permute, broadcast), since returning copies it into the caller's buffer at the very end, after
-the handle would be gone; those keep the copy (buffer-results-to-out-params then writes the
-caller's buffer directly).
+permute, broadcast). Returning it copies it into the caller's buffer anyway, while the copy path
+writes the caller's buffer itself (buffer-results-to-out-params makes that buffer the output).
 """
 
 from __future__ import annotations
