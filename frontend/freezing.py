@@ -204,7 +204,9 @@ def _is_view(node: fx.Node) -> bool:
 
 
 def _stored(value) -> int:
-    """Elements of the memory under a constant (a view: its base's)."""
+    """Elements of the memory under a constant (a view: its base's; a tuple: its tensors')."""
+    if isinstance(value, (tuple, list)):
+        return sum(_stored(v) for v in value)
     if not isinstance(value, torch.Tensor):
         return 0
     return value.untyped_storage().nbytes() // max(value.element_size(), 1)
