@@ -161,7 +161,8 @@ def freeze(gm: fx.GraphModule, example_inputs: list, real_inputs: list, position
     for node, fake in zip(gm.graph.nodes, fakes):  # the lifted placeholders come first
         node.meta["val"] = fake
     gm.recompile()
-    kept = [i for i in range(len(placeholders)) if i not in set(positions)]
+    frozen = set(positions)
+    kept = [i for i in range(len(placeholders)) if i not in frozen]
     return Frozen(gm, fakes + [example_inputs[i] for i in kept], constants, kept, report, unfrozen,
                   tuple((i, real_inputs[i]) for i in positions))
 
