@@ -4,8 +4,9 @@ An inference graph's module parameters and buffers become constants of the compi
 read once when it compiles:
 - a convolution followed by an inference batch norm is folded into one convolution (its weight
   scaled per output channel, its bias shifted): the batch norm's pass over the activation is gone;
-- every op computed from constants alone (a weight's cast under autocast, a batch norm's
-  `rsqrt(var + eps) * weight` where no convolution precedes it) runs once, at compile time.
+- every op computed from constants alone (a weight's cast under autocast, the `mul(bias, 1)` of
+  addmm's decomposition, a `var_mean` of a weight) runs once, at compile time. A batch norm with
+  no convolution before it stays one op over its activation (its own import rule).
 
 The constants are passed to the compiled code as inputs bound when it compiles, ahead of the
 graph's own inputs, so a parameter nothing folded is the module's tensor itself (no copy), and
@@ -99,7 +100,7 @@ class Frozen:
         originals = tuple(t for _, t in self.frozen_from)
 
         def call(*args):
-            if all(map(operator.is_, frozen_args(args), originals)):  # 7 us for ResNet-50's 267 here
+            if all(map(operator.is_, frozen_args(args), originals)):  # 267 inputs (ResNet-50): 7 us, a one-off timeit here
                 return fn(*constants, *kept_args(args))
             other_weights()
             return unfrozen(*args)

@@ -2,8 +2,9 @@
 
 Why. torch's convolution returns a tensor of its own; library_conv used to copy it into a buffer
 of ours (aoti_torch_copy_). On ResNet-50 at batch 2 (CPU, 2 threads) aten::copy_ was 18% of a
-compiled call's self time under torch.profiler (one run, the machine busy with another job): 53
-such copies a call, and 17 of torch's own making 3x3 weights channels-last. Reading the result
+compiled call's self time under torch.profiler (a one-off script, not kept; one run, the machine
+busy with another job): 53 such copies a call, and 17 of torch's own making 3x3 weights
+channels-last. Reading the result
 where it is saves a pass over every convolution's output: ResNet-50 118.3 against 121.6 and 136.5
 against 145.4 ms in two runs (benchmarks/conv_results_in_place.py, 2026-11-28).
 

@@ -61,10 +61,11 @@ class CUDAOptions(TargetOptions):
                                                       "never shared with a caller still holding them).")
     library_matmul: bool = option(True, "Run matmul/conv/pooling as library calls through torch (cuBLAS/cuDNN; "
                                         "stats: ops_library); off: in our own generated kernels.")
-    channels_last: bool = option(True, "With library_matmul: run chained 2-d convolutions (one's result reaching the "
-                                       "next through batch norm, relu, pooling, ...) channels-last, NHWC, and the ops "
-                                       "between them too, so cuDNN runs its NHWC kernels and no transpose sits between "
-                                       "them (codegen/channels_last.py); off: every convolution NCHW.")
+    channels_last: bool = option(True, "With library_matmul: run chained 2-d convolutions of at least 64 output "
+                                       "channels (one's result reaching the next through batch norm, relu, pooling, "
+                                       "...) channels-last, NHWC, and the ops between them too, so cuDNN runs its NHWC "
+                                       "kernels and no transpose sits between them (codegen/channels_last.py); off: "
+                                       "every convolution NCHW.")
     cuda_library_attention: bool = option(True, "Run F.scaled_dot_product_attention as one torch call (its fused "
                                                 "flash/efficient/cuDNN kernel; stats: ops_library), and in training "
                                                 "its backward as one call of that kernel's backward: the attention "
