@@ -133,8 +133,13 @@ def _warn_stray_env(names: tuple[str, ...]) -> None:
                 "(see `dynamo-mlir options`)", list(names))
 
 
+# Variables the process reads that are no option: they change no compiled code, so no cache key.
+PERF_MAP = ENV_PREFIX + "PERF_MAP"  # 1: the cpu target names its linked functions for Linux perf
+PROCESS_VARIABLES = frozenset({PERF_MAP})
+
+
 def _check_env(environ: Mapping[str, str]) -> None:
-    ours = [k for k in environ if k.startswith(ENV_PREFIX)]
+    ours = [k for k in environ if k.startswith(ENV_PREFIX) and k not in PROCESS_VARIABLES]
     core = {env_var(n) for n in Options.names()}
     if all(k in core for k in ours):
         return  # none or the core's own (DYNAMO_MLIR_CACHE_DIR): no target is loaded to check them

@@ -180,6 +180,41 @@ def test_unresolvable_symbol_is_refused_before_the_jit():
     assert "erff" not in str(info.value)  # libm's is found in the process
 
 
+def test_perf_map_names_the_linked_functions(monkeypatch, caplog):
+    """DYNAMO_MLIR_PERF_MAP=1: each linked object's functions get a line of /tmp/perf-<pid>.map
+    ("start size name", hex), at the address the engine put them and with the ELF symbol's size;
+    the variable is no option, so no warning calls it stray."""
+    from torch_mlir import ir
+
+    from dynamo_mlir.codegen.cpu.linking import functions_in_elf
+    from dynamo_mlir.codegen.cpu.object_code import LinkedObject, compile_object
+    from dynamo_mlir.dialects import new_context
+
+    monkeypatch.setenv("DYNAMO_MLIR_PERF_MAP", "1")
+    path = f"/tmp/perf-{os.getpid()}.map"
+    before = open(path).read() if os.path.exists(path) else None
+    with new_context():
+        module = ir.Module.parse("""
+          llvm.func @twice(%x: f32) -> f32 {
+            %a = llvm.fadd %x, %x : f32
+            llvm.return %a : f32
+          }""")
+        obj = compile_object(module, 2, frozenset())
+    try:
+        linked = LinkedObject(obj)
+        sizes = dict(functions_in_elf(obj.code))
+        assert sizes["twice"] > 0
+        lines = open(path).read()[len(before or ""):].splitlines()
+        named = {line.split()[2].rsplit(":", 1)[1]: line.split() for line in lines}
+        start, size, _ = named["twice"]
+        assert int(start, 16) == linked.function("twice") and int(size, 16) == sizes["twice"]
+    finally:
+        if before is None:
+            os.remove(path)
+    torch.compile(lambda x: x * 2, backend="mlir", options={"cache": False})(torch.ones(3))
+    assert "PERF_MAP" not in caplog.text
+
+
 def test_eager_op_with_wrong_metadata_cannot_feed_wrong_bytes_to_a_region():
     """torch's fake metadata says prims.signbit returns f32, eager returns bool: the compiled
     region after it must not read those bytes as floats (it runs eagerly for such a call)."""

@@ -6,7 +6,7 @@ from torch_mlir import ir
 
 from ..llvm_text import to_llvmlite_text
 from ..target import Stage, Target
-from . import library, library_attention, library_conv, object_code, pipeline, runtime
+from . import library, library_attention, library_conv, library_linear, object_code, pipeline, runtime
 from .options import CPUOptions
 
 
@@ -31,8 +31,9 @@ def _assembly(module: ir.Module) -> str:
 
 
 def _library_nodes(module: ir.Module) -> frozenset[str]:
-    """Matmuls run as MKL sgemm_/dgemm_ calls, convolutions as torch's (library_matmul)."""
-    return library.library_nodes(module) | library_conv.library_nodes(module) | library_attention.library_nodes(module)
+    """Matmuls run as MKL sgemm_/dgemm_ or oneDNN calls, convolutions as torch's (library_matmul)."""
+    return (library.library_nodes(module) | library_linear.library_nodes(module) | library_conv.library_nodes(module)
+            | library_attention.library_nodes(module))
 
 
 def _object(module: ir.Module, options) -> object_code.CpuObject:

@@ -68,20 +68,20 @@ def blas_can_take(op) -> bool:
     return str(types[0].element_type) in GEMM and all(0 not in t.shape for t in types)
 
 
-def _dims(n: int, *positions: int) -> ir.AffineMap:
+def dim_map(n: int, *positions: int) -> ir.AffineMap:
     return ir.AffineMap.get(n, 0, [ir.AffineDimExpr.get(p) for p in positions])
 
 
 def _maps(rank: int, transposed: tuple[bool, bool]) -> list[ir.AffineMap]:
     """The indexing maps of a (batch) matmul whose A and/or B is read transposed."""
     if rank == 2:  # (m, n, k)
-        a = _dims(3, 2, 0) if transposed[0] else _dims(3, 0, 2)
-        b = _dims(3, 1, 2) if transposed[1] else _dims(3, 2, 1)
-        c = _dims(3, 0, 1)
+        a = dim_map(3, 2, 0) if transposed[0] else dim_map(3, 0, 2)
+        b = dim_map(3, 1, 2) if transposed[1] else dim_map(3, 2, 1)
+        c = dim_map(3, 0, 1)
     else:  # (b, m, n, k)
-        a = _dims(4, 0, 3, 1) if transposed[0] else _dims(4, 0, 1, 3)
-        b = _dims(4, 0, 2, 3) if transposed[1] else _dims(4, 0, 3, 2)
-        c = _dims(4, 0, 1, 2)
+        a = dim_map(4, 0, 3, 1) if transposed[0] else dim_map(4, 0, 1, 3)
+        b = dim_map(4, 0, 2, 3) if transposed[1] else dim_map(4, 0, 3, 2)
+        c = dim_map(4, 0, 1, 2)
     return [a, b, c]
 
 
@@ -170,7 +170,7 @@ def _run_time_layout(t, buffer, candidates):
     return None
 
 
-def _positions(op) -> list[list[int]]:
+def matrix_dims(op) -> list[list[int]]:
     """For A, B, C: which memref dim holds each logical dim (m/k, k/n, m/n), from the maps;
     the batch dim, if any, is first everywhere."""
     rank = ir.ShapedType(op.opview.outputs[0].type).rank
@@ -234,7 +234,7 @@ def _plan(op):
     elem = str(types[2].element_type)
     if elem not in GEMM or any(0 in t.shape for t in types):
         return None
-    (a_m, a_k), (b_k, b_n), (c_m, c_n) = _positions(op)
+    (a_m, a_k), (b_k, b_n), (c_m, c_n) = matrix_dims(op)
     m, k, n = types[0].shape[a_m], types[0].shape[a_k], types[1].shape[b_n]
     layout_a = _operand_layout(types[0], m, k, a_m, a_k, a)
     layout_b = _operand_layout(types[1], k, n, b_k, b_n, b)
@@ -277,13 +277,19 @@ def _batch_stride(t: ir.MemRefType, buffer: ir.Value):
     return stride
 
 
-def _zero_fill_before(op) -> ir.Operation | None:
-    """The linalg.fill of 0 into op's C right before op (the matmul accumulator), if any."""
-    block, previous = op.block, None
-    for other in block.operations:
+def previous_op(op: ir.Operation) -> ir.Operation | None:
+    """The op right before `op` in its block, if any."""
+    previous = None
+    for other in op.block.operations:
         if other.operation == op:
-            break
+            return previous
         previous = other.operation
+    return None
+
+
+def zero_fill_before(op) -> ir.Operation | None:
+    """The linalg.fill of 0 into op's C right before op (the matmul accumulator), if any."""
+    previous = previous_op(op)
     if previous is None or previous.name != "linalg.fill" or previous.operands[1] != op.opview.outputs[0]:
         return None
     value = previous.operands[0].owner
@@ -345,7 +351,7 @@ def call_blas(module: ir.Module) -> None:
             if str(elem) not in slots:
                 slots[str(elem)] = _Slots(fn.regions[0].blocks[0], elem)
             declare(module, name, [llvm.PointerType.get()] * 13)
-            fill = _zero_fill_before(op)
+            fill = zero_fill_before(op)
             beta = 1.0 if fill is None else 0.0
             with ir.InsertionPoint(op), op.location:
                 if op.name == "linalg.matmul":

@@ -99,6 +99,7 @@ FROM_BLOB, CONVOLUTION = "aoti_torch_create_tensor_from_blob", "aoti_torch_cpu_c
 BACKWARD = "aoti_torch_cpu_convolution_backward"
 COPY, DELETE = "aoti_torch_copy_", "aoti_torch_delete_tensor_object"
 FLASH_ATTENTION = "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"  # library_attention.py
+LINEAR = "aoti_torch_cpu__linear_pointwise"  # oneDNN's matmul (library_linear.py)
 # The tensor handles of one call, in their slots' order: its two operands, torch's result (y;
 # a backward's three, r0..r2: the unasked two are undefined tensors) and our output buffer;
 # attention's third operand and its bias (library_attention.py).
@@ -119,11 +120,13 @@ def _signatures() -> dict[str, tuple[list[ir.Type], list[ir.Type]]]:
         COPY: ([ptr, ptr, i32], [i32]),
         DELETE: ([ptr], [i32]),
         FLASH_ATTENTION: ([ptr, ptr, ptr, ir.F64Type.get(), i32, ptr, ptr, ptr, ptr], [i32]),
+        LINEAR: ([ptr, ptr, ptr, ptr, ptr, i64, ptr, ptr], [i32]),  # X W B* attr scalars n algorithm* -> Y
         **adopted_results.signatures(),
     }
 
 
-SYMBOLS = frozenset({FROM_BLOB, CONVOLUTION, BACKWARD, COPY, DELETE, FLASH_ATTENTION, *adopted_results.SYMBOLS})
+SYMBOLS = frozenset({FROM_BLOB, CONVOLUTION, BACKWARD, COPY, DELETE, FLASH_ATTENTION, LINEAR,
+                     *adopted_results.SYMBOLS})
 
 
 @functools.cache

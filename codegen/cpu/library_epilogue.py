@@ -19,7 +19,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
-from .library import NAMED, ops_named
+from .library import NAMED, ops_named, previous_op
 
 
 def _owner(value: ir.Value):
@@ -144,7 +144,7 @@ def unshare_zero_fills(module: ir.Module) -> None:
     docstring); a fill left without uses is erased."""
     for op in ops_named(module, NAMED):
         out = op.opview.outputs[0]
-        if not _is_zero_fill(out) or (len(list(out.uses)) == 1 and _previous(op) == _owner(out)):
+        if not _is_zero_fill(out) or (len(list(out.uses)) == 1 and previous_op(op) == _owner(out)):
             continue
         fill = _owner(out)
         with ir.InsertionPoint(op), op.location:
@@ -157,12 +157,3 @@ def unshare_zero_fills(module: ir.Module) -> None:
         op.operands[len(op.operands) - 1] = own
         if not list(fill.results[0].uses):  # the last matmul sharing it has its own now
             fill.erase()
-
-
-def _previous(op: ir.Operation) -> ir.Operation | None:
-    previous = None
-    for other in op.block.operations:
-        if other.operation == op:
-            return previous
-        previous = other.operation
-    return None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import itertools
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -26,12 +27,14 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.execution_engine import ExecutionEngine
 
+from .. import config
 from ..functions import defined_functions
 from ..passes import CompileError
 from . import library, library_conv, memory_plan, parallel
-from .linking import external_symbols, undefined_in_elf
+from .linking import external_symbols, functions_in_elf, undefined_in_elf
 
 LIBTORCH_SYMBOLS = frozenset(library.GEMM.values()) | library_conv.SYMBOLS | parallel.RUNTIME_SYMBOLS
+_LINKED = itertools.count()
 # Symbols the linker defines itself, never looked up in the process.
 _LINKER_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})
 
@@ -145,6 +148,18 @@ class LinkedObject:
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _host_machine())
         self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj.code))
         self._engine.finalize_object()
+        if os.environ.get(config.PERF_MAP, "0") not in ("", "0"):
+            self._write_perf_map(obj)
+
+    def _write_perf_map(self, obj: CpuObject) -> None:
+        """Name this object's functions for Linux perf, which reads JIT code's symbols from
+        /tmp/perf-<pid>.map ("start size name" a line): `perf report` then shows each generated
+        function (region entry, outlined parallel bodies) where it would show "[JIT]"."""
+        linked = next(_LINKED)  # every region's entry is `main`: objects are told apart by number
+        lines = [f"{self._engine.get_function_address(name):x} {nbytes:x} dynamo_mlir:{linked}:{name}\n"
+                 for name, nbytes in functions_in_elf(obj.code) if nbytes]
+        with open(f"/tmp/perf-{os.getpid()}.map", "a") as f:
+            f.writelines(lines)
 
     def function(self, name: str) -> int:
         address = self._engine.get_function_address(name)

@@ -9,6 +9,13 @@ from dataclasses import dataclass
 from ..options import TargetOptions, option
 
 
+GEMM_LIBRARIES = ("auto", "mkl", "onednn")
+
+
+def _gemm_library(value: str) -> str | None:
+    return None if value in GEMM_LIBRARIES else f"gemm_library is one of {GEMM_LIBRARIES}, got {value!r}"
+
+
 def _opt_level(value: int) -> str | None:
     return None if 0 <= value <= 3 else f"an LLVM optimisation level is 0-3, got {value}"
 
@@ -21,6 +28,12 @@ class CPUOptions(TargetOptions):
                                         "as library calls into libtorch_cpu: MKL's sgemm_/dgemm_, torch's convolution "
                                         "(oneDNN), and an inference graph's attention as torch's fused CPU kernel "
                                         "(stats: ops_library); off: in our own loops.")
+    gemm_library: str = option("auto", "With library_matmul: which library runs a large float32 matmul whose left "
+                                       "operand is row-major: mkl (MKL's sgemm_, what eager and inductor call), "
+                                       "onednn (torch's oneDNN linear, 1.1-2x faster than MKL on an AMD EPYC, level "
+                                       "on an Intel Xeon: benchmarks/cpu_gemm_providers.py), or auto: onednn on "
+                                       "CPUs not made by Intel, mkl on Intel's (codegen/cpu/library_linear.py).",
+                                _gemm_library)
     channels_last: bool = option(True, "With library_matmul: run chained 2-d convolutions (one's result reaching the "
                                        "next through batch norm, relu, pooling, ...) channels-last, NHWC, and the "
                                        "ops between them too, so no transpose sits between them "

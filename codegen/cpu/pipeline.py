@@ -14,7 +14,7 @@ from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..channels_last import keep_channels_last
 from ..zero_size import distinct_results, widen_zero_size_arguments
 from . import (fastmath, narrow_elementwise, lane_vectors, library, library_attention, library_conv, library_epilogue,
-               memory_plan, parallel, shared_broadcasts)
+               library_linear, memory_plan, parallel, shared_broadcasts)
 
 _library = lambda o: o.target_options.library_matmul  # noqa: E731
 _fusing = lambda o: o.fuse_elementwise  # noqa: E731
@@ -102,6 +102,9 @@ LOOPS = (
           requires=("cpu-bufferize",)),
     upstream("cpu-deallocate", "buffer-deallocation-pipeline", "Free the buffers memory planning left.",
              requires=("cpu-bufferize",)),
+    _pass("call-onednn-linear", library_linear.call_onednn_linear,
+          "Large float32 matmuls with a row-major left operand -> oneDNN linear calls where gemm_library says so.",
+          options=("library_matmul", "gemm_library"), enabled=_library, requires=("cpu-unshare-zero-fills", "cpu-bufferize")),
     _pass("call-blas", lambda m, o: library.call_blas(m),
           "Named matmuls BLAS can take -> sgemm_/dgemm_ calls.",
           options=("library_matmul",), enabled=_library, requires=("cpu-unshare-zero-fills", "cpu-bufferize")),
