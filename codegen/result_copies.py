@@ -117,6 +117,8 @@ def results_into_out_params(module: ir.Module) -> int:
                  if copy.name == "memref.copy" and _forwardable(copy, at, ops, func_op)]
         for copy in found:
             src, dst = copy.operands
+            if _temporary(src) is None:
+                continue  # two results of one buffer: an earlier copy's out-param took it, this copy stays
             alloc, reshape = _temporary(src)
             target = dst if reshape is None else _out_param_view(alloc, dst)
             buffer = alloc.results[0]
