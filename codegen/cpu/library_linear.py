@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 
 import numpy
+import torch
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, llvm, memref, scf
@@ -57,9 +58,11 @@ def _cpu_vendor() -> str:
 
 
 def uses_onednn(gemm_library: str, vendor: str | None = None) -> bool:
-    """Whether large row-major-left float32 matmuls go to oneDNN under this option value."""
+    """Whether large row-major-left float32 matmuls go to oneDNN under this option value (auto:
+    a CPU not made by Intel, in a torch built with oneDNN)."""
     if gemm_library == "auto":
-        return (_cpu_vendor() if vendor is None else vendor) not in ("GenuineIntel", "")
+        vendor = _cpu_vendor() if vendor is None else vendor
+        return vendor not in ("GenuineIntel", "") and torch.backends.mkldnn.is_available()
     return gemm_library == "onednn"
 
 

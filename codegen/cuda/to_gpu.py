@@ -150,10 +150,36 @@ def fold_transposes_of_attention(func_op) -> int:
             continue
         with ir.InsertionPoint(writer), op.location:
             writer.operands[len(writer.operands) - 1] = _transposed_view(dest, _inverse(permutation))
+        _query_laid_out_as(writer, permutation)
         retype(writer)
         _erase_with_buffer(op, source)
         folded += 1
     return folded
+
+
+def _query_laid_out_as(call, permutation: list[int]) -> None:
+    """Where the call's result now has the transpose's layout ([B, L, H, E] in memory), give its
+    query that layout too when our kernels compute it into a buffer of its own (a rotary
+    embedding's result): cuDNN's attention lays its result out as the query is (torch's
+    alloc_with_matching_layout), so that result is then the call's buffer as it is, with no copy
+    (codegen/cuda/library.py _write). Flash and memory-efficient attention write that layout
+    whatever the query's, and read a strided query as eager hands it to them."""
+    query = call.operands[0]
+    t = ir.MemRefType(query.type)
+    if op_name(query) != "memref.alloc" or t.layout != ir.MemRefType.get(t.shape, t.element_type).layout:
+        return
+    users = [u for u in _users(query) if u != call and u.name != "memref.dealloc"]
+    if not users or not all(u.name.startswith("linalg.") and output_of(u) == query
+                            and query not in list(u.opview.inputs) for u in users):
+        return
+    alloc = query.owner
+    with ir.InsertionPoint(alloc), alloc.location:
+        base = memref.alloc(ir.MemRefType.get([t.shape[p] for p in permutation], t.element_type), [], [])
+        view = _transposed_view(base, _inverse(permutation))
+    for use in list(query.uses):
+        owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        owner.operands[use.operand_number] = base if owner.name == "memref.dealloc" else view
+    alloc.erase()
 
 
 def _sole_attention_writer(buffer: ir.Value, transpose):

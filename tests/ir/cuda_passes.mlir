@@ -86,6 +86,35 @@ func.func @main(%q: memref<1x2x4x8xf32>, %k: memref<1x2x4x8xf32>, %v: memref<1x2
 
 // -----
 
+// ... and a query our kernels compute into a buffer of its own (a rotary embedding's result) gets
+// that [B, L, H, E] layout too: cuDNN's attention lays its result out as the query is, so the
+// result is the call's buffer as it is (no copy kernel after the call).
+// ATTN: %[[Q:alloc[_0-9]*]] = memref.alloc() : memref<1x4x2x8xf32>
+// ATTN-NEXT: %[[QV:transpose[_0-9]*]] = memref.transpose %[[Q]] (d0, d1, d2, d3) -> (d0, d2, d1, d3)
+// ATTN-NEXT: linalg.generic
+// ATTN-SAME: outs(%[[QV]] : memref<1x2x4x8xf32, strided<[64, 8, 16, 1]>>)
+// ATTN: call @dynamo_cuda_attention_{{[0-9]+}}(%[[QV]], %arg1, %arg2, %{{transpose[_0-9]*}})
+// ATTN-NEXT: memref.dealloc %[[Q]] : memref<1x4x2x8xf32>
+func.func private @dynamo_cuda_attention_0(memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>)
+func.func @main(%x: memref<1x2x4x8xf32>, %k: memref<1x2x4x8xf32>, %v: memref<1x2x4x8xf32>, %out: memref<1x4x2x8xf32>) {
+  %q = memref.alloc() : memref<1x2x4x8xf32>
+  linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : memref<1x2x4x8xf32>) outs(%q : memref<1x2x4x8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %m = arith.mulf %i, %i : f32
+    linalg.yield %m : f32
+  }
+  %a = memref.alloc() : memref<1x2x4x8xf32>
+  call @dynamo_cuda_attention_0(%q, %k, %v, %a) {dynamo_mlir.library_call = "torch.attention", is_causal = 0 : i64, scale = 2.500000e-01 : f64} : (memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>) -> ()
+  memref.dealloc %q : memref<1x2x4x8xf32>
+  linalg.transpose ins(%a : memref<1x2x4x8xf32>) outs(%out : memref<1x4x2x8xf32>) permutation = [0, 2, 1, 3]
+  memref.dealloc %a : memref<1x2x4x8xf32>
+  return
+}
+
+// -----
+
 // cuda-generalize-library-ops (library_matmul off): the matmul becomes the equivalent
 // linalg.generic, which cuda-kernels makes a kernel of; its fill stays a fill.
 // GENERAL: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<8x32xf32>)
