@@ -2,7 +2,8 @@
 table: MKL (what torch.addmm and F.linear call, eager and inductor's default mode alike) and
 oneDNN's matmul (torch.ops.mkldnn._linear_pointwise, inductor's freezing path; reached from
 generated code through the C shim's aoti_torch_cpu__linear_pointwise). Median ms of 30 calls
-after 3, interleaved per shape; x (m, k) @ w (n, k).T + b.
+after 3, interleaved per shape; x (m, k) @ w (n, k).T + b, w scaled by 1/sqrt(k); and each one's
+RMSE against the float64 product, oneDNN's over MKL's.
 
     python benchmarks/cpu_gemm_providers.py [--threads 2,1]
 """
@@ -52,15 +53,19 @@ def main() -> None:
     print(f"{_cpu_name()}, torch {torch.__version__}, CPU capability {torch.backends.cpu.get_cpu_capability()}")
     for threads in map(int, args.threads.split(",")):
         torch.set_num_threads(threads)
-        print(f"\n{threads} thread(s): ms a call\n\n| linear | m x k x n | MKL addmm | oneDNN linear | MKL / oneDNN |\n|---|---|---|---|---|")
+        print(f"\n{threads} thread(s): ms a call\n\n| linear | m x k x n | MKL addmm | oneDNN linear | MKL / oneDNN "
+              "| oneDNN's error / MKL's |\n|---|---|---|---|---|---|")
         ratios = []
         for name, (m, k, n) in SHAPES.items():
-            x, w, b = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
+            x, w, b = torch.randn(m, k), torch.randn(n, k) / k ** 0.5, torch.randn(n)
             mkl = _median_ms(lambda: torch.addmm(b, x, w.t()))
             dnnl = _median_ms(lambda: torch.ops.mkldnn._linear_pointwise(x, w, b, "none", [], ""))
             ratios.append(mkl / dnnl)
-            print(f"| {name} | {m}x{k}x{n} | {mkl:.3f} | {dnnl:.3f} | {mkl / dnnl:.2f} |")
-        print(f"| **geomean** | | | | **{statistics.geometric_mean(ratios):.2f}** |")
+            exact = torch.addmm(b.double(), x.double(), w.double().t())
+            errors = [(y.double() - exact).pow(2).mean().sqrt().item() for y in
+                      (torch.addmm(b, x, w.t()), torch.ops.mkldnn._linear_pointwise(x, w, b, "none", [], ""))]
+            print(f"| {name} | {m}x{k}x{n} | {mkl:.3f} | {dnnl:.3f} | {mkl / dnnl:.2f} | {errors[1] / errors[0]:.2f} |")
+        print(f"| **geomean** | | | | **{statistics.geometric_mean(ratios):.2f}** | |")
 
 
 if __name__ == "__main__":

@@ -34,9 +34,9 @@ from . import library, library_conv, memory_plan, parallel
 from .linking import external_symbols, functions_in_elf, undefined_in_elf
 
 LIBTORCH_SYMBOLS = frozenset(library.GEMM.values()) | library_conv.SYMBOLS | parallel.RUNTIME_SYMBOLS
-_LINKED = itertools.count()
 # Symbols the linker defines itself, never looked up in the process.
 _LINKER_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})
+_LINKED = itertools.count()  # numbers the linked objects in the perf map (LinkedObject._write_perf_map)
 
 
 @dataclass
