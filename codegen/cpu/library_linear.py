@@ -3,27 +3,30 @@
 torch has two float32 GEMMs on a CPU: MKL's sgemm_, which torch.mm / addmm / F.linear call in
 eager (and inductor's default mode with them), and oneDNN's matmul behind torch's mkldnn linear
 (inductor's freezing path). On an Intel Xeon they are level on the shapes of the CPU table's
-models; on an AMD EPYC (this project's CI machine kind) oneDNN is 1.1-2x faster on them (GPT-2's
-128x768 @ 768x50257 LM head: 98.6 against 49.1 ms, 2 threads), since MKL runs a generic code path
-on CPUs not made by Intel (benchmarks/cpu_gemm_providers.py, results/cpu_gemm_providers_2026-11-28.md).
-oneDNN costs about 20 us more a call, and reorders a transposed left operand first (a weight
-gradient dY^T X: 101 against 92 ms for the LM head's), so only a matmul of at least MIN_MACS
-multiply-adds whose left operand is row-major is taken. gemm_library=auto takes them on a CPU
-whose vendor is not Intel; mkl never, onednn on any CPU.
+models; on an AMD EPYC (this project's CI machine kind) oneDNN is 1.05-1.9x faster on them
+(GPT-2's 128x768 @ 768x50257 LM head: 100.5 against 52.1 ms, 2 threads), since MKL runs a
+generic code path on CPUs not made by Intel (benchmarks/cpu_gemm_providers.py,
+results/cpu_gemm_providers_2026-11-28.md). oneDNN costs 10-30 us more a call, and reorders a
+transposed left operand first (a weight gradient dY^T X: 101 against 92 ms for the LM head's, a
+one-off timing), so only a matmul of at least MIN_MACS multiply-adds whose left operand is
+row-major is taken. gemm_library=auto takes them on a CPU whose vendor is not Intel; mkl never,
+onednn on any CPU.
 
-After bufferization and memory planning, such a `linalg.matmul` (zero-filled C: call-blas's
-beta = 0 case; static shapes) becomes calls of torch's stable C shim, with the frame, handles,
-statuses and copy of a convolution's call (library_conv.py):
+After bufferization and memory planning, such a `linalg.matmul` whose C holds zeros (call-blas's
+beta = 0 case) or addmm's bias broadcast into every row (library_epilogue's accumulator) becomes
+calls of torch's stable C shim, with the frame, handles, statuses and copy of a convolution's
+call (library_conv.py):
 
-    aoti_torch_create_tensor_from_blob(A as X [m, k])  aoti_torch_create_tensor_from_blob(B^T as W [n, k])
-    aoti_torch_cpu__linear_pointwise(X, W, no bias, "none", ...) -> Y
+    aoti_torch_create_tensor_from_blob(A as X [m, k], B^T as W [n, k], the bias if any)
+    aoti_torch_cpu__linear_pointwise(X, W, bias?, "none", ...) -> Y
     aoti_torch_create_tensor_from_blob(C)  aoti_torch_copy_(C, Y)  aoti_torch_delete_tensor_object ...
 
 W is B's buffer with its dims swapped (a view: an nn.Linear weight read through the graph's
-transpose is that weight as it lives). The bias and activation stay in our fused epilogue loops;
-the copy into C costs a pass over C (2.6 ms for the LM head's 25 MB at 2 threads, a twentieth of
-what oneDNN saves there). The rest (batch matmuls, float64, small or transposed-left ones) stay
-for call-blas.
+transpose is that weight as it lives); the zero fill or the bias broadcast goes. An activation
+after it stays in our fused loops, and the copy into C is one pass over C. With sizes known only
+at run time, the product m * n * k is tested at each call (an scf.if whose other branch keeps the
+matmul for call-blas). The rest (batch matmuls, float64, small or transposed-left ones) stay for
+call-blas.
 """
 
 from __future__ import annotations
