@@ -45,7 +45,7 @@ from .library import dim_map, matrix_dims, nodes_calling, ops_named, pointer_to,
 from .library_conv import (COPY, DELETE, LINEAR, ShimFrame, call_shim, declare_shim, record_status, then,
                            wrap_buffer)
 
-MIN_MACS = 1 << 24  # m * n * k: 256^3, where the two met (0.173 / 0.174 ms, 2 threads, AMD EPYC)
+MIN_MACS = 1 << 24  # m * n * k: 256^3, where the two met (0.173 / 0.174 ms, 2 threads, AMD EPYC; a one-off timing)
 HANDLES = ("x", "w", "b", "y", "out")  # A, B^T, the bias, oneDNN's result, C
 ATTR = "dynamo_linear_attr_none"  # the global holding "none": no fused activation
 
