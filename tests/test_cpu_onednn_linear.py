@@ -96,3 +96,16 @@ def test_auto_picks_onednn_off_intel(vendor, expected):
 def test_an_unknown_library_is_refused():
     with pytest.raises(OptionError, match="gemm_library is one of"):
         config.resolve({"target": "cpu", "gemm_library": "openblas"})
+
+
+def test_onednn_asked_of_a_torch_without_it_runs_eagerly_and_says_why(tmp_path, monkeypatch):
+    """gemm_library=onednn where torch has no oneDNN: the region is not compiled (the stage
+    says why and what to set instead), its ops run eagerly, the answer is eager's."""
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    torch.manual_seed(0)
+    lin, x = nn.Linear(768, 3072), torch.randn(128, 768)
+    f = _compile(lambda t: lin(t).relu(), tmp_path)
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), lin(x).relu())
+    assert dynamo_mlir.stats()["ops_fallback"] > 0
+    assert "built without oneDNN" in dynamo_mlir.explain() and "use auto or mkl" in dynamo_mlir.explain()

@@ -214,6 +214,14 @@ def test_perf_map_names_the_linked_functions(monkeypatch, caplog):
     torch.compile(lambda x: x * 2, backend="mlir", options={"cache": False})(torch.ones(3))
     assert "PERF_MAP" not in caplog.text
 
+    def unwritable(*args, **kwargs):
+        raise PermissionError("read-only /tmp")
+
+    from dynamo_mlir.codegen.cpu import object_code
+    monkeypatch.setattr(object_code, "open", unwritable, raising=False)
+    again = LinkedObject(obj)  # a map it cannot write: said, and the object still links
+    assert again.function("twice") and "perf map could not be written: read-only /tmp" in caplog.text
+
 
 def test_eager_op_with_wrong_metadata_cannot_feed_wrong_bytes_to_a_region():
     """torch's fake metadata says prims.signbit returns f32, eager returns bool: the compiled

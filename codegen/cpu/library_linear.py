@@ -40,6 +40,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, llvm, memref, scf
 
 from ...dialects.base import DYN
+from ..passes import CompileError
 
 from .library import dim_map, matrix_dims, nodes_calling, ops_named, pointer_to, previous_op, zero_fill_before
 from .library_conv import (COPY, DELETE, LINEAR, ShimFrame, call_shim, declare_shim, record_status, then,
@@ -156,7 +157,11 @@ def _emit(module: ir.Module, frame: ShimFrame, op, bias: ir.Value | None) -> Non
 def call_onednn_linear(module: ir.Module, options) -> None:
     """After memory planning: each matmul `takes` accepts becomes oneDNN's linear, when the
     option's gemm_library says so; call-blas takes the rest."""
-    if not uses_onednn(options.target_options.gemm_library):
+    library = options.target_options.gemm_library
+    if library == "onednn" and not torch.backends.mkldnn.is_available():
+        raise CompileError("loops", "gemm_library=onednn, but this torch was built without oneDNN "
+                                                 "(torch.backends.mkldnn.is_available() is False): use auto or mkl")
+    if not uses_onednn(library):
         return
     for fn in list(module.body.operations):
         if fn.operation.name != "func.func" or not fn.regions[0].blocks:

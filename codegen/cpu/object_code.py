@@ -19,6 +19,7 @@ import ctypes
 import dataclasses
 import functools
 import itertools
+import logging
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from .linking import external_symbols, functions_in_elf, undefined_in_elf
 LIBTORCH_SYMBOLS = frozenset(library.GEMM.values()) | library_conv.SYMBOLS | parallel.RUNTIME_SYMBOLS
 # Symbols the linker defines itself, never looked up in the process.
 _LINKER_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})
+log = logging.getLogger("dynamo_mlir")
 _LINKED = itertools.count()  # numbers the linked objects in the perf map (LinkedObject._write_perf_map)
 
 
@@ -158,8 +160,11 @@ class LinkedObject:
         linked = next(_LINKED)  # every region's entry is `main`: objects are told apart by number
         lines = [f"{self._engine.get_function_address(name):x} {nbytes:x} dynamo_mlir:{linked}:{name}\n"
                  for name, nbytes in functions_in_elf(obj.code) if nbytes]
-        with open(f"/tmp/perf-{os.getpid()}.map", "a") as f:
-            f.writelines(lines)
+        try:
+            with open(f"/tmp/perf-{os.getpid()}.map", "a") as f:
+                f.writelines(lines)
+        except OSError as e:  # a profiling aid: the region still runs without its names
+            log.warning("dynamo-mlir: %s=1 but the perf map could not be written: %s", config.PERF_MAP, e)
 
     def function(self, name: str) -> int:
         address = self._engine.get_function_address(name)

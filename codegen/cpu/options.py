@@ -31,7 +31,8 @@ class CPUOptions(TargetOptions):
     gemm_library: str = option("auto", "With library_matmul: which library runs a large float32 matmul whose left "
                                        "operand is row-major: mkl (MKL's sgemm_, what eager and inductor call), "
                                        "onednn (torch's oneDNN linear, 1.1-2x faster than MKL on an AMD EPYC, level "
-                                       "on an Intel Xeon: benchmarks/cpu_gemm_providers.py), or auto: onednn on "
+                                       "on an Intel Xeon: benchmarks/cpu_gemm_providers.py; in a torch without "
+                                       "oneDNN the region runs eagerly, saying why), or auto: onednn on "
                                        "CPUs not made by Intel, mkl on Intel's (codegen/cpu/library_linear.py).",
                                 _gemm_library)
     channels_last: bool = option(True, "With library_matmul: run chained 2-d convolutions (one's result reaching the "
