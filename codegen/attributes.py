@@ -10,6 +10,12 @@ WRITABLE = "bufferization.writable"
 # On a region's function: [[result, argument], ...], results that are mutated inputs' new
 # values, to be computed into those arguments (codegen/written_inputs.py).
 WRITTEN_INPUTS = "dynamo_mlir.written_inputs"
+# On a region's function (the importer's): results whose caller takes them in any layout, a
+# training forward's saved activations (codegen/channels_last.py returns them NHWC).
+FREE_RESULTS = "dynamo_mlir.free_layout_results"
+# On the module (channels_last.py's): the entry's results written NHWC, which the cpu runtime
+# hands on as NCHW tensors with channels-last strides (object_code.CpuObject.nhwc_results).
+NHWC_RESULTS = "dynamo_mlir.nhwc_results"
 # On a function, set with the writes WRITTEN_INPUTS asked for: the arguments its code writes, for a
 # runtime that may hand the code a copy of an input (the cuda target's CUDA-graph input buffers).
 WRITTEN_ARGUMENTS = "dynamo_mlir.written_arguments"

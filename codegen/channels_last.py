@@ -56,10 +56,12 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 from torch_mlir import ir
 
 from ..dialects import dynamo as dy
 from ..dialects.elementwise import ELEMENTWISE
+from .attributes import FREE_RESULTS, NHWC_RESULTS
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -115,12 +117,20 @@ def _kept_in_order(op) -> bool:
 # ----------------------------------------------------------------------------- which ops
 
 
-def _role(op) -> str | None:
-    """What the pass may do with `op`: "conv" (a candidate), one of LAYOUT_FREE (computed in NHWC
-    when an operand is), or None (reads NCHW)."""
+# Candidate op -> its role, when `training` (keep_channels_last) admits it. A candidate's 4-d
+# activations (operands and, for all but the weight gradient, its result) go NHWC.
+CONVOLUTIONS = {"dynamo.conv2d": "conv", "dynamo.conv_grad_input": "grad_input",
+                "dynamo.conv_grad_weight": "grad_weight"}
+CANDIDATES = frozenset(CONVOLUTIONS.values())
+
+
+def _role(op, training: bool = False) -> str | None:
+    """What the pass may do with `op`: one of CANDIDATES (conv; with `training`, the gradients
+    too), one of LAYOUT_FREE (computed in NHWC when an operand is), or None (reads NCHW)."""
     name = op.name
-    if name == "dynamo.conv2d":  # a candidate if the target's library takes it (choose)
-        return "conv" if dy.layout_of(op) == "nchw" and _static4(op.x) else None
+    if name in CONVOLUTIONS and (training or name == "dynamo.conv2d"):  # if the target's library takes it
+        role = CONVOLUTIONS[name]
+        return role if dy.layout_of(op) == "nchw" and _static4(op.operands[0]) else None
     if name in ELEMENTWISE_OPS:
         return "elementwise" if all(_static4(v) for v in (*op.operands, *op.results)) else None
     if name == "dynamo.pool2d":
@@ -137,7 +147,13 @@ LAYOUT_FREE = ("elementwise", "pool", "reduce", "pad")
 
 def _activations(op, role: str) -> list[int]:
     """The operands (positions) that are 4-d activations: the ones given an NHWC twin."""
-    return list(range(len(op.operands))) if role == "elementwise" else [0]
+    return list(range(len(op.operands))) if role in ("elementwise", "grad_weight") else [0]
+
+
+def _is_nchw_view(value) -> bool:
+    """A permute of an NHWC value to NCHW (one this pass made, or one of an argument laid out
+    channels-last: frontend/input_views.unpermute_inputs): its source is its NHWC twin."""
+    return _name(value) == "dynamo.permute" and dy.int_list(_owner(value).perm) == dy.TO_NCHW
 
 
 def _free(value) -> bool:
@@ -146,7 +162,10 @@ def _free(value) -> bool:
         return False
     owner = _owner(value)
     if _name(value) == "dynamo.constant":  # a splat (a resource blob is never one)
-        return ir.DenseElementsAttr.isinstance(owner.value) and ir.DenseElementsAttr(owner.value).is_splat
+        try:
+            return ir.DenseElementsAttr(owner.value).is_splat
+        except ValueError:  # not dense elements
+            return False
     if _name(value) == "dynamo.broadcast":
         return _broadcast_source_shape(owner) is not None
     return _keeps_order(_type(value).shape)
@@ -167,43 +186,65 @@ def _broadcast_source_shape(op) -> list[int] | None:
 # ----------------------------------------------------------------------------- the choice
 
 
-def _plan(ops: list, candidates: set[int]) -> tuple[set[int], set[int]]:
+def _plan(ops: list, candidates: set[int], training: bool) -> tuple[set[int], set[int]]:
     """Steps 1-2 on sets: (the candidate convolutions in a chain, the layout-free ops that would
     move to NHWC), as positions in `ops`. A value's chain is the set of convolutions whose NHWC
-    results it comes from."""
+    results it comes from (empty for an NHWC view of a value already NHWC: _is_nchw_view)."""
     chains: dict[ir.Value, frozenset] = {}  # NCHW value -> convolutions it has an NHWC twin from
     copied: set[ir.Value] = set()  # NCHW values copied to NHWC for a convolution
+    lazy: dict[ir.Value, int] = {}  # value -> the elementwise op of free operands computing it
     chained, moved = set(), set()
     for k, op in enumerate(ops):
-        role = _role(op)
-        if role == "conv" and k in candidates:
-            x = op.operands[0]
-            if x in chains:
-                chained |= chains[x] | {k}
-            else:
-                copied.add(x)
-            chains[op.results[0]] = frozenset({k})
-        elif role in LAYOUT_FREE and _movable(op, role, chains, copied):
-            moved.add(k)
-            if role != "reduce":
-                chains[op.results[0]] = frozenset().union(*(chains.get(v, ()) for v in op.operands))
+        role = _role(op, training)
+        if role in CANDIDATES and k in candidates:
+            for x in (op.operands[i] for i in _activations(op, role)):
+                if x in chains:
+                    chained |= chains[x] | {k}
+                else:
+                    copied.add(x)
+            if role != "grad_weight":  # (whose result is a weight's gradient, FCHW)
+                chains[op.results[0]] = frozenset({k})
+        elif role in LAYOUT_FREE and _movable(op, role, chains, copied, lazy):
+            _move(ops, k, role, chains, copied, lazy, moved)
+        elif role == "elementwise" and all(v in lazy or _free(v) for v in op.operands):
+            lazy[op.results[0]] = k
+        elif op.name == "dynamo.permute" and _is_nchw_view(op.results[0]) and _static4(op.results[0]):
+            chains[op.results[0]] = frozenset()
     return chained, moved
 
 
-def _movable(op, role: str, chains: dict, copied: set) -> bool:
-    """A layout-free op goes NHWC when an activation is in a chain and every one has a twin."""
+def _move(ops: list, k: int, role: str, chains: dict, copied: set, lazy: dict, moved: set) -> None:
+    """Op k goes NHWC, with the lazy ops it reads (first); its activations that have no twin are
+    copied to NHWC."""
+    op = ops[k]
+    for v in (op.operands[i] for i in _activations(op, role)):
+        if v in lazy and lazy[v] not in moved:
+            _move(ops, lazy[v], "elementwise", chains, copied, lazy, moved)
+        elif v not in chains and v not in lazy and not _free(v):
+            copied.add(v)
+    moved.add(k)
+    if role != "reduce":
+        chains[op.results[0]] = frozenset().union(*(chains.get(v, ()) for v in op.operands))
+
+
+def _movable(op, role: str, chains: dict, copied: set, lazy: dict) -> bool:
+    """A layout-free op goes NHWC when an activation is in a chain and every one has a twin (in a
+    chain, copied already, free, or lazy: computed NHWC too at no cost); an elementwise op also
+    when the activations it would copy are no more than those in a chain (each would go back
+    through a transpose otherwise: the first relu gradient reads the max-pool gradient, NCHW)."""
     operands = [op.operands[i] for i in _activations(op, role)]
-    return (any(v in chains for v in operands)
-            and all(v in chains or v in copied or _free(v) for v in operands))
+    in_chain = sum(v in chains for v in operands)
+    without = sum(not (v in chains or v in copied or v in lazy or _free(v)) for v in operands)
+    return in_chain > 0 and (without == 0 or (role == "elementwise" and without <= in_chain))
 
 
-def choose(ops: list, eligible) -> tuple[set[int], set[int]]:
+def choose(ops: list, eligible, training: bool = False) -> tuple[set[int], set[int]]:
     """The convolutions to run channels-last and the ops moved with them (positions in `ops`):
     every candidate, then only those chained, until each one left is chained (dropping one may
     break another's chain). Positions, as the bindings' op objects do not outlive edits."""
-    candidates = {k for k, op in enumerate(ops) if _role(op) == "conv" and eligible(op)}
+    candidates = {k for k, op in enumerate(ops) if _role(op, training) in CANDIDATES and eligible(op)}
     while True:
-        chained, moved = _plan(ops, candidates)
+        chained, moved = _plan(ops, candidates, training)
         if chained == candidates:
             return candidates, moved
         candidates = chained
@@ -216,13 +257,24 @@ class _Twins:
     """NCHW value -> its NHWC twin, built before the op being rewritten (every op of a function's
     body is in one block, in order, so a twin built at its first reader dominates the rest)."""
 
-    def __init__(self):
+    def __init__(self, block: ir.Block):
         self.twin: dict[ir.Value, ir.Value] = {}
         self.copies = 0
+        # FCHW weight -> its FHWC copy, where the function makes one (a training forward's saved
+        # weights: frontend/saved_layouts.py)
+        self.weights = {op.x: op.out for op in block.operations
+                        if op.name == "dynamo.permute" and dy.int_list(op.perm) == dy.TO_NHWC and _static4(op.x)}
+
+    def weight(self, value: ir.Value) -> ir.Value | None:
+        """The FHWC twin of a convolution's FCHW weight, when one costs no copy."""
+        return _owner(value).x if _is_nchw_view(value) else self.weights.get(value)
 
     def of(self, value: ir.Value) -> ir.Value:
         if value not in self.twin:
-            self.twin[value] = _free_twin(value) if _free(value) else self._copy(value)
+            if _is_nchw_view(value):
+                self.twin[value] = _owner(value).x
+            else:
+                self.twin[value] = _free_twin(value) if _free(value) else self._copy(value)
         return self.twin[value]
 
     def _copy(self, value: ir.Value) -> ir.Value:
@@ -255,7 +307,7 @@ def _free_twin(value: ir.Value) -> ir.Value:
 
 def _attributes(op, role: str) -> dict:
     attrs = {name: op.operation.attributes[name] for name in op.operation.attributes}
-    if role in ("conv", "pool"):
+    if role in CANDIDATES or role == "pool":
         attrs["layout"] = ir.StringAttr.get("nhwc")
     if role == "reduce":
         dims = sorted(NHWC_POSITION[d] for d in dy.int_list(op.dims))
@@ -267,18 +319,21 @@ def _attributes(op, role: str) -> dict:
     return attrs
 
 
-def _rewrite(op, twins: _Twins) -> None:
+def _rewrite(op, role: str, twins: _Twins) -> None:
     """`op` recomputed on the NHWC twins of its activations; its readers get the result back in
-    NCHW (a permute, erased later if nothing needs it) or, for a reduce, the same result."""
-    role = _role(op)
+    NCHW (a permute, erased later if nothing needs it) or, for a reduce or a weight gradient,
+    the same result."""
     with ir.InsertionPoint(op), op.location:
-        operands = list(op.operands)
+        operands, attributes = list(op.operands), _attributes(op, role)
         for i in _activations(op, role):
             operands[i] = twins.of(operands[i])
+        weight = twins.weight(operands[1]) if role in ("conv", "grad_input") else None
+        if weight is not None:  # torch would make the FCHW weight channels-last itself, each call
+            operands[1], attributes["weight_layout"] = weight, ir.StringAttr.get("fhwc")
         result = op.results[0]
-        nhwc = role != "reduce"
+        nhwc = role not in ("reduce", "grad_weight")
         new = ir.Operation.create(op.name, results=[_nhwc_type(result) if nhwc else result.type], operands=operands,
-                                  attributes=_attributes(op, role)).result
+                                  attributes=attributes).result
         if nhwc:
             back = dy.PermuteOp(new, out=result.type, perm=ir.DenseI64ArrayAttr.get(dy.TO_NCHW)).out
             twins.twin[back] = new
@@ -293,36 +348,104 @@ def _erase_orphans(block: ir.Block) -> None:
             op.erase()
 
 
-def _returned(ops: list, chosen: set[int]) -> int:
-    """How many 4-d values computed by the ops at `chosen` positions the function returns (each
-    transposed back; a reduction's result, whose kept dims stay in order, needs none)."""
-    computed = {r for k in chosen for r in ops[k].results if _type(r).rank == 4}
-    return sum(v in computed for v in ops[-1].operands) if ops and ops[-1].name == "func.return" else 0
+def _returned(ops: list, chosen: set[int], free: frozenset[int], training: bool) -> int:
+    """How many 4-d values computed by the ops at `chosen` positions the function returns at
+    positions not in `free` (each transposed back; a reduction's result, whose kept dims stay in
+    order, and a weight's gradient, FCHW, need none)."""
+    computed = {r for k in chosen if _role(ops[k], training) not in ("reduce", "grad_weight")
+                for r in ops[k].results if _type(r).rank == 4}
+    if not ops or ops[-1].name != "func.return":
+        return 0
+    return sum(v in computed for k, v in enumerate(ops[-1].operands) if k not in free)
 
 
-def keep_channels_last(module: ir.Module, eligible) -> None:
+def free_results(fn) -> frozenset[int]:
+    """The results of `fn` its caller takes in whatever layout the code returns them in (the
+    importer marks a training forward's saved activations: frontend/compile.py), when every type
+    of its signature is static (only a static region's runtime allocates results strided)."""
+    if FREE_RESULTS not in fn.attributes:
+        return frozenset()
+    kind = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    if not all(ir.RankedTensorType(t).has_static_shape for t in (*kind.inputs, *kind.results)
+               if isinstance(t, ir.RankedTensorType)):
+        return frozenset()
+    return frozenset(dy.int_list(fn.attributes[FREE_RESULTS]))
+
+
+def _return_nhwc(fn, block: ir.Block, free: frozenset[int], twins: _Twins) -> list[int]:
+    """Each free result that is a permute of an NHWC value returned as that value instead (the
+    runtime gives the caller the NCHW tensor with channels-last strides over its bytes: no
+    transpose); the function's type updated. Returns their positions."""
+    ret = block.operations[len(block.operations) - 1]
+    done = []
+    for k in sorted(free):
+        value = ret.operands[k]
+        if value in twins.twin and _is_nchw_view(value) and _owner(twins.twin[value]) is not None:
+            ret.operands[k] = twins.twin[value]  # (never an argument: a function may not return one)
+            done.append(k)
+    if done:
+        kind = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        fn.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(kind.inputs), [v.type for v in ret.operands]))
+    return done
+
+
+def training_pays(activations: int, weights: int, ratio: float) -> bool:
+    """Whether a training graph whose convolutions' activations and weights have these many
+    elements runs channels-last (the cpu option channels_last_training: `ratio`). Each weight is
+    made channels-last for the kernels, and its gradient made FCHW again, once a step, while
+    what the channels-last kernels save grows with the activations."""
+    return activations >= ratio * weights
+
+
+def _sizes(ops: list) -> tuple[int, int]:
+    """(activation elements, weight elements) over a function's static convolutions and
+    gradients: each one's output (the output gradient for a gradient) and weight."""
+    def count(v) -> int:
+        return int(np.prod(_type(v).shape))
+    activations = weights = 0
+    for op in ops:
+        if op.name in CONVOLUTIONS and all(_type(v).has_static_shape for v in (*op.operands, *op.results)):
+            weight = op.results[0] if op.name == "dynamo.conv_grad_weight" else op.operands[1]
+            activations += count(op.results[0] if op.name == "dynamo.conv2d" else op.operands[0])
+            weights += count(weight)
+    return activations, weights
+
+
+def keep_channels_last(module: ir.Module, eligible, training_ratio: float | None = None) -> None:
     """Chained convolutions that `eligible(op)` says the target's library takes, and the ops
-    between them, in NHWC (see the module docstring); before the convolutions become calls."""
+    between them, in NHWC (see the module docstring); before the convolutions become calls.
+    `training_ratio` (a target whose runtime takes arguments and returns results channels-last:
+    the cpu's): a training graph (convolution gradients, or free results) where training_pays
+    has the convolution gradients as candidates too, and its free results (free_results)
+    returned NHWC where they are computed so, which the module's NHWC_RESULTS lists; a training
+    graph where it does not, or any with None, has neither."""
     for fn in module.body.operations:
         if fn.operation.name != "func.func" or not fn.regions[0].blocks:
             continue
         block = fn.regions[0].blocks[0]
-        if not any(op.operation.name == "dynamo.conv2d" for op in block.operations):
+        if not any(op.operation.name in CONVOLUTIONS for op in block.operations):
             continue  # (an optimizer's graph: building the op views alone cost 15 ms for 186 ops)
         ops = [op.opview for op in block.operations]
-        convs, moved = choose(ops, eligible)
-        if not convs or _returned(ops, convs | moved) >= len(convs):
-            # Each returned NHWC value goes back through a transpose. A training graph's forward
-            # returns its activations for the backward, one or more per convolution: it stays
-            # NCHW (ResNet-50's SGD step at batch 2, `bench_models.py --scale --only
-            # train_resnet50_b2_sgd`, 2026-11-27: 263.6 ms channels-last, 237.5 ms NCHW, eager
-            # 233.5). An inference graph returns its logits, or a few feature maps of many convolutions.
+        training = training_ratio is not None and training_pays(*_sizes(ops), training_ratio)
+        convs, moved = choose(ops, eligible, training)
+        free = free_results(fn) if training else frozenset()
+        if not convs or _returned(ops, convs | moved, free, training) >= len(convs):
+            # Each returned NHWC value goes back through a transpose, but for a free result. A
+            # training graph's forward returns its activations for the backward, one or more
+            # per convolution: without free results it stays NCHW (ResNet-50's SGD step at
+            # batch 2, `bench_models.py --scale --only train_resnet50_b2_sgd`, 2026-11-27:
+            # 263.6 ms channels-last, 237.5 ms NCHW, eager 233.5). An inference graph returns
+            # its logits, or a few feature maps of many convolutions.
             continue
-        twins, chosen = _Twins(), convs | moved
+        twins, chosen = _Twins(block), convs | moved
         for k, op in enumerate(ops):
             if k in chosen:
-                _rewrite(op, twins)
+                _rewrite(op, _role(op, training), twins)
+        nhwc = _return_nhwc(fn, block, free, twins) if free else []
+        if nhwc:
+            module.operation.attributes[NHWC_RESULTS] = ir.DenseI64ArrayAttr.get(nhwc)
         _erase_orphans(block)
         left = sum(op.name == "dynamo.permute" and dy.int_list(op.perm) == dy.TO_NCHW for op in block.operations)
-        log.debug("channels_last: %d convolutions and %d ops in NHWC, %d copies to NHWC, %d back to NCHW",
-                  len(convs), len(moved), twins.copies, left)
+        log.debug("channels_last: %d convolutions and %d ops in NHWC, %d copies to NHWC, %d back to NCHW, "
+                  "%d results returned NHWC", len(convs), len(moved), twins.copies, left, len(nhwc))

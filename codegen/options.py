@@ -62,6 +62,11 @@ def parse_text(f: Field, text: str) -> Any:
             return int(text)
         except ValueError:
             raise OptionError(f"dynamo-mlir: option '{f.name}' takes an integer, got {text!r}") from None
+    if kind == "float":
+        try:
+            return float(text)
+        except ValueError:
+            raise OptionError(f"dynamo-mlir: option '{f.name}' takes a number, got {text!r}") from None
     if optional and text == "":
         return None
     return text
@@ -71,10 +76,10 @@ def _type_error(f: Field, value: Any) -> str | None:
     kind, optional = _kind(f)
     if value is None:
         return None if optional else "None is not allowed"
-    python = {"bool": bool, "int": int, "str": str}.get(kind)
+    python = {"bool": bool, "int": int, "str": str, "float": (int, float)}.get(kind)
     if python is None:
         return None
-    if isinstance(value, python) and not (python is int and isinstance(value, bool)):
+    if isinstance(value, python) and not isinstance(value, bool) or (python is bool and isinstance(value, bool)):
         return None
     return f"expected {kind}{' or None' if optional else ''}, got {type(value).__name__} {value!r}"
 

@@ -129,6 +129,13 @@ def layout_of(op) -> str:
     return ir.StringAttr(attrs["layout"]).value if "layout" in attrs else "nchw"
 
 
+def weight_layout_of(op) -> str:
+    """A convolution's weight layout: its `weight_layout` attribute ("fhwc": channels-last, set
+    with layout = "nhwc" where a channels-last copy of the weight exists), "fchw" when absent."""
+    attrs = op.operation.attributes
+    return ir.StringAttr(attrs["weight_layout"]).value if "weight_layout" in attrs else "fchw"
+
+
 def as_nchw(shape: Sequence[int], layout: str) -> list[int]:
     """A shape in NC... order, whatever layout it is stored in."""
     return [shape[p] for p in TO_NCHW] if layout == "nhwc" else list(shape)
@@ -140,6 +147,15 @@ def _verify_layout(op, rank: int) -> str:
     _require(layout in LAYOUTS, f"layout must be one of {LAYOUTS}, got {layout!r}")
     _require(layout == "nchw" or rank == 4, "layout nhwc is for 4-d tensors only")
     return layout
+
+
+def _verify_weight_layout(op, rank: int) -> str:
+    """A convolution's weight layout, checked: "fchw", or "fhwc" for a 4-d weight; as a layout
+    name of as_nchw ("nchw"/"nhwc")."""
+    layout = weight_layout_of(op)
+    _require(layout in ("fchw", "fhwc"), f"weight_layout must be fchw or fhwc, got {layout!r}")
+    _require(layout == "fchw" or rank == 4, "weight_layout fhwc is for 4-d weights only")
+    return "nhwc" if layout == "fhwc" else "nchw"
 
 
 def is_i1(t: ir.Type) -> bool:

@@ -5,14 +5,14 @@ from typing import Any
 from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result
 
-from .base import Dynamo, _checked, _require, _verify_layout, as_nchw, shape_of, int_list
+from .base import Dynamo, _checked, _require, _verify_layout, _verify_weight_layout, as_nchw, shape_of, int_list
 
 
 class Conv2dOp(Dynamo.Operation, name="conv2d", traits=[Pure]):
     """Convolution over 2 or 3 spatial dims (the name predates 3-d): NC[D]HW input, FC[D]HW weight
     (C = in channels / groups); no bias (add it after). The spatial rank is the input's rank - 2.
     With the optional attribute `layout = "nhwc"` (2-d only) input and result are channels-last,
-    NHWC; the weight stays FCHW. On bf16/f16 operands the sums accumulate in float32 and the
+    NHWC; the weight stays FCHW unless `weight_layout = "fhwc"` says it is channels-last too. On bf16/f16 operands the sums accumulate in float32 and the
     result is rounded once to the half type (as cuDNN's kernels; see dialects/matmul.py).
 
     Example:
@@ -34,7 +34,7 @@ class Conv2dOp(Dynamo.Operation, name="conv2d", traits=[Pure]):
         x, w, y = shape_of(self.x), shape_of(self.weight), shape_of(self.out)
         _require(len(x) == len(y) and len(x) in (4, 5), "input and result must be rank 4 or 5")
         layout = _verify_layout(self, len(x))
-        _verify_forward(self, as_nchw(x, layout), w, as_nchw(y, layout))
+        _verify_forward(self, as_nchw(x, layout), as_nchw(w, _verify_weight_layout(self, len(w))), as_nchw(y, layout))
 
 
 def _verify_forward(op, x, w, y) -> None:
@@ -58,7 +58,9 @@ class ConvGradInputOp(Dynamo.Operation, name="conv_grad_input", traits=[Pure]):
     gives (the forward's rounding down of the output size loses it). Half operands accumulate in
     float32 and round once, as conv2d's. A target runs it whole (cuDNN's backward on cuda) or
     as its generic rule: a convolution of the stride-dilated gradient with the flipped,
-    transposed weight (lowering/rules/conv.py).
+    transposed weight (lowering/rules/conv.py). With `layout = "nhwc"` (2-d only) the result's
+    gradient and the input gradient are channels-last, as conv2d's input and result
+    (and `weight_layout = "fhwc"`, as conv2d's).
 
     Example:
       %dx = "dynamo.conv_grad_input"(%dy, %w) {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>,
@@ -76,7 +78,9 @@ class ConvGradInputOp(Dynamo.Operation, name="conv_grad_input", traits=[Pure]):
 
     @_checked
     def verify_invariants(self):
-        _verify_forward(self, shape_of(self.out), shape_of(self.weight), shape_of(self.grad))
+        layout, w = _verify_layout(self, len(shape_of(self.out))), shape_of(self.weight)
+        _verify_forward(self, as_nchw(shape_of(self.out), layout), as_nchw(w, _verify_weight_layout(self, len(w))),
+                        as_nchw(shape_of(self.grad), layout))
 
 
 class ConvGradWeightOp(Dynamo.Operation, name="conv_grad_weight", traits=[Pure]):
@@ -84,7 +88,8 @@ class ConvGradWeightOp(Dynamo.Operation, name="conv_grad_weight", traits=[Pure])
     convolution's result and its input, the gradient of its weight (the result type's shape).
     Half operands accumulate in float32 and round once. A target runs it whole (cuDNN's backward
     on cuda) or as its generic rule: a convolution of the input by the gradient with batch and
-    channels swapped, the forward stride becoming a dilation (lowering/rules/conv.py).
+    channels swapped, the forward stride becoming a dilation (lowering/rules/conv.py). With
+    `layout = "nhwc"` (2-d only) the result's gradient and the input are channels-last.
 
     Example:
       %dw = "dynamo.conv_grad_weight"(%dy, %x) {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>,
@@ -102,4 +107,6 @@ class ConvGradWeightOp(Dynamo.Operation, name="conv_grad_weight", traits=[Pure])
 
     @_checked
     def verify_invariants(self):
-        _verify_forward(self, shape_of(self.x), shape_of(self.out), shape_of(self.grad))
+        layout = _verify_layout(self, len(shape_of(self.x)))
+        _verify_forward(self, as_nchw(shape_of(self.x), layout), shape_of(self.out),
+                        as_nchw(shape_of(self.grad), layout))

@@ -23,6 +23,8 @@ from .importer import import_graph, plan_is_identity
 from .input_mutations import add_write_back, in_place_writes, take_input_writes
 from .input_views import is_input_view, split_output_views, unpermute_inputs
 from .partition import partition
+from .saved_layouts import (free_outputs, report_output_strides, restride_inputs, save_weights_channels_last,
+                            saved_outputs)
 from .region_sizes import is_host_size_node, route_sizes
 from .registry import Unsupported
 from .seeding import is_seed_node, seed_random_ops
@@ -46,7 +48,13 @@ class RegionRecipe:
     def load(self, artifact, target: Target, options: Options):
         """The region's callable from its cached artifact (build_region's last step)."""
         fn = target.load(artifact, self.signature, options)
-        return fn if plan_is_identity(self.output_plan) else _planned(fn, self.output_plan)
+        nhwc = getattr(fn, "nhwc_results", ())  # results the code writes channels-last (a cpu function's)
+        if not plan_is_identity(self.output_plan):
+            fn = _planned(fn, self.output_plan)
+        if nhwc:
+            fn.channels_last_outputs = frozenset(i for i, (kind, k) in enumerate(self.output_plan)
+                                                 if kind in ("result", "copy_result") and k in nhwc)
+        return fn
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,8 @@ class CompiledRegion(torch.nn.Module):
         self.size_check = getattr(fn, "size_check", None)  # sizes beyond what the code was made for
         # (output, input): outputs the code computes into inputs (import_graph's written_inputs)
         self.written_inputs = tuple(getattr(fn, "written_inputs", ()))
+        # outputs returned as NCHW tensors with channels-last strides (saved_layouts.py)
+        self.channels_last_outputs = frozenset(getattr(fn, "channels_last_outputs", ()))
         self.expected = [_expected_input(n) for n in eager.graph.nodes if n.op == "placeholder"]
         output = next(n for n in eager.graph.nodes if n.op == "output").args[0]
         self.expected_outputs = list(output) if isinstance(output, (tuple, list)) else [output]
@@ -187,9 +197,13 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     graph = rebase_as_strided(seed_random_ops(gm))
     writes = take_input_writes(graph)
     written = frozenset(dest for dest, _ in writes)
+    saved = saved_outputs(kind, graph) if "channels_last_results" in target.capabilities else frozenset()
     if kind == "forward":  # views of inputs it saves for the backward (input_views.py)
         split_output_views(graph, written, trailing=len(writes))
-    elif kind == "backward":  # the saved views, permuted inputs
+        if saved:  # (a target that returns results channels-last: the cpu's options)
+            save_weights_channels_last(graph, saved, written, options.target_options)
+    elif kind == "backward":  # the saved views, permuted inputs (channels-last ones: saved_layouts.py)
+        restride_inputs(graph, example_inputs)
         unpermute_inputs(graph, written)
     fused, oracle = partition(graph, target, target.device_type if mixed else None)
     in_place = "written_inputs" in target.capabilities
@@ -199,7 +213,7 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
             route_sizes(fused, node)
             mine = in_place_writes(fused, node, writes) if in_place else {}
             part = _compile_region(fused, node, target, options, f"{name}_{node.target}",
-                                   {k: j for k, j in mine.values()})
+                                   {k: j for k, j in mine.values()}, free_outputs(fused, node, saved))
             report.partitions.append(part)
             taken = set(getattr(getattr(fused, node.target), "written_inputs", ()))
             done |= {w for w, kj in mine.items() if kj in taken}
@@ -212,6 +226,8 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
         if not p.compiled:
             report.fallbacks.extend((op, f"partition failed to compile: {p.error}") for op in p.ops)
     add_write_back(fused, writes, frozenset(done))
+    if saved:
+        report.saved_channels_last = report_output_strides(fused)
     report.inputs_written_back, report.inputs_written_in_place = len(writes) - len(done), len(done)
     fused.recompile()
     report.compile_seconds = time.perf_counter() - t0
@@ -370,7 +386,7 @@ def is_plumbing(node: fx.Node) -> bool:
 
 
 def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, options: Options,
-                    name: str, written_inputs: dict[int, int]) -> PartitionReport:
+                    name: str, written_inputs: dict[int, int], free: frozenset[int] = frozenset()) -> PartitionReport:
     sub = getattr(fused, node.target)
     output = next(n for n in sub.graph.nodes if n.op == "output")
     returns_tuple = isinstance(output.args[0], (tuple, list))
@@ -379,7 +395,8 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
     library: set[str] = set()
     try:
         fn = build_region(sub, target, options, name, report.stage_seconds, library=library,
-                          pass_seconds=report.pass_seconds, report=report, written_inputs=written_inputs)
+                          pass_seconds=report.pass_seconds, report=report, written_inputs=written_inputs,
+                          free_outputs=free)
     except Exception as e:  # never crash the user's model: run the region eagerly, say why
         if options.strict:
             raise
@@ -395,14 +412,16 @@ def _compile_region(fused: fx.GraphModule, node: fx.Node, target: Target, option
 def build_region(sub: fx.GraphModule, target: Target, options: Options, name: str,
                  stage_seconds: dict | None = None, keep_text: bool = False, library: set | None = None,
                  pass_seconds: dict | None = None, report: PartitionReport | None = None,
-                 written_inputs: dict[int, int] | None = None):
+                 written_inputs: dict[int, int] | None = None, free_outputs: frozenset[int] = frozenset()):
     """Import `sub`, run every stage (or take the last stage's artifact from the compile cache),
     load it: returns the target's callable. `library` gets the names of the nodes of `sub` the
     artifact runs as library calls (Target: library_nodes); `report.cache` says where the
     artifact came from. `written_inputs` {output: input}: outputs to compute into those inputs
-    (import_graph); the callable's `written_inputs` says which it does."""
+    (import_graph); the callable's `written_inputs` says which it does. `free_outputs`: outputs
+    whose reader takes any strides (saved_layouts.py); the callable's `channels_last_outputs`
+    says which it returns channels-last."""
     stage_seconds = {} if stage_seconds is None else stage_seconds
-    imported = _import(sub, options, name, stage_seconds, written_inputs)
+    imported = _import(sub, options, name, stage_seconds, written_inputs, free_outputs)
     cached = _RegionCache.open(imported.module, target, options, name, keep_text, stage_seconds)
     artifact, bound, nodes = cached.lookup(target, options, name) if cached else (None, None, None)
     if artifact is None:
@@ -428,7 +447,7 @@ def build_region(sub: fx.GraphModule, target: Target, options: Options, name: st
             raise
         cached.discard(f"loading it failed: {type(e).__name__}: {e}")  # then compiled afresh
         fn = build_region(sub, target, options, name, stage_seconds, keep_text, library, pass_seconds, report,
-                          written_inputs)
+                          written_inputs, free_outputs)
         if report is not None:
             report.cache = "bad"
         return fn
@@ -447,15 +466,16 @@ def _size_checked(fn, size_check):
 
     checked.size_check = size_check
     checked.written_inputs = getattr(fn, "written_inputs", ())
+    checked.channels_last_outputs = getattr(fn, "channels_last_outputs", ())
     return checked
 
 
 def _import(sub: fx.GraphModule, options: Options, name: str, stage_seconds: dict,
-            written_inputs: dict[int, int] | None = None):
+            written_inputs: dict[int, int] | None = None, free_outputs: frozenset[int] = frozenset()):
     """The region in the dynamo dialect, verified (the `dynamo` stage)."""
     t0 = time.perf_counter()
     try:
-        imported = import_graph(sub, "main", written_inputs)
+        imported = import_graph(sub, "main", written_inputs, free_outputs)
     except Unsupported as e:
         raise CompileError("dynamo", str(e)) from None
     try:

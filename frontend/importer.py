@@ -14,7 +14,7 @@ import torch.fx as fx
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from ..codegen.attributes import WRITTEN_INPUTS
+from ..codegen.attributes import FREE_RESULTS, WRITTEN_INPUTS
 from ..codegen.provenance import location_name
 from ..codegen.signature import Signature, SizeSpec, TensorSpec
 from ..dialects import dynamo as dy
@@ -399,10 +399,13 @@ def size_check_fn(placeholders: list[fx.Node], limits: list[tuple]):
     return size_check
 
 
-def import_graph(gm: fx.GraphModule, name: str = "main", written_inputs: dict[int, int] | None = None) -> ImportedGraph:
+def import_graph(gm: fx.GraphModule, name: str = "main", written_inputs: dict[int, int] | None = None,
+                 free_outputs: frozenset[int] = frozenset()) -> ImportedGraph:
     """The whole graph as `func.func @name`. Placeholders are tensors or SymInts (`index`
     arguments); outputs are tensors. `written_inputs` {FX output: graph input}: outputs that are
-    those inputs' new values, to be computed into them (see written_in_place)."""
+    those inputs' new values, to be computed into them (see written_in_place). `free_outputs`:
+    FX outputs whose reader takes any strides (a training forward's saved activations): the
+    function's results that only they read are marked FREE_RESULTS."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     output = next(n for n in gm.graph.nodes if n.op == "output")
     results = list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
@@ -434,6 +437,9 @@ def import_graph(gm: fx.GraphModule, name: str = "main", written_inputs: dict[in
             func.ReturnOp(unique + [v for v, _ in written])
         fn.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(arg_types, [v.type for v in unique] + [v.type for v, _ in written]))
+        free = free_results(plan, len(unique), free_outputs)
+        if free:
+            fn.attributes[FREE_RESULTS] = ir.DenseI64ArrayAttr.get(free)
         if written:
             fn.attributes[WRITTEN_INPUTS] = ir.ArrayAttr.get([
                 ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), x) for x in (len(unique) + t, j)])
@@ -445,6 +451,15 @@ def import_graph(gm: fx.GraphModule, name: str = "main", written_inputs: dict[in
         shapes = output_shapes_fn(placeholders, out_vals)
     return ImportedGraph(module, Signature(name, tuple(in_specs), tuple(out_specs), shapes), ops, plan,
                          size_check_fn(placeholders, ctx.size_limits), honored)
+
+
+def free_results(plan, results: int, free_outputs: frozenset[int]) -> list[int]:
+    """The function's results (of the first `results`) that only FX outputs in `free_outputs` read."""
+    readers: dict[int, list[int]] = {}
+    for i, (kind, k) in enumerate(plan):
+        if kind in ("result", "copy_result"):
+            readers.setdefault(k, []).append(i)
+    return [k for k in range(results) if readers.get(k) and all(i in free_outputs for i in readers[k])]
 
 
 def storage_source(node: fx.Node) -> fx.Node:

@@ -83,7 +83,8 @@ def _mutates(graph: fx.Graph) -> bool:
     return False
 
 
-def _mark(node: fx.Node) -> fx.Node:
+def mark_input_view(node: fx.Node) -> fx.Node:
+    """`node` marked as a view these passes (or saved_layouts.py) place to run eagerly."""
     node.meta[MARK] = True
     return node
 
@@ -110,7 +111,7 @@ def split_output_views(gm: fx.GraphModule, written: frozenset, trailing: int = 0
                 for node in chain:
                     copy = graph.node_copy(node, lambda a, n=node, last=last: last if a is n.args[0] else a)
                     copy.meta = dict(node.meta)
-                    last = _mark(copy)
+                    last = mark_input_view(copy)
             made[value] = last
         results[i] = made[value]
         done += 1
@@ -163,7 +164,7 @@ def unpermute_inputs(gm: fx.GraphModule, written: frozenset) -> int:
             continue
         back = sorted(range(len(order)), key=order.__getitem__)
         with graph.inserting_after(p):
-            base = _mark(graph.call_function(aten.permute.default, (p, order)))
+            base = mark_input_view(graph.call_function(aten.permute.default, (p, order)))
         base.meta["val"] = val.permute(order)
         view = None
         for u in users:

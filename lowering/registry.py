@@ -57,6 +57,9 @@ CAPABILITIES = {
                       "(an optimizer step's parameters and state: the `<target>-write-inputs-in-place` "
                       "pass and a runtime that passes inputs by reference). Without it the new values "
                       "are results, copied into the inputs after the region.",
+    "channels_last_results": "a region's runtime returns a result the code wrote NHWC as the NCHW tensor "
+                             "with channels-last strides over those bytes (a training forward's saved "
+                             "activations: frontend/saved_layouts.py). Without it every result is dense.",
 }
 
 

@@ -238,8 +238,10 @@ def test_lone_convolution_stays_nchw(tmp_path, on):
 @ON_OFF
 def test_training_step_gradients(tmp_path, on):
     """Forward and backward of the CNN in training mode against eager's gradients and running
-    statistics. The forward returns its activations for the backward, so it stays NCHW (see
-    test_a_function_returning_several_nhwc_values_stays_nchw)."""
+    statistics. Its convolutions' activations (3072 elements) are 0.6 times their weights'
+    (5040), under the option channels_last_training's 2: the forward returns its activations
+    for the backward NCHW, so it stays NCHW (see test_a_function_returning_several_nhwc_values_stays_nchw;
+    test_training_channels_last forces the other way)."""
     torch.manual_seed(0)
     model, x = cnn(stages=2, image=8).train(), torch.randn(2, 3, 8, 8)
     ref = copy.deepcopy(model)
@@ -257,6 +259,47 @@ def test_training_step_gradients(tmp_path, on):
         torch.testing.assert_close(b, r, rtol=1e-4, atol=1e-5, msg=name)  # running statistics
     shapes, _, text = _layout(tmp_path, graph="forward")
     assert shapes == [(2, 16, 8, 8), (2, 32, 4, 4)] and text.count(NHWC_POOL) == 0
+
+
+def _training_step(tmp_path, options):
+    """The CNN's forward and backward in training mode, compiled with `options`, against eager's
+    output, gradients and running statistics; the stats."""
+    torch.manual_seed(0)
+    model, x = cnn(stages=3, image=16).train(), torch.randn(2, 3, 16, 16)
+    ref = copy.deepcopy(model)
+    compiled = torch.compile(model, backend="mlir", options={**options, "dump_dir": str(tmp_path)})
+    out = compiled(x)
+    out.square().mean().backward()
+    want = ref(x)
+    want.square().mean().backward()
+    torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
+    s = assert_all_compiled(library={"aten.mm.default": 3, **_convs(3), "aten.convolution_backward.default": 3})
+    assert s["graphs_by_kind"] == {"forward": 1, "backward": 1}
+    for (name, p), (_, r) in zip(model.named_parameters(), ref.named_parameters()):
+        torch.testing.assert_close(p.grad, r.grad, rtol=1e-4, atol=1e-5, msg=name)
+    for (name, b), (_, r) in zip(model.named_buffers(), ref.named_buffers()):
+        torch.testing.assert_close(b, r, rtol=1e-4, atol=1e-5, msg=name)  # running statistics
+    return s
+
+
+@pytest.mark.parametrize("ratio", [0.0, float("inf")], ids=["always", "never"])
+def test_training_channels_last(tmp_path, ratio):
+    """channels_last_training=0: the training forward runs its convolutions NHWC and returns the
+    activations it saves NHWC (NCHW tensors with channels-last strides: saved_layouts.py), with
+    channels-last copies of the weights the backward reads; the backward takes them as they are
+    and runs its convolution gradients NHWC too, no transpose between them. inf: all NCHW."""
+    s = _training_step(tmp_path, {"channels_last_training": ratio})
+    forward, backward = (_layout(tmp_path, kind)[0] for kind in ("forward", "backward"))
+    conv_outputs, grad_inputs = [(2, 16, 16, 16), (2, 32, 8, 8), (2, 64, 4, 4)], [(2, 16, 8, 8), (2, 32, 4, 4)]
+    if ratio == 0:
+        # saved: activations, and the 2 weights the backward's input gradients read
+        assert s["saved_channels_last"] >= len(conv_outputs) + 2
+        assert forward[:3] == [_nhwc(t) for t in conv_outputs]
+        assert {_nhwc(t) for t in grad_inputs} <= set(backward) and not set(grad_inputs) & set(backward)
+    else:
+        assert s["saved_channels_last"] == 0
+        assert forward[:3] == conv_outputs
+        assert set(grad_inputs) <= set(backward) and not {_nhwc(t) for t in grad_inputs} & set(backward)
 
 
 @ON_OFF

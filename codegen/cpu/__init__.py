@@ -69,7 +69,7 @@ TARGET = Target(
     machine=_machine,
     doc="Host CPU: object code from MLIR's ExecutionEngine (LLVM), linked into the process by llvmlite's MCJIT.",
     # serial_loops: scf loops run as written, on the calling thread
-    capabilities=frozenset({"serial_loops", "scalar_math", "dynamic_shapes", "written_inputs"}),
+    capabilities=frozenset({"serial_loops", "scalar_math", "dynamic_shapes", "written_inputs", "channels_last_results"}),
 )
 
 from . import row_reduction, rules  # noqa: E402,F401  (cpu-specific lowerings; after TARGET, which declares the name)

@@ -107,7 +107,7 @@ HANDLES = ("x", "w", "y", "out", "r0", "r1", "r2", "v", "b", "data", "strides") 
 # adopted_results.py asks of torch's result (its data pointer, its strides array)
 # Those each kind of call sets, cleared before it and deleted after it (a call that stops early
 # leaves later ones null, which delete ignores).
-FORWARD_HANDLES, BACKWARD_HANDLES = ("x", "w", "y", "out"), ("x", "w", "out", "r0", "r1", "r2")
+FORWARD_HANDLES, BACKWARD_HANDLES = ("x", "w", "y", "out"), ("x", "w", "y", "out", "r0", "r1", "r2")
 
 
 def _signatures() -> dict[str, tuple[list[ir.Type], list[ir.Type]]]:
@@ -174,12 +174,13 @@ class ShimFrame:
     padding), the tensor handles, and a double (attention's scale, library_attention.py)."""
 
     def __init__(self, entry: ir.Block, rank: int, ints: int | None = None):
-        """`ints`: int64 slots (default: a convolution's, 3 operands' sizes and strides and its
+        """`ints`: int64 slots (default: a convolution's, 4 operands' sizes and strides (a
+        gradient's: the output gradient, the other operand, the result, a shape-only view) and its
         4 windows)."""
         i64 = ir.IntegerType.get_signless(64)
         self.spatial = rank - 2
         with ir.InsertionPoint.at_block_begin(entry):
-            self.ints = memref.alloca(ir.MemRefType.get([ints or 6 * rank + 4 * self.spatial], i64), [], [])
+            self.ints = memref.alloca(ir.MemRefType.get([ints or 8 * rank + 4 * self.spatial], i64), [], [])
             self.handles = memref.alloca(ir.MemRefType.get([len(HANDLES)], i64), [], [])
             self.mask = memref.alloca(ir.MemRefType.get([3], ir.IntegerType.get_signless(32)), [], [])
             self.doubles = memref.alloca(ir.MemRefType.get([1], ir.F64Type.get()), [], [])
@@ -257,7 +258,7 @@ def _emit(frame: ShimFrame, op, x: ir.Value, w: ir.Value, y_type: ir.MemRefType,
     torch_dims = dy.TO_NCHW if dy.layout_of(op) == "nhwc" else None
     frame.clear_handles(FORWARD_HANDLES)
     status = wrap_buffer(frame, x, "x", torch_dims)
-    status = then(status, lambda: wrap_buffer(frame, w, "w"))
+    status = then(status, lambda: wrap_buffer(frame, w, "w", _weight_dims(op)))
 
     def convolve():
         windows = [frame.array([_i64(v) for v in values]) for values in (stride, padding, dilation, [0] * n)]
@@ -310,11 +311,20 @@ def _emit_grad(frame: ShimFrame, op, grad: ir.Value, given: ir.Value, y: ir.Valu
     _emit. Statuses and deletes as in _emit."""
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     n = frame.spatial
+    # Channels-last: the result's gradient and the input (given, or the gradient asked) are NHWC
+    # buffers shown to torch as NCHW views, as in _emit; the weight (or its gradient) is FCHW.
+    nhwc = dy.TO_NCHW if dy.layout_of(op) == "nhwc" else None
+    given_dims, y_dims = (_weight_dims(op), nhwc) if which == 0 else (nhwc, None)
     frame.clear_handles(BACKWARD_HANDLES)
-    status = wrap_buffer(frame, grad, "x")
-    status = then(status, lambda: wrap_buffer(frame, given, "w"))
-    status = then(status, lambda: wrap_buffer(frame, y, "out"))
+    status = wrap_buffer(frame, grad, "x", nhwc)
+    status = then(status, lambda: wrap_buffer(frame, given, "w", given_dims))
+    status = then(status, lambda: wrap_buffer(frame, y, "out", y_dims))
     x, w = ("out", "w") if which == 0 else ("w", "out")
+    if nhwc and which == 1:
+        # The weight lends its shape to a channels-last call: shown with channels-last strides
+        # (y's bytes read as FHWC), or torch would copy y, unwritten, into that layout first.
+        status = then(status, lambda: wrap_buffer(frame, _as_fhwc(y), "y", nhwc))
+        w = "y"
 
     def backward():
         windows = [frame.array([_i64(v) for v in values]) for values in (stride, padding, dilation, [0] * n)]
@@ -331,13 +341,27 @@ def _emit_grad(frame: ShimFrame, op, grad: ir.Value, given: ir.Value, y: ir.Valu
         return then(status, lambda: call_shim(COPY, [frame.handle("out"), frame.handle(f"r{which}"), _i32(0)]))
 
     if adopt:
-        return _read_in_place(frame, status, f"r{which}", ir.MemRefType(y.type), None, copy_into,
+        return _read_in_place(frame, status, f"r{which}", ir.MemRefType(y.type), y_dims, copy_into,
                               BACKWARD_HANDLES, y)
     status = copy_into(y)
     for name in BACKWARD_HANDLES:
         status = arith.ori(status, call_shim(DELETE, [frame.handle(name)]))
     record_status(status)
     return y
+
+
+def _weight_dims(op) -> list[int] | None:
+    """How torch sees the convolution's weight buffer: an FHWC one as FCHW with channels-last strides."""
+    return dy.TO_NCHW if dy.weight_layout_of(op) == "fhwc" else None
+
+
+def _as_fhwc(weight: ir.Value) -> ir.Value:
+    """A dense FCHW weight buffer's bytes as a dense FHWC one (a reinterpretation, no copy)."""
+    f, c, h, w = ir.MemRefType(weight.type).shape
+    t = ir.MemRefType(weight.type)
+    return memref.reinterpret_cast(ir.MemRefType.get([f, h, w, c], t.element_type), weight, [], [], [],
+                                   static_offsets=[0], static_sizes=[f, h, w, c],
+                                   static_strides=[h * w * c, w * c, c, 1])
 
 
 def then(status: ir.Value, call) -> ir.Value:

@@ -29,6 +29,7 @@ from torch_mlir import ir
 from torch_mlir.execution_engine import ExecutionEngine
 
 from .. import config
+from ..attributes import NHWC_RESULTS
 from ..functions import defined_functions
 from ..passes import CompileError
 from . import library, library_conv, memory_plan, parallel
@@ -54,6 +55,9 @@ class CpuObject:
     library_nodes: frozenset[str]   # FX nodes run as library calls (Target: library_nodes)
     opt_level: int
     module: Any = field(default=None, compare=False, repr=False)  # the LLVM-dialect module: dumps only
+    # Results the code writes NHWC, handed on as NCHW tensors with channels-last strides
+    # (codegen/channels_last.py's NHWC_RESULTS; runtime.py allocates them so).
+    nhwc_results: tuple[int, ...] = ()
 
     def __bytes__(self) -> bytes:  # what the stage's dump file holds
         return self.code
@@ -105,7 +109,12 @@ def compile_object(module: ir.Module, opt_level: int, library_nodes: frozenset[s
         raise CompileError("object", f"the JIT produced no object code for `{name}`")
     status = library_conv.status_name() if externals & library_conv.SYMBOLS else None
     return CpuObject(code, "_mlir_" + name, memory_plan.workspace_bytes(module), tuple(undefined_in_elf(code)),
-                     status, library_nodes, opt_level, module)
+                     status, library_nodes, opt_level, module, _nhwc_results(module))
+
+
+def _nhwc_results(module: ir.Module) -> tuple[int, ...]:
+    attrs = module.operation.attributes
+    return tuple(ir.DenseI64ArrayAttr(attrs[NHWC_RESULTS])) if NHWC_RESULTS in attrs else ()
 
 
 @functools.cache

@@ -52,9 +52,11 @@ LINALG = (
     _pass("contractions-in-float32", lambda m, o: contractions_in_float32(m),
           "Half matmuls and convolutions computed on float32 copies of their operands (MKL and our loops "
           "have no fast half kernels); a reader widening the result reads it unrounded."),
-    _pass("channels-last", lambda m, o: keep_channels_last(m, library_conv.eligible),
-          "Chained 2-d convolutions in NHWC, with no transposes between them.",
-          options=("library_matmul", "channels_last"),
+    _pass("channels-last",
+          lambda m, o: keep_channels_last(m, library_conv.eligible, o.target_options.channels_last_training),
+          "Chained 2-d convolutions (and, in a training graph where it pays, their gradients) in NHWC, with no "
+          "transposes between them; free results returned NHWC.",
+          options=("library_matmul", "channels_last", "channels_last_training"),
           enabled=lambda o: o.target_options.library_matmul and o.target_options.channels_last),
     _pass("library-convs", library_conv.call_library_convs,
           "Convolutions and their gradients -> calls of torch's kernels, their inputs read apart.",

@@ -19,6 +19,7 @@ import logging
 
 import torch
 
+from ..passes import CompileError
 from ..signature import Signature, SizeSpec
 from . import heap
 from .object_code import CpuObject, LinkedObject
@@ -43,6 +44,18 @@ def _contiguous_strides(shape) -> tuple[int, ...]:
         strides.append(step)
         step *= max(n, 1)
     return tuple(reversed(strides))
+
+
+def _channels_last_strides(shape) -> tuple[int, ...]:
+    """NCHW `shape`'s strides with the bytes laid out NHWC (what the code wrote)."""
+    n, h, w, c = _contiguous_strides([shape[p] for p in (0, 2, 3, 1)])
+    return n, c, h, w
+
+
+def output_strides(signature: Signature, nhwc_results) -> list[tuple[int, ...]]:
+    """Each output's strides: dense, or channels-last for those the code writes NHWC."""
+    return [(_channels_last_strides if k in nhwc_results else _contiguous_strides)(spec.shape)
+            for k, spec in enumerate(signature.outputs)]
 
 
 class _Frames:
@@ -76,7 +89,9 @@ class CpuFunction:
         self._fn = _PACKED_FN(linked.function(obj.function))
         workspace_bytes = obj.workspace_bytes
         self._n_in = len(signature.inputs)
-        self._out_specs = [(tuple(spec.shape), _contiguous_strides(spec.shape), spec.dtype) for spec in signature.outputs]
+        self.nhwc_results = obj.nhwc_results  # RegionRecipe.load: the outputs handed on channels-last
+        self._out_specs = [(tuple(spec.shape), strides, spec.dtype)
+                           for spec, strides in zip(signature.outputs, output_strides(signature, obj.nhwc_results))]
         self.workspace_bytes = workspace_bytes
         self._frames = _Frames(self._frame)
 
@@ -108,6 +123,8 @@ class DynamicCpuFunction:
     """A callable over contiguous CPU tensors of any size its signature admits."""
 
     def __init__(self, linked: LinkedObject, obj: CpuObject, signature: Signature):
+        if obj.nhwc_results:  # channels_last.free_results admits static signatures only
+            raise CompileError("load", f"results {obj.nhwc_results} written NHWC by a function of symbolic sizes")
         self.signature, self.linked = signature, linked
         self._fn = _PACKED_FN(linked.function(obj.function))
         workspace_bytes = obj.workspace_bytes
@@ -165,6 +182,7 @@ class LibraryStatusChecked:
 
     def __init__(self, inner, status_symbol: str):
         self.signature, self._inner = inner.signature, inner
+        self.nhwc_results = getattr(inner, "nhwc_results", ())
         self._status = ctypes.c_int32.from_address(inner.linked.global_value(status_symbol))
 
     def __call__(self, *inputs):

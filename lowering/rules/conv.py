@@ -43,17 +43,22 @@ def _lower_conv(ctx, op):
     return lower_conv(op, accumulator_element(ranked(op.out)))  # float32 for half operands (dialects/conv.py)
 
 
+def _fchw_weight(op) -> ir.Value:
+    """The convolution's weight, FCHW (an FHWC one transposed: a fallback, as lower_conv's)."""
+    return transposed(op.weight, dy.TO_NCHW) if dy.weight_layout_of(op) == "fhwc" else op.weight
+
+
 def _conv_nchw(op, x, out):
     """`out`: the accumulator's type (float32 for half operands)."""
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     groups = ir.IntegerAttr(op.groups).value
-    x = pad_spatial(x, padding, const(ranked(x).element_type, 0))
+    x, weight = pad_spatial(x, padding, const(ranked(x).element_type, 0)), _fchw_weight(op)
     if out.rank == 5:
-        return _conv_generic(x, op.weight, out, groups, stride, dilation)
+        return _conv_generic(x, weight, out, groups, stride, dilation)
     attrs = window_attrs(stride, dilation)
     if groups == 1:
-        return linalg.conv_2d_nchw_fchw(x, op.weight, outs=[_zero_filled(out)], **attrs)
-    return _grouped_conv(x, op.weight, out, groups, attrs)
+        return linalg.conv_2d_nchw_fchw(x, weight, outs=[_zero_filled(out)], **attrs)
+    return _grouped_conv(x, weight, out, groups, attrs)
 
 
 def _grouped_conv(x, weight, out, groups, attrs):
@@ -141,22 +146,27 @@ def _spread(g, stride, low, high) -> ir.Value:
 
 @register_lowering(dy.ConvGradInputOp)
 def lower_conv_grad_input(ctx, op):
+    nhwc = dy.layout_of(op) == "nhwc"  # a correct fallback, as lower_conv's: transposes around the NCHW rule
+    grad = transposed(op.grad, dy.TO_NCHW) if nhwc else op.grad
     stride, padding, dilation = _window(op)
-    x_shape, k = list(ranked(op.out).shape), list(ranked(op.weight).shape)[2:]
+    weight = _fchw_weight(op)
+    x_shape, k = dy.as_nchw(ranked(op.out).shape, dy.layout_of(op)), list(ranked(weight).shape)[2:]
     reach = [d * (kk - 1) - p for d, kk, p in zip(dilation, k, padding)]  # < 0: padding beyond it
     # Where the forward's last window stopped short of the input's end, the input positions after
     # it get zero gradient: more zeros on the high side give the input's size.
     got = [(s - 1) * st + 1 + 2 * r - d * (kk - 1)
-           for s, st, r, d, kk in zip(ranked(op.grad).shape[2:], stride, reach, dilation, k)]
-    g = _spread(op.grad, stride, reach, [r + x - n for r, x, n in zip(reach, x_shape[2:], got)])
-    return _conv2d(g, _flipped_transpose(op.weight), x_shape, [1, 1], [0, 0], dilation)
+           for s, st, r, d, kk in zip(ranked(grad).shape[2:], stride, reach, dilation, k)]
+    g = _spread(grad, stride, reach, [r + x - n for r, x, n in zip(reach, x_shape[2:], got)])
+    dx = _conv2d(g, _flipped_transpose(weight), x_shape, [1, 1], [0, 0], dilation)
+    return transposed(dx, dy.TO_NHWC) if nhwc else dx
 
 
 @register_lowering(dy.ConvGradWeightOp)
 def lower_conv_grad_weight(ctx, op):
     stride, padding, dilation = _window(op)
     f, c, *k = ranked(op.out).shape
-    x, g = transposed(op.x, [1, 0, 2, 3]), transposed(op.grad, [1, 0, 2, 3])  # CNHW, FNHW
+    to_cnhw = [3, 0, 1, 2] if dy.layout_of(op) == "nhwc" else [1, 0, 2, 3]
+    x, g = transposed(op.x, to_cnhw), transposed(op.grad, to_cnhw)  # CNHW, FNHW
     # The swapped convolution's size: g's spatial dims the "kernel", dilated by the forward stride,
     # stepping by the forward dilation; at least the kernel's size (the forward may have left
     # input positions unread at the high end), so cut to it.
