@@ -28,11 +28,26 @@ What (before library_conv.call_library_convs, on each function's top-level ops, 
      N, H, W in training, a global average pool over H, W): its result is the same tensor, so
      no permute follows it;
    - `dynamo.pad` (ceil_mode pooling pads first): its widths permuted.
-   A convolution reading a permute we made takes the permute's NHWC source: the pair cancels,
-   and conv -> bn -> relu -> pool -> conv has no transpose in between. A convolution reading
-   anything else copies it to NHWC (a graph input: the first convolution's image).
+   An elementwise op whose operands are all free twins (a gradient broadcast from a global
+   pool's) is computed NHWC when an op moved reads it; one with as many operands in a chain as
+   operands without a twin moves too, copying those (the max-pool gradient, NCHW, read by the
+   first relu gradient). A convolution reading a permute we made, or any permute of an NHWC
+   value to NCHW (an argument laid out channels-last, below), takes the permute's source: the
+   pair cancels, and conv -> bn -> relu -> pool -> conv has no transpose in between. A
+   convolution reading anything else copies it to NHWC (a graph input: the first convolution's
+   image).
 3. Permutes left with readers are where NCHW is really needed (graph outputs, the flatten
    before a linear, any op not listed above); those with none are erased.
+
+Training graphs (`training_ratio`, the cpu target's; only where training_pays):
+- the gradients `dynamo.conv_grad_input` / `conv_grad_weight` are candidates as convolutions
+  are (the output gradient and the input NHWC; the input gradient NHWC, the weight gradient
+  FCHW);
+- a forward's saved activations (FREE_RESULTS, frontend/saved_layouts.py) are returned NHWC,
+  the runtime handing them on as NCHW tensors with channels-last strides (NHWC_RESULTS), and
+  the backward receives them as NHWC arguments with a permute to NCHW, which step 2 cancels;
+- a convolution whose weight has an FHWC copy in the function (a saved weight's, or such an
+  argument) reads that copy (`weight_layout = "fhwc"`), so torch does not make one per call.
 
 Which convolutions (the rule): those in a chain, i.e. whose NHWC input or result reaches another
 chosen convolution through the ops of step 2 without a transpose. The choice is made before

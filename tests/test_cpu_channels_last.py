@@ -239,7 +239,7 @@ def test_lone_convolution_stays_nchw(tmp_path, on):
 def test_training_step_gradients(tmp_path, on):
     """Forward and backward of the CNN in training mode against eager's gradients and running
     statistics. Its convolutions' activations (3072 elements) are 0.6 times their weights'
-    (5040), under the option channels_last_training's 2: the forward returns its activations
+    (5040), under the option channels_last_training's 0.7: the forward returns its activations
     for the backward NCHW, so it stays NCHW (see test_a_function_returning_several_nhwc_values_stays_nchw;
     test_training_channels_last forces the other way)."""
     torch.manual_seed(0)

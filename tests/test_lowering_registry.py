@@ -72,7 +72,8 @@ def test_typos_in_target_and_capability_names_raise(scratch_op):
 
 def test_capability_names_are_documented_and_declared_by_the_targets():
     assert all(doc for doc in registry.CAPABILITIES.values())
-    assert get_target("cpu").capabilities == {"serial_loops", "scalar_math", "dynamic_shapes", "written_inputs"}
+    assert get_target("cpu").capabilities == {"serial_loops", "scalar_math", "dynamic_shapes", "written_inputs",
+                                              "channels_last_results"}
     assert get_target("cuda").capabilities == {"written_inputs", "dynamic_shapes"}
 
 

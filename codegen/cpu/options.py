@@ -39,13 +39,13 @@ class CPUOptions(TargetOptions):
                                        "next through batch norm, relu, pooling, ...) channels-last, NHWC, and the "
                                        "ops between them too, so no transpose sits between them "
                                        "(codegen/channels_last.py); off: every convolution NCHW.")
-    channels_last_training: float = option(2.0, "With channels_last: a training graph (a forward saving activations, "
+    channels_last_training: float = option(0.7, "With channels_last: a training graph (a forward saving activations, "
                                                 "a backward with convolution gradients) runs channels-last when its "
                                                 "convolutions' activations have at least this many times as many "
                                                 "elements as their weights (each weight is made channels-last, and its "
                                                 "gradient NCHW again, once a step; benchmarks/channels_last_training.py, "
-                                                "ResNet-50 steps: 5% slower at a ratio of 0.95, 2% faster at 3.8); "
-                                                "0: always; inf: never.",
+                                                "ResNet-50 steps: 11% slower at a ratio of 0.47, batch 1; 4% faster at "
+                                                "0.95 and 6% at 3.8, batches 2 and 8); 0: always; inf: never.",
                                            lambda v: None if v >= 0 else "must be 0 or more")
     parallel: bool = option(True, "Run large loop nests of linalg ops on torch's intra-op thread pool "
                                   "(torch_parallel_for; torch.set_num_threads applies; codegen/cpu/parallel.py); "

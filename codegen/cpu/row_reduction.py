@@ -41,7 +41,7 @@ def lower_reduce_in_lanes(ctx, op):
     kind, dims = ir.StringAttr(op.kind).value, dy.int_list(op.dims)
     src = ranked(op.x)
     if not _lanes_apply(src, kind, dims):
-        return lower_reduce(op, SUM_BLOCK)
+        return lower_reduce(op, SUM_BLOCK, kept_inner=True)  # (our loops vectorize the innermost one)
     reduced = row_sum(op.x) if kind == "sum" else row_extreme(op.x, kind)
     return reduced if reduced.type == op.out.type else tensor.cast(op.out.type, reduced)
 

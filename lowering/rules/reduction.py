@@ -40,14 +40,24 @@ REDUCERS = {
 }
 
 
-def _iteration(src_rank: int, dims: list[int]):
-    """Loop order: the kept dims first (parallel), then the reduced ones."""
+def _iteration(src_rank: int, dims: list[int], kept_inner: bool = False):
+    """Loop order: the kept dims first (parallel), then the reduced ones. With `kept_inner`, kept
+    dims after the first reduced one (an NHWC batch norm's channels, kept by a sum over H and W)
+    stay innermost, after the reduced ones, when a kept dim comes before them: the innermost
+    loop then walks memory contiguously, one accumulator row per step (vector code), where
+    reducing innermost walked it with a stride of the kept dims' size; the outermost loop stays
+    a parallel one (codegen/cpu/parallel.py runs a nest that starts with a reduction serially).
+    The terms each result sums, and their order, are the same either way."""
     kept = [d for d in range(src_rank) if d not in dims]
-    order = kept + dims
+    outer = [d for d in kept if d < min(dims)] if dims else kept
+    inner = [d for d in kept if d not in outer]
+    if not (kept_inner and outer and inner):
+        outer, inner = kept, []
+    order = outer + dims + inner
     position = {d: i for i, d in enumerate(order)}
     in_map = affine_map(src_rank, [position[d] for d in range(src_rank)])
-    out_map = affine_map(src_rank, list(range(len(kept))))
-    iterators = [PARALLEL] * len(kept) + [REDUCTION] * len(dims)
+    out_map = affine_map(src_rank, [position[d] for d in kept])
+    iterators = [PARALLEL] * len(outer) + [REDUCTION] * len(dims) + [PARALLEL] * len(inner)
     return kept, in_map, out_map, iterators
 
 
@@ -56,32 +66,34 @@ def _lower_reduce(ctx, op):
     return lower_reduce(op, SUM_BLOCK)
 
 
-def lower_reduce(op, row_limit: int):
+def lower_reduce(op, row_limit: int, kept_inner: bool = False):
     """`row_limit`: the most terms a sum over the operand's innermost dim(s) adds up in one
-    generic (a target whose row kernels already sum rows in a tree passes a larger one)."""
+    generic (a target whose row kernels already sum rows in a tree passes a larger one).
+    `kept_inner`: see _iteration (a target whose loops vectorize the innermost loop)."""
     kind, dims = ir.StringAttr(op.kind).value, dy.int_list(op.dims)
     if kind == "sum" and is_float(ranked(op.out).element_type):
-        reduced = cascade_sum(op.x, dims, row_limit)
+        reduced = cascade_sum(op.x, dims, row_limit, kept_inner=kept_inner)
     else:
-        reduced = _reduce(op.x, kind, dims)
+        reduced = _reduce(op.x, kind, dims, kept_inner)
     # The result may know a size statically that the operand left to run time.
     return reduced if reduced.type == op.out.type else tensor.cast(op.out.type, reduced)
 
 
-def _reduce(x, kind: str, dims: list[int]) -> ir.Value:
-    """One generic reducing `dims` of x away with `kind`, sequentially."""
+def _reduce(x, kind: str, dims: list[int], kept_inner: bool = False) -> ir.Value:
+    """One generic reducing `dims` of x away with `kind`, sequentially (loop order: _iteration)."""
     src = ranked(x)
     float_fn, int_fn = REDUCERS[kind]
     combine = float_fn if is_float(src.element_type) else int_fn
     if combine is None:
         raise NotImplementedError(f"reduce kind {kind} on {src.element_type}")
-    kept, in_map, out_map, iterators = _iteration(src.rank, dims)
+    kept, in_map, out_map, iterators = _iteration(src.rank, dims, kept_inner)
     out = ir.RankedTensorType.get([src.shape[d] for d in kept], src.element_type)
     acc = filled(out, identity_of(combine, src.element_type), x, kept)
     return generic([x], [acc], [in_map, out_map], iterators, lambda v, a: [combine(v, a)])[0]
 
 
-def cascade_sum(x, dims: list[int], row_limit: int = SUM_BLOCK, levels: int = DYNAMIC_LEVELS) -> ir.Value:
+def cascade_sum(x, dims: list[int], row_limit: int = SUM_BLOCK, levels: int = DYNAMIC_LEVELS,
+                kept_inner: bool = False) -> ir.Value:
     """Sum of x over `dims` in which no running sum spans more than SUM_BLOCK terms (row_limit
     for a run ending at x's innermost dim).
 
@@ -89,6 +101,7 @@ def cascade_sum(x, dims: list[int], row_limit: int = SUM_BLOCK, levels: int = DY
     terms in one generic, a longer dim blocked (_sum_long_dim). The partial sums then go
     through the outer dims the same way. The dims still to reduce keep their positions: only
     later dims went. `levels`: how many times a run-time-sized dim may still be blocked.
+    `kept_inner`: the loop order of each run's generic (_iteration).
     """
     dims = sorted(dims)
     rows = len(dims) < len(ranked(x).shape)  # some dim kept: the sum is per row, not of everything
@@ -102,7 +115,7 @@ def cascade_sum(x, dims: list[int], row_limit: int = SUM_BLOCK, levels: int = DY
             # row of run-time length (a softmax's, a mean's) is one generic; no share exceeds
             # SUM_BLOCK terms up to row_limit. A sum of a whole tensor of run-time size, which
             # may be far longer, is still blocked: its blocks sum in parallel.
-            x = _reduce(x, "sum", group)
+            x = _reduce(x, "sum", group, kept_inner)
             continue
         if terms == DYN or terms > limit:
             x = _sum_long_dim(x, group[0], row_limit, levels, limit)
@@ -110,7 +123,7 @@ def cascade_sum(x, dims: list[int], row_limit: int = SUM_BLOCK, levels: int = DY
         while dims and dims[-1] == group[0] - 1 and shape[dims[-1]] != DYN and terms * shape[dims[-1]] <= limit:
             terms *= shape[dims[-1]]
             group.insert(0, dims.pop())
-        x = _reduce(x, "sum", group)
+        x = _reduce(x, "sum", group, kept_inner)
     return x
 
 

@@ -6,7 +6,7 @@
 // returning the model's output (result 0) and two activations saved for the backward (results
 // 1 and 2, FREE_RESULTS), and a channels-last copy of the second weight (the importer's
 // clone(permute(w)) of a saved weight). Its activations (1280 elements) are 3.2 times its weights'
-// (360): the default channels_last_training (2) runs it channels-last. The saved activations are
+// (360): the default channels_last_training (0.7) runs it channels-last. The saved activations are
 // returned NHWC as they are computed, no transpose, and the module says so (the runtime hands
 // them on as NCHW tensors with channels-last strides); only the model's output goes back to NCHW.
 // CHECK: module attributes {dynamo_mlir.nhwc_results = array<i64: 1, 2>}

@@ -90,3 +90,26 @@ func.func @main(%arg0: tensor<4096x1000xf32>) -> tensor<4096xf32> {
   %0 = "dynamo.reduce"(%arg0) {dims = array<i64: 1>, kind = "max"} : (tensor<4096x1000xf32>) -> tensor<4096xf32>
   return %0 : tensor<4096xf32>
 }
+
+// -----
+// A sum over H and W of an NHWC tensor (a channels-last batch norm's per-channel sums) keeps the
+// channels innermost: loops (n, h, w, c), the reduced dims between the kept ones, so the inner
+// loop walks memory contiguously into one accumulator row (vector code), and the outer loop is
+// parallel (the nest runs on the thread pool). The generic rule's order, (n, c, h, w), walked
+// the tensor with a stride of C. The second sum, over N alone, has no kept dim before it: the
+// usual order (c, n).
+// CHECK: #[[IN:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK: #[[ACC:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3)>
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[ACC]]], iterator_types = ["parallel", "reduction", "reduction", "parallel"]}
+// CHECK-SAME: ins(%arg0 : tensor<8x7x7x256xf32>) outs(%{{[0-9]+}} : tensor<8x256xf32>)
+// CHECK: iterator_types = ["parallel", "reduction"]} ins(%{{[0-9]+}} : tensor<8x256xf32>) outs(%{{[0-9]+}} : tensor<256xf32>)
+// LOOPS: memref.store %cst, %view[%{{.*}}] : memref<8x256xf32>
+// LOOPS: scf.for %[[N:.*]] = %c0 to %c8
+// LOOPS-NEXT: scf.for %[[H:.*]] = %c0 to %c7
+// LOOPS-NEXT: scf.for %[[W:.*]] = %c0 to %c7
+// LOOPS-NEXT: scf.for %[[C:.*]] = %c0 to %c256
+// LOOPS-NEXT: memref.load %arg0[%[[N]], %[[H]], %[[W]], %[[C]]]
+func.func @main(%arg0: tensor<8x7x7x256xf32>) -> tensor<256xf32> {
+  %0 = "dynamo.reduce"(%arg0) {dims = array<i64: 0, 1, 2>, kind = "sum"} : (tensor<8x7x7x256xf32>) -> tensor<256xf32>
+  return %0 : tensor<256xf32>
+}
