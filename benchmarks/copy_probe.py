@@ -1,6 +1,8 @@
 """Which torch copies a compiled call launches, and from where: torch.profiler over a few calls of
 a CLI factory's model (benchmarks/scale_cli_models.py), listing aten::copy_ calls by input shapes
-and strides with the op that called them.
+with the op that called them. Only calls the host makes show: on cuda, a copy inside a replayed
+CUDA graph (a library call's own copy, recorded once) has no aten::copy_ event; read the host
+schedule (`dynamo-mlir dump ... --target cuda`, *.host.txt) for those.
 
     python benchmarks/copy_probe.py [--model llama_1b_bf16] [--calls 3] [--backend mlir]
 """
