@@ -302,6 +302,30 @@ def test_training_channels_last(tmp_path, ratio):
         assert set(grad_inputs) <= set(backward) and not {_nhwc(t) for t in grad_inputs} & set(backward)
 
 
+def test_training_channels_last_from_the_compile_cache(tmp_path):
+    """A training forward whose saved activations come channels-last, loaded from the compile
+    cache the second time (a fresh Dynamo): the cached object still says which results are
+    NHWC, so AOTAutograd is told the same strides and the gradients are eager's."""
+    import dynamo_mlir
+
+    options = {"channels_last_training": 0.0, "cache_dir": str(tmp_path / "cache")}
+    torch.manual_seed(0)
+    model, x = cnn(stages=3, image=16).train(), torch.randn(2, 3, 16, 16)
+    runs = []
+    for _ in range(2):
+        torch._dynamo.reset()
+        dynamo_mlir.reset()
+        m, ref = copy.deepcopy(model), copy.deepcopy(model)
+        torch.compile(m, backend="mlir", options=options)(x).square().mean().backward()
+        ref(x).square().mean().backward()
+        for (name, p), (_, r) in zip(m.named_parameters(), ref.named_parameters()):
+            torch.testing.assert_close(p.grad, r.grad, rtol=1e-4, atol=1e-5, msg=name)
+        runs.append(dynamo_mlir.stats())
+    first, second = runs
+    assert first["cache"]["misses"] == 2 and second["cache"]["misses"] == 0 and second["cache"]["hits"] == 2
+    assert second["saved_channels_last"] == first["saved_channels_last"] >= 5
+
+
 @ON_OFF
 def test_batch_statistics_in_nhwc(tmp_path, on):
     """Training-mode batch norm in an inference graph (no gradients): its per-channel sums over
