@@ -19,7 +19,7 @@ How.
   gradient reads) is saved as a channels-last copy the forward's region makes once (FHWC,
   then an eager permute back, a view), as inductor does: torch's convolution makes an FCHW weight
   channels-last on each call for a channels-last input (ResNet-50's step: 30 ms of copies at
-  batch 2), and both the forward's and the backward's convolutions read that copy
+  batch 2, a one-off profile: benchmarks/results/channels_last_training_cpu_2026-11-28.md), and both the forward's and the backward's convolutions read that copy
   (channels_last: `weight_layout = "fhwc"`).
 - `report_output_strides`: the graph outputs' strides, told to AOTAutograd
   (TracingContext.output_strides, as inductor does), which gives the backward's example inputs

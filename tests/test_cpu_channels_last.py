@@ -242,30 +242,16 @@ def test_training_step_gradients(tmp_path, on):
     (5040), under the option channels_last_training's 0.7: the forward returns its activations
     for the backward NCHW, so it stays NCHW (see test_a_function_returning_several_nhwc_values_stays_nchw;
     test_training_channels_last forces the other way)."""
-    torch.manual_seed(0)
-    model, x = cnn(stages=2, image=8).train(), torch.randn(2, 3, 8, 8)
-    ref = copy.deepcopy(model)
-    compiled = torch.compile(model, backend="mlir", options={"channels_last": on, "dump_dir": str(tmp_path)})
-    out = compiled(x)
-    out.square().mean().backward()
-    want = ref(x)
-    want.square().mean().backward()
-    torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
-    s = assert_all_compiled(library={"aten.mm.default": 3, **_convs(2), "aten.convolution_backward.default": 2})
-    assert s["graphs_by_kind"] == {"forward": 1, "backward": 1}
-    for (name, p), (_, r) in zip(model.named_parameters(), ref.named_parameters()):
-        torch.testing.assert_close(p.grad, r.grad, rtol=1e-4, atol=1e-5, msg=name)
-    for (name, b), (_, r) in zip(model.named_buffers(), ref.named_buffers()):
-        torch.testing.assert_close(b, r, rtol=1e-4, atol=1e-5, msg=name)  # running statistics
+    _training_step(tmp_path, {"channels_last": on}, stages=2, image=8)
     shapes, _, text = _layout(tmp_path, graph="forward")
     assert shapes == [(2, 16, 8, 8), (2, 32, 4, 4)] and text.count(NHWC_POOL) == 0
 
 
-def _training_step(tmp_path, options):
+def _training_step(tmp_path, options, stages=3, image=16):
     """The CNN's forward and backward in training mode, compiled with `options`, against eager's
     output, gradients and running statistics; the stats."""
     torch.manual_seed(0)
-    model, x = cnn(stages=3, image=16).train(), torch.randn(2, 3, 16, 16)
+    model, x = cnn(stages=stages, image=image).train(), torch.randn(2, 3, image, image)
     ref = copy.deepcopy(model)
     compiled = torch.compile(model, backend="mlir", options={**options, "dump_dir": str(tmp_path)})
     out = compiled(x)
@@ -273,7 +259,7 @@ def _training_step(tmp_path, options):
     want = ref(x)
     want.square().mean().backward()
     torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
-    s = assert_all_compiled(library={"aten.mm.default": 3, **_convs(3), "aten.convolution_backward.default": 3})
+    s = assert_all_compiled(library={"aten.mm.default": 3, **_convs(stages), "aten.convolution_backward.default": stages})
     assert s["graphs_by_kind"] == {"forward": 1, "backward": 1}
     for (name, p), (_, r) in zip(model.named_parameters(), ref.named_parameters()):
         torch.testing.assert_close(p.grad, r.grad, rtol=1e-4, atol=1e-5, msg=name)
