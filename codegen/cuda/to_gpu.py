@@ -163,23 +163,50 @@ def _query_laid_out_as(call, permutation: list[int]) -> None:
     embedding's result): cuDNN's attention lays its result out as the query is (torch's
     alloc_with_matching_layout), so that result is then the call's buffer as it is, with no copy
     (codegen/cuda/library.py _write). Flash and memory-efficient attention write that layout
-    whatever the query's, and read a strided query as eager hands it to them."""
+    whatever the query's, and read a strided query as eager hands it to them. Every use of the
+    buffer must take any layout: linalg ops and copies (reading or writing it), attention calls
+    reading it as their query (memory planning gives every layer's query one buffer), subviews
+    used so (a concat's halves)."""
     query = call.operands[0]
     t = ir.MemRefType(query.type)
     if op_name(query) != "memref.alloc" or t.layout != ir.MemRefType.get(t.shape, t.element_type).layout:
         return
-    users = [u for u in _users(query) if u != call and u.name != "memref.dealloc"]
-    if not users or not all(u.name.startswith("linalg.") and output_of(u) == query
-                            and query not in list(u.opview.inputs) for u in users):
+    users = [u for u in _users(query) if u.name != "memref.dealloc"]
+    if not all(_takes_any_layout(u, query) for u in users):
         return
+    others = [u for u in users if u != call and _is_attention(u)]
     alloc = query.owner
     with ir.InsertionPoint(alloc), alloc.location:
         base = memref.alloc(ir.MemRefType.get([t.shape[p] for p in permutation], t.element_type), [], [])
         view = _transposed_view(base, _inverse(permutation))
+    for sub in [u for u in users if u.name == "memref.subview"]:
+        with ir.InsertionPoint(sub), sub.location:
+            part = memref.subview(view, *(list(ir.DenseI64ArrayAttr(sub.attributes[k]))
+                                          for k in ("static_offsets", "static_sizes", "static_strides")))
+        sub.result.replace_all_uses_with(part)
+        sub.erase()
     for use in list(query.uses):
         owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
         owner.operands[use.operand_number] = base if owner.name == "memref.dealloc" else view
+    for other in others:  # (the caller retypes `call`)
+        retype(other)
     alloc.erase()
+
+
+def _takes_any_layout(op, buffer: ir.Value) -> bool:
+    """Whether `op`'s use of `buffer` holds for any layout of it: a linalg op or a copy (reading
+    or writing it element by element), an attention call reading it as its query, a subview of
+    static offsets, sizes and strides of the same rank whose own uses do."""
+    if op.name.startswith("linalg.") or op.name == "memref.copy":
+        return True
+    if _is_attention(op):
+        return list(op.operands).index(buffer) == 0 and buffer not in written_operands(op)
+    if op.name != "memref.subview" or list(op.operands)[1:]:
+        return False
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    static = all(dynamic not in list(ir.DenseI64ArrayAttr(op.attributes[k])) for k in ("static_offsets", "static_strides"))
+    same_rank = ir.MemRefType(op.operands[0].type).rank == ir.MemRefType(op.result.type).rank
+    return static and same_rank and all(_takes_any_layout(u, op.result) for u in _users(op.result))
 
 
 def _sole_attention_writer(buffer: ir.Value, transpose):

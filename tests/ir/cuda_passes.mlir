@@ -115,6 +115,48 @@ func.func @main(%x: memref<1x2x4x8xf32>, %k: memref<1x2x4x8xf32>, %v: memref<1x2
 
 // -----
 
+// ... also when it is written in parts through subviews (a kernel, a copy) and then in place
+// (LLaMA's rotary embedding: the concat of two halves, then the rotation read and written
+// elementwise), and read by another layer's attention as its query (memory planning gave both
+// layers' queries one buffer): each subview is taken again of the transposed view, and the other
+// call reads the view too.
+// ATTN: %[[Q:alloc[_0-9]*]] = memref.alloc() : memref<1x4x2x8xf32>
+// ATTN-NEXT: %[[QV:transpose[_0-9]*]] = memref.transpose %[[Q]] (d0, d1, d2, d3) -> (d0, d2, d1, d3)
+// ATTN: %[[LO:.*]] = memref.subview %[[QV]][0, 0, 0, 0] [1, 2, 4, 4] [1, 1, 1, 1] : memref<1x2x4x8xf32, strided<[64, 8, 16, 1]>> to memref<1x2x4x4xf32, strided<[64, 8, 16, 1]>>
+// ATTN: outs(%[[LO]] : memref<1x2x4x4xf32, strided<[64, 8, 16, 1]>>)
+// ATTN: %[[HI:.*]] = memref.subview %[[QV]][0, 0, 0, 4] [1, 2, 4, 4] [1, 1, 1, 1] : memref<1x2x4x8xf32, strided<[64, 8, 16, 1]>> to memref<1x2x4x4xf32, strided<[64, 8, 16, 1], offset: 4>>
+// ATTN: memref.copy %arg0, %[[HI]]
+// ATTN: ins(%[[QV]] : memref<1x2x4x8xf32, strided<[64, 8, 16, 1]>>) outs(%[[QV]] : memref<1x2x4x8xf32, strided<[64, 8, 16, 1]>>)
+// ATTN: call @dynamo_cuda_attention_{{[0-9]+}}(%[[QV]], %arg1, %arg2, %{{transpose[_0-9]*}})
+// ATTN: call @dynamo_cuda_attention_{{[0-9]+}}(%[[QV]], %arg2, %arg1, %{{.*}}) {{.*}} : (memref<1x2x4x8xf32, strided<[64, 8, 16, 1]>>
+func.func private @dynamo_cuda_attention_0(memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>)
+func.func @main(%x: memref<1x2x4x4xf32>, %k: memref<1x2x4x8xf32>, %v: memref<1x2x4x8xf32>, %out: memref<1x4x2x8xf32>) {
+  %q = memref.alloc() : memref<1x2x4x8xf32>
+  %lo = memref.subview %q[0, 0, 0, 0] [1, 2, 4, 4] [1, 1, 1, 1] : memref<1x2x4x8xf32> to memref<1x2x4x4xf32, strided<[64, 32, 8, 1]>>
+  linalg.copy ins(%x : memref<1x2x4x4xf32>) outs(%lo : memref<1x2x4x4xf32, strided<[64, 32, 8, 1]>>)
+  %hi = memref.subview %q[0, 0, 0, 4] [1, 2, 4, 4] [1, 1, 1, 1] : memref<1x2x4x8xf32> to memref<1x2x4x4xf32, strided<[64, 32, 8, 1], offset: 4>>
+  memref.copy %x, %hi : memref<1x2x4x4xf32> to memref<1x2x4x4xf32, strided<[64, 32, 8, 1], offset: 4>>
+  linalg.generic {indexing_maps = [affine_map<(a, b, c, d) -> (a, b, c, d)>, affine_map<(a, b, c, d) -> (a, b, c, d)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%q : memref<1x2x4x8xf32>) outs(%q : memref<1x2x4x8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %m = arith.mulf %i, %i : f32
+    linalg.yield %m : f32
+  }
+  %a = memref.alloc() : memref<1x2x4x8xf32>
+  call @dynamo_cuda_attention_0(%q, %k, %v, %a) {dynamo_mlir.library_call = "torch.attention", is_causal = 0 : i64, scale = 2.500000e-01 : f64} : (memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>) -> ()
+  linalg.transpose ins(%a : memref<1x2x4x8xf32>) outs(%out : memref<1x4x2x8xf32>) permutation = [0, 2, 1, 3]
+  memref.dealloc %a : memref<1x2x4x8xf32>
+  %b = memref.alloc() : memref<1x2x4x8xf32>
+  call @dynamo_cuda_attention_0(%q, %v, %k, %b) {dynamo_mlir.library_call = "torch.attention", is_causal = 0 : i64, scale = 2.500000e-01 : f64} : (memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>, memref<1x2x4x8xf32>) -> ()
+  memref.dealloc %q : memref<1x2x4x8xf32>
+  memref.copy %b, %v : memref<1x2x4x8xf32> to memref<1x2x4x8xf32>
+  memref.dealloc %b : memref<1x2x4x8xf32>
+  return
+}
+
+// -----
+
 // cuda-generalize-library-ops (library_matmul off): the matmul becomes the equivalent
 // linalg.generic, which cuda-kernels makes a kernel of; its fill stays a fill.
 // GENERAL: linalg.fill ins(%{{.*}} : f32) outs(%arg2 : memref<8x32xf32>)
