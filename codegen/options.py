@@ -79,7 +79,8 @@ def _type_error(f: Field, value: Any) -> str | None:
     python = {"bool": bool, "int": int, "str": str, "float": (int, float)}.get(kind)
     if python is None:
         return None
-    if isinstance(value, python) and not isinstance(value, bool) or (python is bool and isinstance(value, bool)):
+    ok = isinstance(value, bool) if python is bool else isinstance(value, python) and not isinstance(value, bool)
+    if ok:
         return None
     return f"expected {kind}{' or None' if optional else ''}, got {type(value).__name__} {value!r}"
 

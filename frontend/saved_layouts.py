@@ -18,8 +18,9 @@ How.
 - `save_weights_channels_last`: a saved convolution weight (a parameter the backward's input
   gradient reads) is saved as a channels-last copy the forward's region makes once (FHWC,
   then an eager permute back, a view), as inductor does: torch's convolution makes an FCHW weight
-  channels-last on each call for a channels-last input (ResNet-50's step: 30 ms of copies at
-  batch 2, a one-off profile: benchmarks/results/channels_last_training_cpu_2026-11-28.md), and both the forward's and the backward's convolutions read that copy
+  channels-last on each call for a channels-last input (ResNet-50's step at batch 2:
+  `benchmarks/profile_training_step.py --workload train_resnet50_b2_sgd --copy-shapes`, one-off
+  runs, took aten::copy_ from 35.1 to 24.4 ms a step), and both the forward's and the backward's convolutions read that copy
   (channels_last: `weight_layout = "fhwc"`).
 - `report_output_strides`: the graph outputs' strides, told to AOTAutograd
   (TracingContext.output_strides, as inductor does), which gives the backward's example inputs
@@ -62,14 +63,16 @@ def saved_outputs(kind: str, gm: fx.GraphModule) -> frozenset[int]:
 
 
 def _conv_weights(graph: fx.Graph) -> set[fx.Node]:
-    """Placeholders a 2-d convolution reads as its weight (static 4-d floating point)."""
+    """Placeholders a 2-d convolution reads as its weight (static 4-d floating point), but for
+    1x1 kernels: their FCHW bytes are channels-last already (torch makes no copy of them)."""
     weights = set()
     for node in graph.nodes:
         if node.op == "call_function" and node.target is aten.convolution.default:
             w = node.args[1]
             val = w.meta.get("val") if isinstance(w, fx.Node) else None
             if w.op == "placeholder" and isinstance(val, torch.Tensor) and val.dim() == 4 \
-                    and val.is_floating_point() and all(isinstance(d, int) for d in val.shape) and val.is_contiguous():
+                    and val.is_floating_point() and all(isinstance(d, int) for d in val.shape) and val.is_contiguous() \
+                    and tuple(val.shape[2:]) != (1, 1):
                 weights.add(w)
     return weights
 
@@ -96,8 +99,9 @@ def save_weights_channels_last(gm: fx.GraphModule, saved: frozenset[int], writte
     graph = gm.graph
     output = next(n for n in reversed(graph.nodes) if n.op == "output")
     results = output.args[0]
-    if not (saved and isinstance(results, (tuple, list)) and target_options.library_matmul
-            and target_options.channels_last and _pays(graph, target_options.channels_last_training)):
+    ratio = getattr(target_options, "channels_last_training", None)  # (a plugin target may lack the options)
+    if not (saved and isinstance(results, (tuple, list)) and ratio is not None and target_options.library_matmul
+            and target_options.channels_last and _pays(graph, ratio)):
         return 0
     weights = _conv_weights(graph) - set(written)
     last_placeholder = [n for n in graph.nodes if n.op == "placeholder"][-1]

@@ -74,7 +74,7 @@ class GraphReport:
     # where the runtime handed the code a copy of one, a strided input or a CUDA graph's own input
     # buffer, that copy is copied back)
     inputs_written_in_place: int = 0
-    # A training forward's saved activations returned channels-last (saved_layouts.py)
+    # A training forward's saved tensors (activations, weights) returned channels-last (saved_layouts.py)
     saved_channels_last: int = 0
     # The graph level of the compile cache (graph_cache.py): "memory" / "disk" (found there:
     # AOTAutograd, partitioning and import skipped), "miss" (traced, then stored if it takes
@@ -146,7 +146,7 @@ def stats() -> dict:
         "graphs_called_directly": sum(1 for g in graphs if g.direct_call),  # no AOTAutograd wrapper
         "inputs_written_back": sum(g.inputs_written_back for g in graphs),  # copied in after the regions
         "inputs_written_in_place": sum(g.inputs_written_in_place for g in graphs),  # computed into the input
-        "saved_channels_last": sum(g.saved_channels_last for g in graphs),  # activations saved NHWC
+        "saved_channels_last": sum(g.saved_channels_last for g in graphs),  # saved tensors channels-last
         "inputs_frozen": sum(g.frozen.inputs for g in graphs if g.frozen),  # parameters/buffers made constants
         "frozen_folds": dict(sum((g.frozen.folds for g in graphs if g.frozen), Counter())),
         "partitions": sum(len(g.partitions) for g in graphs),
@@ -221,7 +221,7 @@ def explain() -> str:
                         if g.inputs_written_back else "")
                      + (f"; {g.inputs_written_in_place} mutated input(s) computed in place"
                         if g.inputs_written_in_place else "")
-                     + (f"; {g.saved_channels_last} saved activation(s) returned channels-last"
+                     + (f"; {g.saved_channels_last} saved tensor(s) returned channels-last"
                         if g.saved_channels_last else "")
                      + (_frozen_words(g.frozen) if g.frozen else ""))
         for p in g.partitions:

@@ -288,6 +288,24 @@ def test_training_channels_last(tmp_path, ratio):
         assert set(grad_inputs) <= set(backward) and not {_nhwc(t) for t in grad_inputs} & set(backward)
 
 
+def test_training_channels_last_copies_no_1x1_weight(tmp_path):
+    """A saved 3x3 weight gets its channels-last copy in the forward; a 1x1 weight, whose FCHW
+    bytes are channels-last already, none (saved_layouts._conv_weights)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.Conv2d(8, 16, 1), nn.BatchNorm2d(16), nn.ReLU(),
+                          nn.Conv2d(16, 16, 3, padding=1)).train()
+    ref, x = copy.deepcopy(model), torch.randn(2, 3, 16, 16)
+    compiled = torch.compile(model, backend="mlir", options={"channels_last_training": 0.0, "dump_dir": str(tmp_path)})
+    compiled(x).square().mean().backward()
+    ref(x).square().mean().backward()
+    for (name, p), (_, r) in zip(model.named_parameters(), ref.named_parameters()):
+        torch.testing.assert_close(p.grad, r.grad, rtol=1e-4, atol=1e-5, msg=name)
+    text = "\n".join(open(p).read() for p in glob.glob(os.path.join(str(tmp_path), "*forward*.dynamo.mlir")))
+    assert "(tensor<16x16x3x3xf32>) -> tensor<16x3x3x16xf32>" in text  # the 3x3 weight's copy
+    assert "-> tensor<16x1x1x8xf32>" not in text
+
+
 def test_training_channels_last_from_the_compile_cache(tmp_path):
     """A training forward whose saved activations come channels-last, loaded from the compile
     cache the second time (a fresh Dynamo): the cached object still says which results are

@@ -45,7 +45,7 @@ class CPUOptions(TargetOptions):
                                                 "elements as their weights (each weight is made channels-last, and its "
                                                 "gradient NCHW again, once a step; benchmarks/channels_last_training.py, "
                                                 "ResNet-50 steps: 11% slower at a ratio of 0.47, batch 1; 4% faster at "
-                                                "0.95 and 6% at 3.8, batches 2 and 8); 0: always; inf: never.",
+                                                "0.95 and 7% at 3.8, batches 2 and 8); 0: always; inf: never.",
                                            lambda v: None if v >= 0 else "must be 0 or more")
     parallel: bool = option(True, "Run large loop nests of linalg ops on torch's intra-op thread pool "
                                   "(torch_parallel_for; torch.set_num_threads applies; codegen/cpu/parallel.py); "
