@@ -92,7 +92,9 @@ def _timed(fn, inputs, calls: int, device: str) -> float:
 def time_backends(fns: dict, inputs, repeats: int, device: str, calls: int = 1) -> dict:
     """backend -> (first call seconds, median seconds per call). Each backend's first call (its
     compile) in turn, then warm-up calls, then `repeats` samples of `calls` calls taken round-robin
-    over the backends, so that a shared machine's changing load falls on all of them alike."""
+    over the backends, so that a shared machine's changing load falls on all of them alike. Each
+    round starts one backend later than the one before, so that none is always first after the
+    host's pause between rounds (a GPU's clocks, caches the previous backend left warm)."""
     first = {}
     for name, fn in fns.items():
         t0 = time.perf_counter()
@@ -104,9 +106,11 @@ def time_backends(fns: dict, inputs, repeats: int, device: str, calls: int = 1) 
             fn(*inputs)
     _sync(device)
     samples = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            samples[name].append(_timed(fn, inputs, calls, device))
+    names = list(fns)
+    for round_ in range(repeats):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(_timed(fns[name], inputs, calls, device))
     return {name: (first[name], statistics.median(samples[name])) for name in fns}
 
 
@@ -338,8 +342,8 @@ def report(rows, args, threads: str) -> str:
     where = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     what = "training steps" if args.train else "calls"
     parts = [f"## {where}, {threads}", "",
-             f"Median of {args.repeats} {what} per backend (taken round-robin over the backends) after "
-             f"{WARMUP_CALLS} warm-up calls; a ratio a/b > 1 "
+             f"Median of {args.repeats} {what} per backend (taken round-robin over the backends, each round "
+             f"starting one backend later) after {WARMUP_CALLS} warm-up calls; a ratio a/b > 1 "
              "means b is faster. Compile s: first call minus a steady call."]
     batched = [f"{r['name']} ({r['calls']})" for r in rows if r.get("calls", 1) > 1]
     if batched:

@@ -5,7 +5,9 @@ waits (libgomp), Python.
     perf record -D 30000 -F 2000 -o mlir.data python benchmarks/loop_workload.py llama_2l_128 mlir 45
     perf report -i mlir.data --no-children --sort dso -g none
 
-WORKLOAD: an inference workload of bench_models.py --scale on cpu (scale_workloads.py). Building
+WORKLOAD: a workload of bench_models.py --scale on cpu (scale_workloads.py): an inference one
+called under no_grad, or a training step (train_workloads.make_step: forward, backward, the
+optimizer's step, all compiled), e.g. train_resnet50_b2_sgd. Building
 them all and compiling take tens of seconds before the loop: perf's -D (a delay, in ms) keeps
 them out of the samples (without it, a 15 s loop's profile was several percent random-number
 generation of the models' weights).
@@ -30,16 +32,13 @@ def main(argv=None) -> None:
     parser.add_argument("backend", choices=("eager", "inductor", "mlir"))
     parser.add_argument("seconds", type=float)
     args = parser.parse_args(argv)
-    w = scale.scale_workloads("cpu")[args.workload]
-    if not isinstance(w, scale.ScaleInference):
-        raise SystemExit(f"{args.workload} is no inference workload")
-    fn = w.fn if args.backend == "eager" else torch.compile(w.fn, backend=args.backend)
-    with torch.no_grad():
+    fn, inputs, grad = scale.called(scale.scale_workloads("cpu")[args.workload], args.backend)
+    with torch.set_grad_enabled(grad):
         for _ in range(20):  # compile, warm up
-            fn(*w.inputs)
+            fn(*inputs)
         t0, calls = time.perf_counter(), 0
         while time.perf_counter() - t0 < args.seconds:
-            fn(*w.inputs)
+            fn(*inputs)
             calls += 1
     print(f"{args.workload} {args.backend}: {(time.perf_counter() - t0) / calls * 1e3:.3f} ms a call over {calls} calls")
 

@@ -1,7 +1,8 @@
-"""Minor page faults and time per call of one cpu inference workload of bench_models.py --scale
-when eager, inductor and mlir calls alternate in one process, as bench_models' table takes them
-(round-robin, after three warm-up calls each). A page fault is a fresh page the call touched:
-glibc hands out new pages when the calls before (another backend's) gave memory back
+"""Minor page faults and time per call of one cpu workload of bench_models.py --scale (inference,
+or a training step: train_resnet50_b2_sgd) when eager, inductor and mlir calls alternate in one
+process, as bench_models' table takes them (round-robin, each round starting one backend later,
+after three warm-up calls each). A page fault is a fresh page the call touched: glibc hands out
+new pages when the calls before (another backend's, or the same call's) gave memory back
 (codegen/cpu/heap.py). Median over the rounds.
 
 Usage:  python benchmarks/page_faults_interleaved.py [--workload bert_base_4l] [--rounds 8]
@@ -9,7 +10,6 @@ Usage:  python benchmarks/page_faults_interleaved.py [--workload bert_base_4l] [
 """
 
 import argparse
-import copy
 import json
 import os
 import resource
@@ -22,6 +22,7 @@ import torch
 import dynamo_mlir  # noqa: F401  (registers backend="mlir")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_models  # noqa: E402
 import scale_workloads as scale  # noqa: E402
 
 
@@ -32,20 +33,24 @@ def main() -> None:
     ap.add_argument("--options", default="{}")
     args = ap.parse_args()
     w = scale.scale_workloads("cpu")[args.workload]
-    fns = {"eager": w.fn, "inductor": torch.compile(copy.deepcopy(w.fn)),
-           "mlir": torch.compile(copy.deepcopy(w.fn), backend="mlir", options=json.loads(args.options))}
-    with torch.no_grad():
+    called = {name: scale.called(w, name, json.loads(args.options) if name == "mlir" else None)
+              for name in ("eager", "inductor", "mlir")}
+    fns = {name: f for name, (f, _, _) in called.items()}
+    _, inputs, grad = called["mlir"]
+    with torch.set_grad_enabled(grad):
         for f in fns.values():
             for _ in range(3):
-                f(*w.inputs)
+                f(*inputs)
         ms, faults = {k: [] for k in fns}, {k: [] for k in fns}
-        for _ in range(args.rounds):
-            for name, f in fns.items():
+        names = list(fns)
+        for r in range(args.rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
                 before, t0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.perf_counter()
-                f(*w.inputs)
+                fns[name](*inputs)
                 ms[name].append((time.perf_counter() - t0) * 1e3)
                 faults[name].append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-    print(f"{args.workload}, {torch.get_num_threads()} threads, mlir options {args.options}, median of {args.rounds} rounds:")
+    print(f"{args.workload}, {torch.get_num_threads()} threads, mlir options {args.options}, median of {args.rounds} rounds "
+          f"(dynamo-mlir {bench_models._commit()}, {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC):")
     for name in fns:
         print(f"  {name}: {statistics.median(ms[name]):.1f} ms, {statistics.median(faults[name]):.0f} minor page faults a call")
 

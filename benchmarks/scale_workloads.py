@@ -56,7 +56,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from dynamo_mlir.tools.models import mlp
-from train_workloads import Training, training
+from train_workloads import Training, make_step, training
 from workloads import Inference, Logits, small_transformer, tokens
 
 TOLERANCE = 1e-4
@@ -90,6 +90,20 @@ class ScaleSweep:
     fn: nn.Module
     inputs: tuple
     group: str = "scale"
+
+
+def called(w, backend: str, options: dict | None = None):
+    """(the function a loop calls, its arguments, whether it runs with grad) for an inference or
+    training workload `w` under `backend` (eager: not compiled; mlir: with `options`)."""
+    if isinstance(w, ScaleInference):
+        fn, args, grad = copy.deepcopy(w.fn), w.inputs, False
+    elif isinstance(w, ScaleTraining):
+        fn, args, grad = make_step(w), (w.inputs, w.target), True
+    else:
+        raise SystemExit(f"{type(w).__name__} workloads are not called alone")
+    if backend != "eager":
+        fn = torch.compile(fn, backend=backend, **({"options": options} if options else {}))
+    return fn, args, grad
 
 
 def sweep(fn):

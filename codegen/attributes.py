@@ -16,6 +16,13 @@ FREE_RESULTS = "dynamo_mlir.free_layout_results"
 # On the module (channels_last.py's): the entry's results written NHWC, which the cpu runtime
 # hands on as NCHW tensors with channels-last strides (object_code.CpuObject.nhwc_results).
 NHWC_RESULTS = "dynamo_mlir.nhwc_results"
+# On the module (cpu, handed_results.py): the entry's results that a library call may hand over as
+# torch's own tensor (object_code.CpuObject.handed_results); the entry then takes one more argument,
+# an int64 per result where the code leaves such a tensor's handle (0: the result is in its buffer).
+HANDED_RESULTS = "dynamo_mlir.handed_results"
+# On a region's function (cpu, call_library_convs's): how many inputs it has, so that a pass after
+# buffer-results-to-out-params tells the out-params (the arguments after them) from the inputs.
+INPUT_COUNT = "dynamo_mlir.input_count"
 # On a function, set with the writes WRITTEN_INPUTS asked for: the arguments its code writes, for a
 # runtime that may hand the code a copy of an input (the cuda target's CUDA-graph input buffers).
 WRITTEN_ARGUMENTS = "dynamo_mlir.written_arguments"

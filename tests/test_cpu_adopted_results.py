@@ -17,11 +17,11 @@ class Chain(nn.Module):
     """Three convolutions with batch norm and relu between them, and a head: no convolution's
     result is the graph's."""
 
-    def __init__(self):
+    def __init__(self, bias: bool = True):
         super().__init__()
-        self.body = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
-                                  nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
-                                  nn.Conv2d(8, 4, 1), nn.ReLU())
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=bias), nn.BatchNorm2d(8), nn.ReLU(),
+                                  nn.Conv2d(8, 8, 3, padding=1, bias=bias), nn.BatchNorm2d(8), nn.ReLU(),
+                                  nn.Conv2d(8, 4, 1, bias=bias), nn.ReLU())
 
     def forward(self, x):
         return self.body(x).mean((2, 3))
@@ -48,7 +48,7 @@ def _compiled_chain(channels_last: bool):
 
 
 def _never_adopted(monkeypatch):
-    monkeypatch.setattr(adopted_results, "may_be_returned", lambda value: True)
+    monkeypatch.setattr(adopted_results, "adoptable", lambda value, handing: False)
 
 
 @pytest.mark.parametrize("channels_last", [False, True])
@@ -71,39 +71,83 @@ def test_a_result_laid_out_otherwise_is_copied(monkeypatch):
     assert checked == _compiled_chain(False)
 
 
-def test_a_returned_result_is_copied_into_the_callers_buffer():
+def _returned_conv(hand_over: bool):
+    """A convolution whose result the graph returns itself (and reads: relu), compiled fresh and
+    checked against eager over three calls (results of one call kept while the next runs);
+    (aten::copy_ calls a call, the last call's results)."""
+    torch._dynamo.reset()
+    dynamo_mlir.reset()
     torch.manual_seed(0)
-    conv = nn.Conv2d(3, 4, 3)
+    conv = nn.Conv2d(3, 4, 3, bias=False)
     x = torch.randn(2, 3, 8, 8)
+
+    def both(t):
+        y = conv(t)
+        return y, y.relu()
+
     with torch.no_grad():
-        f = torch.compile(lambda t: (conv(t), conv(t).relu()), backend="mlir", options={"cache": False})
-        for _ in range(2):
-            got = f(x)
+        f = torch.compile(both, backend="mlir", options={"cache": False, "hand_over_results": hand_over})
+        kept = [f(x) for _ in range(3)]
+        for got in kept:
             torch.testing.assert_close(got[0], conv(x))
             torch.testing.assert_close(got[1], conv(x).relu())
+        assert kept[0][0].data_ptr() != kept[1][0].data_ptr()
+        assert dynamo_mlir.stats()["library_ops"] == {"aten.convolution.default": 1}
+        return _copies_per_call(f, x), kept[-1]
 
 
-def test_training_step_input_gradients_read_in_place(monkeypatch):
+def test_a_returned_result_is_handed_over():
+    """handed_results.py: the caller takes torch's tensor itself (no copy); without it, it is
+    copied into the caller's buffer."""
+    handed, (y, _) = _returned_conv(True)
+    copied, (z, _) = _returned_conv(False)
+    assert (handed, copied) == (0, 1)
+    assert y.stride() == z.stride() == (144, 36, 6, 1)
+
+
+def test_a_handed_result_gets_the_promised_strides(monkeypatch):
+    """A handed-over tensor whose strides are not those the caller was told (forced here by
+    promising channels-last for it) is copied into a tensor that has them."""
+    from dynamo_mlir.codegen.cpu import runtime
+    monkeypatch.setattr(runtime, "output_strides", lambda signature, nhwc: [
+        (runtime._channels_last_strides if k == 0 else runtime._contiguous_strides)(spec.shape)
+        for k, spec in enumerate(signature.outputs)])
+    copies, (y, r) = _returned_conv(True)
+    assert copies == 1
+    assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+
+
+def _step_copies(**options) -> int:
+    """aten::copy_ calls of one compiled training step of Chain, after two steps whose gradients
+    match eager's."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    m, x = randomize_batchnorm(Chain(bias=False)).train(), torch.randn(2, 3, 16, 16)
+    ref = copy.deepcopy(m)
+    f = torch.compile(m, backend="mlir", options={"cache": False, **options})
+    for _ in range(2):
+        m.zero_grad(), ref.zero_grad()
+        f(x).sum().backward()
+        ref(x).sum().backward()
+        for p, q in zip(m.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-3, atol=1e-4)
+    with profile(activities=[ProfilerActivity.CPU]) as p:
+        f(x).sum().backward()
+    return sum(e.count for e in p.key_averages() if e.key == "aten::copy_")
+
+
+def test_training_step_results_read_in_place_and_handed_over(monkeypatch):
     """The backward's input gradients (intermediates: each feeds the next convolution's
-    gradient) are read in place too; the weight gradients are the graph's results, copied. The
-    gradients match eager's, and there are fewer copies than with every result copied."""
-
-    def step_copies():
-        torch._dynamo.reset()
-        torch.manual_seed(0)
-        m, x = randomize_batchnorm(Chain()).train(), torch.randn(2, 3, 16, 16)
-        ref = copy.deepcopy(m)
-        f = torch.compile(m, backend="mlir", options={"cache": False})
-        for _ in range(2):
-            m.zero_grad(), ref.zero_grad()
-            f(x).sum().backward()
-            ref(x).sum().backward()
-            for p, q in zip(m.parameters(), ref.parameters()):
-                torch.testing.assert_close(p.grad, q.grad, rtol=1e-3, atol=1e-4)
-        with profile(activities=[ProfilerActivity.CPU]) as p:
-            f(x).sum().backward()
-        return sum(e.count for e in p.key_averages() if e.key == "aten::copy_")
-
-    read_in_place = step_copies()
+    gradient) are read in place; the forward's saved convolution results (no bias: the
+    convolution's own) and the weight gradients, the graphs' results, are handed over
+    (handed_results.py; 3x3 weight gradients come channels-last from torch, and the runtime
+    copies them into the promised layout, so only the 1x1 one saves a copy there). Fewer copies
+    each way; gradients as eager's."""
+    handed = _step_copies()
+    copied = _step_copies(hand_over_results=False)
     _never_adopted(monkeypatch)
-    assert step_copies() > read_in_place
+    never = _step_copies(hand_over_results=False)
+    assert never > copied > handed, (never, copied, handed)
+    # the two convolution results batch norm saves, the 1x1 weight gradient (the last
+    # convolution's result is not saved: relu's backward reads relu's)
+    assert copied - handed == 3, (copied, handed)

@@ -25,9 +25,11 @@ torch's allocator has the memory back for the next convolution's result, as when
 kept until the return instead, 53 live results a call made glibc map fresh pages for each:
 ResNet-50 (batch 2, 2 threads) took 135.7 ms against 114.2 copying (one run of the same script).
 
-Not adopted: a result that may reach the function's results (through views: reshape, slice,
-permute, broadcast). Returning it copies it into the caller's buffer anyway, while the copy path
-writes the caller's buffer itself (buffer-results-to-out-params makes that buffer the output).
+A result that may reach the function's results through views (reshape, slice, permute,
+broadcast) is not adopted: returning it would copy it into the caller's buffer anyway, while the
+copy path writes the caller's buffer itself (buffer-results-to-out-params makes that buffer the
+output). One returned itself is adopted where the function hands such results over
+(handed_results.py): then the caller takes torch's tensor, and nothing is copied.
 """
 
 from __future__ import annotations
@@ -51,19 +53,36 @@ def signatures() -> dict:
     return {GET_DATA_PTR: ([ptr, ptr], [i32]), GET_STRIDES: ([ptr, ptr], [i32])}
 
 
-def may_be_returned(value: ir.Value) -> bool:
-    """Whether `value` (a dynamo op's result) or a view of it may be a result of its function."""
+def _returns(value: ir.Value, through_views: bool) -> bool:
+    """Whether `value` is a result of its function (itself; with `through_views`, a view of it)."""
     seen, todo = set(), [value]
     while todo:
         v = todo.pop()
         for use in v.uses:
             owner = use.owner
-            if owner.name == "func.return":
+            if owner.name == "func.return" and (through_views or v == value):
                 return True
-            if owner.name in VIEWS and owner not in seen:
+            if through_views and owner.name in VIEWS and owner not in seen:
                 seen.add(owner)
                 todo.extend(owner.results)
     return False
+
+
+def may_be_returned(value: ir.Value) -> bool:
+    """Whether `value` (a dynamo op's result) or a view of it may be a result of its function."""
+    return _returns(value, through_views=True)
+
+
+def returned_itself(value: ir.Value) -> bool:
+    """Whether `value` is a result of its function and no view of it is."""
+    return _returns(value, through_views=False) and not any(
+        _returns(r, through_views=True) for use in value.uses if use.owner.name in VIEWS for r in use.owner.results)
+
+
+def adoptable(value: ir.Value, handing: bool) -> bool:
+    """Whether a library call's result `value` may be read in place: when it is no result of its
+    function, or (`handing`: the function hands results over) is one itself, not through a view."""
+    return not may_be_returned(value) or (handing and returned_itself(value))
 
 
 def dense_strides(shape: list[int]) -> list[int]:

@@ -90,7 +90,7 @@ from ...lowering import lower_dynamo_ops
 from ...lowering.loops import if_else
 from ..attributes import RETAINS
 from ..buffer_reads import read_only_buffer
-from . import adopted_results
+from . import adopted_results, handed_results
 from .library import LIBTORCH_CPU, declare, nodes_calling, ops_named, pointer_to
 
 ELEMENT_DTYPE = {"f32": "aoti_torch_dtype_float32", "f64": "aoti_torch_dtype_float64"}
@@ -243,7 +243,8 @@ def wrap_buffer(frame: ShimFrame, buffer: ir.Value, name: str, dims: list[int] |
                  retains=8)  # the handle lives in that slot: the buffer with it
 
 
-def _emit(frame: ShimFrame, op, x: ir.Value, w: ir.Value, y_type: ir.MemRefType, into: ir.Value | None) -> ir.Value:
+def _emit(frame: ShimFrame, op, x: ir.Value, w: ir.Value, y_type: ir.MemRefType, into: ir.Value | None,
+          handed: bool = False) -> ir.Value:
     """The calls computing conv(x, w); the buffer of type y_type holding it. A call runs only if
     every one before it succeeded (a failed one leaves its handle null, which no later call may
     be given); the deletes always run (deleting a null handle does nothing); the status goes to
@@ -251,7 +252,8 @@ def _emit(frame: ShimFrame, op, x: ir.Value, w: ir.Value, y_type: ir.MemRefType,
     torch then picks its channels-last kernel, and its result is channels-last too. The result
     is copied into buffer `into`; without one, it is read in place where it is laid out as our
     buffer would be (adopted_results.py; its handle is deleted after the buffer's last use:
-    release_adopted_results), else copied into a buffer of ours."""
+    release_adopted_results), else copied into a buffer of ours; `handed`: a result of the
+    function itself, whose torch tensor handed_results.py then hands to the caller."""
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     groups = ir.IntegerAttr(op.groups).value
     n = frame.spatial
@@ -279,15 +281,15 @@ def _emit(frame: ShimFrame, op, x: ir.Value, w: ir.Value, y_type: ir.MemRefType,
             status = arith.ori(status, call_shim(DELETE, [frame.handle(name)]))
         record_status(status)
         return into
-    return _read_in_place(frame, status, "y", y_type, torch_dims, copy_into, FORWARD_HANDLES, None)
+    return _read_in_place(frame, status, "y", y_type, torch_dims, copy_into, FORWARD_HANDLES, None, handed)
 
 
 def _read_in_place(frame: ShimFrame, status: ir.Value, result: str, y_type: ir.MemRefType, torch_dims,
-                   copy_into, handles, fallback: ir.Value | None) -> ir.Value:
+                   copy_into, handles, fallback: ir.Value | None, handed: bool) -> ir.Value:
     """The buffer holding torch's result (handle slot `result`) after a call with `status`: that
     result itself where it is laid out as our buffer, else `copy_into(buffer)` (`fallback`, or one
     of ours); every handle but the result's deleted now (release_adopted_results deletes it after
-    the buffer's last use)."""
+    the buffer's last use, or handed_results.py hands it over: `handed`)."""
     dims = torch_dims or list(range(y_type.rank))
     i1 = ir.IntegerType.get_signless(1)
     ok = if_else(arith.cmpi(arith.CmpIPredicate.eq, status, _i32(0)), [i1],
@@ -295,6 +297,8 @@ def _read_in_place(frame: ShimFrame, status: ir.Value, result: str, y_type: ir.M
                  lambda: [arith.constant(i1, 0)])[0]
     y = adopted_results.adopt_or_copy(frame, ok, result, y_type, lambda buf: record_status(copy_into(buf)),
                                       call_shim, fallback)
+    if handed:
+        handed_results.mark(y.owner, permuted=torch_dims is not None)
     for name in handles:
         if name != result:
             status = arith.ori(status, call_shim(DELETE, [frame.handle(name)]))
@@ -303,12 +307,12 @@ def _read_in_place(frame: ShimFrame, status: ir.Value, result: str, y_type: ir.M
 
 
 def _emit_grad(frame: ShimFrame, op, grad: ir.Value, given: ir.Value, y: ir.Value, which: int,
-               adopt: bool) -> ir.Value:
+               adopt: bool, handed: bool = False) -> ir.Value:
     """The calls computing gradient `which` (0: input, 1: weight) of the convolution; the buffer
     holding it: torch's convolution_backward, given the output gradient and the other operand;
     the operand whose gradient is asked lends only its shape (as torch.nn.grad's functions do),
-    and buffer y has it. The gradient is copied into y, or with `adopt` read in place as in
-    _emit. Statuses and deletes as in _emit."""
+    and buffer y has it. The gradient is copied into y, or with `adopt` read in place (and
+    `handed` over) as in _emit. Statuses and deletes as in _emit."""
     stride, padding, dilation = (dy.int_list(a) for a in (op.stride, op.padding, op.dilation))
     n = frame.spatial
     # Channels-last: the result's gradient and the input (given, or the gradient asked) are NHWC
@@ -342,7 +346,7 @@ def _emit_grad(frame: ShimFrame, op, grad: ir.Value, given: ir.Value, y: ir.Valu
 
     if adopt:
         return _read_in_place(frame, status, f"r{which}", ir.MemRefType(y.type), y_dims, copy_into,
-                              BACKWARD_HANDLES, y)
+                              BACKWARD_HANDLES, y, handed)
     status = copy_into(y)
     for name in BACKWARD_HANDLES:
         status = arith.ori(status, call_shim(DELETE, [frame.handle(name)]))
@@ -404,6 +408,7 @@ def call_library_convs(module: ir.Module, options) -> None:
     for fn in list(module.body.operations):
         if fn.operation.name != "func.func" or not fn.regions[0].blocks:
             continue
+        handing = handed_results.hands_over(fn, options)
         for op in ops_named(fn, ("dynamo.conv2d", *_GRADS)):
             view = op.opview
             if not eligible(view):
@@ -412,14 +417,18 @@ def call_library_convs(module: ir.Module, options) -> None:
             out = ir.RankedTensorType(view.out.type)
             frame = ShimFrame(fn.regions[0].blocks[0], out.rank)
             y_type = ir.MemRefType.get(out.shape, out.element_type)
-            adopt = not adopted_results.may_be_returned(view.out)
+            adopt = adopted_results.adoptable(view.out, handing)
+            handed = adopt and adopted_results.may_be_returned(view.out)  # returned itself (adoptable)
+            if handed:
+                handed_results.mark_inputs(fn)
             with ir.InsertionPoint(op), op.location:
                 operands = _operands(view)
                 a, b = (read_only_buffer(strided_type(ir.RankedTensorType(v.type)), v, op) for v in operands)
                 if op.name == "dynamo.conv2d":
-                    y = _emit(frame, view, a, b, y_type, None if adopt else memref.alloc(y_type, [], []))
+                    y = _emit(frame, view, a, b, y_type, None if adopt else memref.alloc(y_type, [], []), handed)
                 else:
-                    y = _emit_grad(frame, view, a, b, memref.alloc(y_type, [], []), _GRADS[op.name][1], adopt)
+                    y = _emit_grad(frame, view, a, b, memref.alloc(y_type, [], []), _GRADS[op.name][1], adopt,
+                                   handed)
                 result = bufferization.to_tensor(out, y, restrict=True, writable=True)
             op.results[0].replace_all_uses_with(result)
             op.erase()

@@ -29,7 +29,7 @@ from torch_mlir import ir
 from torch_mlir.execution_engine import ExecutionEngine
 
 from .. import config
-from ..attributes import NHWC_RESULTS
+from ..attributes import HANDED_RESULTS, NHWC_RESULTS
 from ..functions import defined_functions
 from ..passes import CompileError
 from . import library, library_conv, memory_plan, parallel
@@ -58,6 +58,9 @@ class CpuObject:
     # Results the code writes NHWC, handed on as NCHW tensors with channels-last strides
     # (codegen/channels_last.py's NHWC_RESULTS; runtime.py allocates them so).
     nhwc_results: tuple[int, ...] = ()
+    # Results a library call may hand over as torch's own tensor (handed_results.py's
+    # HANDED_RESULTS): the function takes an int64 per result after the outputs, where it leaves them.
+    handed_results: tuple[int, ...] = ()
 
     def __bytes__(self) -> bytes:  # what the stage's dump file holds
         return self.code
@@ -109,12 +112,14 @@ def compile_object(module: ir.Module, opt_level: int, library_nodes: frozenset[s
         raise CompileError("object", f"the JIT produced no object code for `{name}`")
     status = library_conv.status_name() if externals & library_conv.SYMBOLS else None
     return CpuObject(code, "_mlir_" + name, memory_plan.workspace_bytes(module), tuple(undefined_in_elf(code)),
-                     status, library_nodes, opt_level, module, _nhwc_results(module))
+                     status, library_nodes, opt_level, module, _results(module, NHWC_RESULTS),
+                     _results(module, HANDED_RESULTS))
 
 
-def _nhwc_results(module: ir.Module) -> tuple[int, ...]:
+def _results(module: ir.Module, attribute: str) -> tuple[int, ...]:
+    """The result indices module attribute `attribute` lists (none when it is absent)."""
     attrs = module.operation.attributes
-    return tuple(ir.DenseI64ArrayAttr(attrs[NHWC_RESULTS])) if NHWC_RESULTS in attrs else ()
+    return tuple(ir.DenseI64ArrayAttr(attrs[attribute])) if attribute in attrs else ()
 
 
 @functools.cache

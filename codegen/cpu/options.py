@@ -47,6 +47,12 @@ class CPUOptions(TargetOptions):
                                                 "ResNet-50 steps: 11% slower at a ratio of 0.47, batch 1; 4% faster at "
                                                 "0.95 and 7% at 3.8, batches 2 and 8); 0: always; inf: never.",
                                            lambda v: None if v >= 0 else "must be 0 or more")
+    hand_over_results: bool = option(True, "With library_matmul: a convolution's result (or gradient) that is itself a "
+                                           "result of the compiled function is handed to the caller as torch's own "
+                                           "tensor (copied only where torch chose other strides than the promised "
+                                           "ones) instead of copied into a buffer of ours: a training step's saved "
+                                           "activations and weight gradients (codegen/cpu/handed_results.py); off: "
+                                           "copied.")
     parallel: bool = option(True, "Run large loop nests of linalg ops on torch's intra-op thread pool "
                                   "(torch_parallel_for; torch.set_num_threads applies; codegen/cpu/parallel.py); "
                                   "off: every loop on the calling thread.")

@@ -6,15 +6,15 @@ dumps them one by one."""
 from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..contraction_precision import contractions_in_float32
-from ..attributes import NOALIAS, PLANNED, READ, RETAINS, WORKSPACE_BYTES
+from ..attributes import HANDED_RESULTS, INPUT_COUNT, NOALIAS, PLANNED, READ, RETAINS, WORKSPACE_BYTES
 from ..half_bits import bf16_as_bits
 from ..memref_copies import copies_to_linalg
 from ..scalar_hoist import hoist_invariant_scalars
 from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..channels_last import keep_channels_last
 from ..zero_size import distinct_results, widen_zero_size_arguments
-from . import (fastmath, narrow_elementwise, lane_vectors, library, library_attention, library_conv, library_epilogue,
-               library_linear, memory_plan, parallel, shared_broadcasts)
+from . import (fastmath, handed_results, narrow_elementwise, lane_vectors, library, library_attention, library_conv,
+               library_epilogue, library_linear, memory_plan, parallel, shared_broadcasts)
 
 _library = lambda o: o.target_options.library_matmul  # noqa: E731
 _fusing = lambda o: o.fuse_elementwise  # noqa: E731
@@ -60,7 +60,7 @@ LINALG = (
           enabled=lambda o: o.target_options.library_matmul and o.target_options.channels_last),
     _pass("library-convs", library_conv.call_library_convs,
           "Convolutions and their gradients -> calls of torch's kernels, their inputs read apart.",
-          options=("library_matmul",), produces=(READ, RETAINS)),
+          options=("library_matmul", "hand_over_results"), produces=(READ, RETAINS, INPUT_COUNT)),
     _pass("library-attention", library_attention.call_library_attention,
           "Attention of static float shapes -> a call of torch's fused CPU kernel (eager's), its inputs read apart.",
           options=("library_matmul",), produces=(READ, RETAINS)),
@@ -97,6 +97,11 @@ LOOPS = (
     _pass("release-adopted-results", library_conv.release_adopted_results,
           "The torch tensor behind each convolution result read in place freed right after the buffer's last use.",
           options=("library_matmul",), enabled=_library, requires=("cpu-bufferize",)),
+    _pass("hand-over-results", handed_results.hand_over_results,
+          "A convolution result read in place that is a function result handed to the caller as torch's tensor "
+          "(its handle in a new argument) instead of copied into the out-param.",
+          options=("library_matmul", "hand_over_results"), enabled=_library, consumes=(INPUT_COUNT,),
+          produces=(HANDED_RESULTS,), requires=("cpu-release-adopted-results",)),
     _pass("plan-memory", lambda m, o: memory_plan.plan_memory(m),
           "Static intermediate buffers -> views of one workspace at planned offsets.",
           options=("plan_memory",), enabled=lambda o: o.target_options.plan_memory, produces=(WORKSPACE_BYTES, PLANNED),

@@ -4,6 +4,8 @@ its packed `_mlir_<name>(void**)` wrapper with tensors' data pointers (bare-poin
 Per call: allocate outputs with torch, write pointers into a prebuilt ctypes array, one C call.
 A function whose intermediates were planned (memory_plan.py) takes a workspace as its last
 argument: a uint8 tensor allocated once per argument frame and kept, so the call mallocs nothing.
+One that hands results over (handed_results.py) takes, before it, an int64 per output, zeroed,
+where the call leaves torch's tensor for each such output (no buffer is allocated for those).
 No numpy memref descriptors on this path. A module calling torch's convolution also reports its
 calls' status in a global (library_conv.py), read after each call: a failure raises.
 
@@ -15,6 +17,7 @@ argument, a SymInt of the graph) is one scalar.
 """
 
 import ctypes
+import functools
 import logging
 
 import torch
@@ -22,6 +25,7 @@ import torch
 from ..passes import CompileError
 from ..signature import Signature, SizeSpec
 from . import heap
+from .library import LIBTORCH_CPU
 from .object_code import CpuObject, LinkedObject
 
 log = logging.getLogger("dynamo_mlir")
@@ -76,6 +80,26 @@ class _Frames:
         self._free.append(frame)
 
 
+_CAPSULE = ctypes.pythonapi.PyCapsule_New  # torch takes the handle as an unnamed capsule (AOTInductor's runner)
+_CAPSULE.restype, _CAPSULE.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+
+@functools.cache
+def _delete_handle():
+    delete = ctypes.CDLL(LIBTORCH_CPU).aoti_torch_delete_tensor_object
+    delete.argtypes, delete.restype = [ctypes.c_void_p], ctypes.c_int32
+    return delete
+
+
+def _steal(handle: int) -> torch.Tensor:
+    """The torch tensor behind an AtenTensorHandle the code handed over, the handle then deleted:
+    torch's "stealing" function takes a reference of its own and leaves the handle's (checked:
+    without the delete, every result leaked)."""
+    tensor = torch._C._aoti.alloc_tensor_by_stealing_from_void_ptr(_CAPSULE(handle, None, None))
+    _delete_handle()(handle)
+    return tensor
+
+
 def _workspace(nbytes: int) -> torch.Tensor | None:
     """The planned intermediates' bytes (memory_plan.py), kept by the frame between calls."""
     return torch.empty(nbytes, dtype=torch.uint8) if nbytes else None
@@ -92,31 +116,50 @@ class CpuFunction:
         self.nhwc_results = obj.nhwc_results  # RegionRecipe.load: the outputs handed on channels-last
         self._out_specs = [(tuple(spec.shape), strides, spec.dtype)
                            for spec, strides in zip(signature.outputs, output_strides(signature, obj.nhwc_results))]
+        self.handed_results = obj.handed_results
+        self._allocated = [k not in obj.handed_results for k in range(len(self._out_specs))]
         self.workspace_bytes = workspace_bytes
         self._frames = _Frames(self._frame)
 
     def _frame(self):
-        """args[i] points at slots[i], which holds tensor i's data pointer; the workspace's last."""
+        """args[i] points at slots[i], which holds tensor i's data pointer; then the handed-over
+        handles' array (its address), then the workspace."""
         workspace = _workspace(self.workspace_bytes)
-        n = self._n_in + len(self._out_specs) + (workspace is not None)
-        slots = (ctypes.c_void_p * n)()
+        handed = (ctypes.c_int64 * len(self._out_specs))() if self.handed_results else None
+        extra = [ctypes.addressof(handed)] if handed is not None else []
+        if workspace is not None:
+            extra.append(workspace.data_ptr())
+        n = self._n_in + len(self._out_specs) + len(extra)
+        slots = (ctypes.c_void_p * n)(*[None] * (n - len(extra)), *extra)
         base = ctypes.addressof(slots)
         args = (ctypes.c_void_p * n)(*[base + i * ctypes.sizeof(ctypes.c_void_p) for i in range(n)])
-        if workspace is not None:
-            slots[n - 1] = workspace.data_ptr()
-        return slots, args, workspace
+        return slots, args, (workspace, handed)
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
         frame = self._frames.take()
-        slots, args, _ = frame
+        slots, args, (_, handed) = frame
         for i, t in enumerate(inputs):
             slots[i] = t.data_ptr()
-        outputs = [_empty_strided(shape, strides, dtype) for shape, strides, dtype in self._out_specs]
+        outputs = [_empty_strided(shape, strides, dtype) if allocated else None
+                   for (shape, strides, dtype), allocated in zip(self._out_specs, self._allocated)]
         for j, t in enumerate(outputs, self._n_in):
-            slots[j] = t.data_ptr()
+            slots[j] = t.data_ptr() if t is not None else None
         self._fn(args)
+        for k in self.handed_results:
+            if handed[k]:  # (none where a library call failed: LibraryStatusChecked raises)
+                outputs[k], handed[k] = self._as_promised(k, _steal(handed[k])), 0
         self._frames.give_back(frame)
         return outputs
+
+    def _as_promised(self, k: int, t: torch.Tensor) -> torch.Tensor:
+        """Handed-over result `t` for output k, copied into the strides its caller was told where
+        torch's kernel chose others (a unit dim's stride is anything)."""
+        shape, strides, dtype = self._out_specs[k]
+        if t.dtype == dtype and all(n == 1 or a == b for n, a, b in zip(shape, t.stride(), strides)):
+            return t
+        out = _empty_strided(shape, strides, dtype)
+        out.copy_(t)
+        return out
 
 
 class DynamicCpuFunction:
@@ -125,6 +168,8 @@ class DynamicCpuFunction:
     def __init__(self, linked: LinkedObject, obj: CpuObject, signature: Signature):
         if obj.nhwc_results:  # channels_last.free_results admits static signatures only
             raise CompileError("load", f"results {obj.nhwc_results} written NHWC by a function of symbolic sizes")
+        if obj.handed_results:  # handed_results.hands_over admits static signatures only
+            raise CompileError("load", f"results {obj.handed_results} handed over by a function of symbolic sizes")
         self.signature, self.linked = signature, linked
         self._fn = _PACKED_FN(linked.function(obj.function))
         workspace_bytes = obj.workspace_bytes

@@ -1,7 +1,8 @@
-// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check
-// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix LOOPS
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg -O hand_over_results=0 | check
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops -O hand_over_results=0 | check --prefix LOOPS
 // RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage llvm | check --prefix LLVM
-// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg | check --prefix GRADS
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage linalg -O hand_over_results=0 | check --prefix GRADS
+// RUN: dynamo-mlir dump %s --from dynamo --target cpu --stage loops | check --prefix HANDED
 
 // cpu, library_matmul (the default): a float32 convolution (stride 2, padding 1) is torch's
 // kernel (codegen/cpu/library_conv.py). Its operands become buffers of any layout (read only),
@@ -22,8 +23,8 @@
 // CHECK: bufferization.to_tensor %[[Y]] restrict writable
 // CHECK-NOT: linalg.conv
 // CHECK: memref.global "public" @_mlir_dynamo_library_status : memref<1xi32> = dense<0>
-// loops: the result buffer is the out-parameter itself (no allocation, no copy), the input read
-// where it is (its strides, 50 25 5 1, are stored for torch).
+// loops, hand_over_results off: the result buffer is the out-parameter itself (no allocation, no
+// copy), the input read where it is (its strides, 50 25 5 1, are stored for torch).
 // LOOPS: func.func @main(%arg0: memref<1x2x5x5xf32>, %arg1: memref<3x2x3x3xf32>, %arg2: memref<1x3x3x3xf32>)
 // LOOPS-NOT: memref.alloc()
 // LOOPS-NOT: memref.copy
@@ -31,6 +32,16 @@
 // LOOPS: call @aoti_torch_cpu_convolution(
 // LOOPS: extract_strided_metadata %arg2
 // LOOPS: return
+// With hand_over_results (the default; codegen/cpu/handed_results.py) the convolution's result,
+// the function's, is torch's own tensor: its handle goes to the caller through a new argument
+// (one int64 per result) and the out-parameter %arg2 is not written; nothing reads the result
+// here, so no copy of it is made for readers either.
+// HANDED: module attributes {dynamo_mlir.handed_results = array<i64: 0>
+// HANDED: func.func @main(%arg0: memref<1x2x5x5xf32>, %arg1: memref<3x2x3x3xf32>, %arg2: memref<1x3x3x3xf32>, %arg3: memref<1xi64>
+// HANDED-NOT: aoti_torch_copy_(
+// HANDED-NOT: %arg2
+// HANDED: memref.store %{{[0-9]+}}, %arg3[%c0] : memref<1xi64>
+// HANDED: return
 // LLVM: llvm.call @aoti_torch_cpu_convolution(
 // LLVM: llvm.func @aoti_torch_cpu_convolution(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64, i32, !llvm.ptr, i64, i64, !llvm.ptr) -> i32
 func.func @main(%arg0: tensor<1x2x5x5xf32>, %arg1: tensor<3x2x3x3xf32>) -> tensor<1x3x3x3xf32> {
