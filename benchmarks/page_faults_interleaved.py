@@ -7,6 +7,7 @@ new pages when the calls before (another backend's, or the same call's) gave mem
 
 Usage:  python benchmarks/page_faults_interleaved.py [--workload bert_base_4l] [--rounds 8]
             [--options '{"retain_freed_memory": true}']   (mlir's options, JSON)
+            [--backends mlir]   (some of eager,inductor,mlir: one alone sees only its own frees)
 """
 
 import argparse
@@ -31,12 +32,13 @@ def main() -> None:
     ap.add_argument("--workload", default="bert_base_4l")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--options", default="{}")
+    ap.add_argument("--backends", default="eager,inductor,mlir")
     args = ap.parse_args()
     w = scale.scale_workloads("cpu")[args.workload]
     called = {name: scale.called(w, name, json.loads(args.options) if name == "mlir" else None)
-              for name in ("eager", "inductor", "mlir")}
+              for name in args.backends.split(",")}
     fns = {name: f for name, (f, _, _) in called.items()}
-    _, inputs, grad = called["mlir"]
+    _, inputs, grad = next(iter(called.values()))
     with torch.set_grad_enabled(grad):
         for f in fns.values():
             for _ in range(3):

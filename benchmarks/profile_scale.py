@@ -24,16 +24,12 @@ import dynamo_mlir
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scale_workloads as scale  # noqa: E402
-from train_workloads import make_step  # noqa: E402
 
 
 def _callable(w, backend: str):
-    fn = make_step(w) if isinstance(w, scale.ScaleTraining) else w.fn
-    args = (w.inputs, w.target) if isinstance(w, scale.ScaleTraining) else w.inputs
-    if backend != "eager":
-        fn = torch.compile(fn, backend=backend)
     if isinstance(w, scale.ScaleSweep):  # one call is the sweep over its lengths
-        fn = scale.sweep(fn)
+        return scale.sweep(w.fn if backend == "eager" else torch.compile(w.fn, backend=backend)), w.inputs
+    fn, args, _ = scale.called(w, backend)
     return fn, args
 
 

@@ -5,8 +5,9 @@ Why. A training forward returns its convolutions' results (the activations its b
 a backward its weight gradients. The caller allocates each result's buffer, and library_conv copied
 torch's result into it: on ResNet-50 at batch 2 (CPU, 2 threads) 53 such copies in the forward
 and 53 in the backward a step, each into freshly allocated memory, where inductor returns torch's
-tensor itself. Those copies, and glibc mapping fresh pages for their buffers, were most of what
-kept the step behind inductor's (benchmarks/results/handed_results_cpu_2026-11-28.md).
+tensor itself. With this, the step makes 70 aten::copy_ calls (inductor's: 71), not 159
+(`benchmarks/profile_training_step.py --workload train_resnet50_b2_sgd --copy-shapes`); alone
+in its process it took 374.8 against 392.7 ms (benchmarks/results/handed_results_cpu_2026-11-28.md).
 
 How.
 - library_conv.call_library_convs marks the function (INPUT_COUNT: how many inputs it has) and
@@ -23,9 +24,9 @@ How.
   handle as the result (torch._C._aoti.alloc_tensor_by_stealing_from_void_ptr). A tensor whose
   strides are not those the function's caller was told (channels-last for an NHWC result, else
   dense) is copied into such a tensor there: what torch returns is its kernel's choice.
-Allocating those buffers per call, unwritten, was not free either: on the same step glibc
-trimmed and regrew its heap around them, 8096 page faults a step against none for inductor's and
-eager's steps in the same process (a one-off script, round-robin in one process).
+Allocating those buffers per call, unwritten, was not free either: in a one-off run of the step
+(round-robin with eager's and inductor's in one process) glibc trimmed and regrew its heap
+around them, 8096 page faults a step against none for the other two.
 
 Only in a function of static sizes (the dynamic runtime passes no such array), with the cpu option
 hand_over_results.
