@@ -98,8 +98,8 @@ LOOPS = (
           "The torch tensor behind each convolution result read in place freed right after the buffer's last use.",
           options=("library_matmul",), enabled=_library, requires=("cpu-bufferize",)),
     _pass("hand-over-results", handed_results.hand_over_results,
-          "A convolution result read in place that is a function result handed to the caller as torch's tensor "
-          "(its handle in a new argument) instead of copied into the out-param.",
+          "A convolution result that is itself a function result handed to the caller as torch's tensor (its "
+          "handle in a new argument) instead of copied into the out-param.",
           options=("library_matmul", "hand_over_results"), enabled=_library, consumes=(INPUT_COUNT,),
           produces=(HANDED_RESULTS,), requires=("cpu-release-adopted-results",)),
     _pass("plan-memory", lambda m, o: memory_plan.plan_memory(m),
