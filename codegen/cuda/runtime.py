@@ -218,8 +218,9 @@ class _Replay:
         """The outputs the caller still holds: a tensor object or a view of its storage alive
         outside this replay (a replay would overwrite what they read). Counted against the
         references right after capture, taken the same way, when the replay alone held them.
-        Tensor references first: a held output (a kept loss) answers without the storage scan,
-        which costs about a microsecond an output."""
+        Tensor references first (the replay's own objects, held only where something kept one),
+        then the storage uses, where the aliases run() returns show up, about a microsecond an
+        output."""
         refs, uses = self.alone
         held = [i for i, (now, alone) in enumerate(zip(_tensor_refs(self.outputs), refs)) if now > alone]
         if held:
@@ -227,13 +228,25 @@ class _Replay:
         return [i for i, (now, alone) in enumerate(zip(_storage_uses(self.outputs), uses)) if now > alone]
 
     def run(self, inputs, kept: set[int]) -> list[torch.Tensor]:
-        """Replay on `inputs`; the outputs at positions in `kept` (ones callers keep) as clones."""
+        """Replay on `inputs`; the outputs at positions in `kept` (ones callers keep) as clones,
+        the others as new tensor objects over the replay's output storage (`_alias`)."""
         for buffers, positions in self.copies:
             _copy_into(buffers, [inputs[i] for i in positions])
         self.graph.replay()
         for buffers, positions in self.write_backs:
             _copy_into([inputs[i] for i in positions], buffers)
-        return [t.clone() if i in kept else t for i, t in enumerate(self.outputs)]
+        return [t.clone() if i in kept else _alias(t) for i, t in enumerate(self.outputs)]
+
+
+def _alias(t: torch.Tensor) -> torch.Tensor:
+    """A new tensor object over `t`'s storage, which the caller alone references. autograd's
+    AccumulateGrad takes a gradient as .grad only when nothing else holds it, else it clones it;
+    the replay holds its own output objects, so a backward's gradients were each cloned, and the
+    clones, no replay's outputs, were then copied into the optimizer step's replay (GPT-2's AMP
+    step: 148 gradients, 475 MiB a step, benchmarks/replay_copies.py). The storage is the
+    replay's, so held_outputs still sees the caller hold it (_storage_uses)."""
+    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), t.storage_offset(), t.shape,
+                                                                t.stride())
 
 
 def _copy_groups(buffers, in_place) -> list[tuple[list[torch.Tensor], list[int]]]:
@@ -279,8 +292,8 @@ class GraphedFunction:
     or views of them): AOTAutograd's saved activations are the forward replay's outputs, at the
     same addresses every step while that replay is reused, and copying them into the backward's
     buffers would cost a training step as much memory traffic as they weigh. Outputs are the
-    replay's own tensors, not clones: a replay is reused only once the caller has dropped every
-    output of its previous run (tensors and views). While they are alive another replay is
+    replay's own memory (new tensor objects over it, _alias), not clones: a replay is reused only
+    once the caller has dropped every output of its previous run (tensors and views). While they are alive another replay is
     captured, up to MAX_REPLAYS per signature and addresses; past that the schedule runs
     uncaptured, into new outputs. The first call of all runs uncaptured too (see __call__).
     Outputs found still held at a later call are ones callers keep (a training loop's list of
