@@ -320,3 +320,36 @@ def test_past_max_signatures_a_new_size_runs_uncaptured(fake_capture, monkeypatc
     monkeypatch.setattr(GraphedFunction, "MAX_SIGNATURES", 2)
     f = _call_at_sizes((2, 3, 4, 5, 2))
     assert sorted(key[0][1][1] for key in f.replays) == [2, 3] and len(_captured(f)) == 2
+
+
+def test_a_gradient_from_a_replay_becomes_grad_itself_and_is_read_in_place_after(fake_capture):
+    """runtime._alias: a replay returns new tensor objects over its storage, so autograd's
+    AccumulateGrad takes a backward's gradient as .grad as it is (it clones one that anything
+    else holds, and the replay holds its own objects), and an optimizer step's replay reading
+    that .grad reads it in place. A .grad still held at the next backward is not replayed over:
+    from then on that output comes as a clone (gradients accumulated over steps)."""
+    backward, step = _graphed(_Kernels()), _graphed(_Kernels())
+
+    class Compiled(torch.autograd.Function):  # a backward whose gradient is the replay's output
+        @staticmethod
+        def forward(ctx, p):
+            return p.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return backward(grad)[0]
+
+    for _ in range(3):  # a training loop: .grad dropped before each backward
+        p = torch.nn.Parameter(torch.zeros(8))
+        Compiled.apply(p).sum().backward()
+        torch.testing.assert_close(p.grad, torch.full((8,), 3.0))
+        assert _is_replay_output(p.grad)  # taken as it is: a clone would be no replay's output
+        (out,) = step(p.grad)
+        torch.testing.assert_close(out, torch.full((8,), 7.0))
+        del p, out
+    assert len(_captured(backward)) == 1 and all(_copied(r) == [] for r in _captured(step))
+    p = torch.nn.Parameter(torch.zeros(8))
+    Compiled.apply(p).sum().backward()
+    (again,) = backward(torch.ones(8))  # p.grad holds the replay's memory: another capture
+    assert len(_captured(backward)) == 2 and not _is_replay_output(again)
+    torch.testing.assert_close(p.grad, torch.full((8,), 3.0))
