@@ -18,7 +18,8 @@ How.
   value into an out-param. That copy becomes: the result's torch handle stored in a new argument of
   the function (an int64 per result, after the out-params), its stack slot cleared, so that
   release_adopted_results's delete, which comes later, finds nothing. The out-param is no longer
-  written.
+  written. A result nothing else reads (a weight gradient) needs no buffer of ours either: its
+  branch, which only chose what our readers read, is erased.
 - The module lists the results handed over (HANDED_RESULTS). The cpu runtime allocates no buffer
   for them (it passes a null pointer), passes that array zeroed, and after the call takes each
   handle as the result (torch._C._aoti.alloc_tensor_by_stealing_from_void_ptr). A tensor whose
@@ -120,8 +121,8 @@ def hand_over_results(module: ir.Module, options) -> None:
                 memref.store(arith.constant(ir.IntegerType.get_signless(64), 0), slots, [index(slot)])
             copy.erase()
             if not list(branch.results[0].uses):
-                # Read by nothing else (a weight gradient): its copy for our readers would be dead
-                # work; the runtime makes torch's tensor the promised layout itself if it must.
-                with ir.InsertionPoint(branch), branch.location:
-                    branch.operands[0] = arith.constant(ir.IntegerType.get_signless(1), 1)
+                # Read by nothing else (a weight gradient): the branch only chose the buffer our
+                # readers read (copying a result laid out otherwise): dead work. The runtime makes
+                # torch's tensor the promised layout itself if it must.
+                branch.operation.erase()
         module.operation.attributes[HANDED_RESULTS] = ir.DenseI64ArrayAttr.get(sorted(k for _, _, k in found))
