@@ -39,6 +39,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, memref
 
 from ..attributes import HANDED_RESULTS, INPUT_COUNT, NHWC_RESULTS
+from ..functions import append_argument
 from .adopted_results import handle_of
 
 # On an adopt_or_copy branch whose value the function returns itself: whether torch sees the
@@ -91,16 +92,6 @@ def _handed_copies(module: ir.Module, fn, inputs: int) -> list[tuple[ir.Operatio
     return found
 
 
-def _add_argument(fn, t: ir.Type) -> ir.Value:
-    block = fn.regions[0].blocks[0]
-    arg = block.add_argument(t, fn.location)
-    ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([*ftype.inputs, t], ftype.results))
-    if "arg_attrs" in fn.attributes:
-        fn.attributes["arg_attrs"] = ir.ArrayAttr.get([*ir.ArrayAttr(fn.attributes["arg_attrs"]), ir.DictAttr.get({})])
-    return arg
-
-
 def hand_over_results(module: ir.Module, options) -> None:
     """After bufferization and release_adopted_results (see the module's docstring)."""
     for fn in module.body.operations:
@@ -112,7 +103,7 @@ def hand_over_results(module: ir.Module, options) -> None:
             continue
         outputs = len(fn.regions[0].blocks[0].arguments) - inputs
         with fn.location:
-            handles = _add_argument(fn, ir.MemRefType.get([outputs], ir.IntegerType.get_signless(64)))
+            handles = append_argument(fn, ir.MemRefType.get([outputs], ir.IntegerType.get_signless(64)))
         for copy, branch, k in found:
             slots, slot = handle_of(branch)
             index = lambda v: arith.constant(ir.IndexType.get(), v)  # noqa: E731

@@ -32,6 +32,7 @@ from torch_mlir.dialects import arith, memref
 
 from ...lowering.scalar import constant_int
 from ..attributes import PLANNED, RETAINS, WORKSPACE_BYTES
+from ..functions import append_argument
 
 ALIGNMENT = 64  # bytes: a cache line, and what torch's CPU allocator gives the workspace itself
 ATTRIBUTE = WORKSPACE_BYTES  # on the module: the workspace size runtime.py passes
@@ -172,16 +173,8 @@ def _plannable(fn) -> list[Buffer]:
 
 def _rewrite(fn, buffers: list[Buffer], total: int) -> None:
     """The allocs -> views of a new last argument memref<total x i8>."""
-    block = fn.regions[0].blocks[0]
     with fn.location:
-        workspace_type = ir.MemRefType.get([total], ir.IntegerType.get_signless(8))
-    workspace = block.add_argument(workspace_type, fn.location)
-    ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get([*ftype.inputs, workspace_type],
-                                                                         ftype.results))
-    if "arg_attrs" in fn.attributes:
-        fn.attributes["arg_attrs"] = ir.ArrayAttr.get([*ir.ArrayAttr(fn.attributes["arg_attrs"]),
-                                                       ir.DictAttr.get({})])
+        workspace = append_argument(fn, ir.MemRefType.get([total], ir.IntegerType.get_signless(8)))
     for buf in buffers:
         with ir.InsertionPoint(buf.alloc), buf.alloc.location:
             offset = arith.constant(ir.IndexType.get(), buf.offset)

@@ -239,14 +239,13 @@ class _Replay:
 
 
 def _alias(t: torch.Tensor) -> torch.Tensor:
-    """A new tensor object over `t`'s storage, which the caller alone references. autograd's
-    AccumulateGrad takes a gradient as .grad only when nothing else holds it, else it clones it;
-    the replay holds its own output objects, so a backward's gradients were each cloned, and the
-    clones, no replay's outputs, were then copied into the optimizer step's replay (GPT-2's AMP
-    step: 148 gradients, 475 MiB a step, benchmarks/replay_copies.py). The storage is the
-    replay's, so held_outputs still sees the caller hold it (_storage_uses)."""
-    return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), t.storage_offset(), t.shape,
-                                                                t.stride())
+    """A new tensor object over `t`'s storage (detach: not a view), which the caller alone
+    references. autograd's AccumulateGrad takes a gradient as .grad only when nothing else holds
+    it, else it clones it; the replay holds its own output objects, so a backward's gradients were
+    each cloned, and the clones, no replay's outputs, were then copied into the optimizer step's
+    replay (GPT-2's AMP step: 148 gradients, 475 MiB a step, benchmarks/replay_copies.py). The
+    storage is the replay's, so held_outputs still sees the caller hold it (_storage_uses)."""
+    return t.detach()
 
 
 def _copy_groups(buffers, in_place) -> list[tuple[list[torch.Tensor], list[int]]]:
