@@ -45,5 +45,8 @@ RETAINS = "dynamo_mlir.retains"
 INDEX_BITWIDTH = "dynamo_mlir.index_bitwidth"
 # On a func.call of the cuda target: which library op the call is (torch.index_put, ...).
 LIBRARY_CALL = "dynamo_mlir.library_call"
+# On a gpu.launch: what its kernel is named for, `<strategy>_<graph ops>` (row_fused_softmax),
+# set by the builder of the launch; made unique and given to outlining (codegen/kernel_names.py).
+KERNEL_NAME = "dynamo_mlir.kernel_name"
 # On an outlined loop nest's pointer arguments: no two alias (LLVM may vectorize across them).
 NOALIAS = "llvm.noalias"

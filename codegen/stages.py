@@ -24,6 +24,7 @@ from .attributes import WRITABLE, WRITTEN_ARGUMENTS, WRITTEN_INPUTS
 from .functions import defined_functions
 from .half_bits import bf16_as_bits
 from .identical_kernels import merge_identical_kernels
+from .kernel_names import name_kernels
 from .llvm_text import to_llvmlite_text
 from .memref_copies import copies_to_linalg
 from .result_copies import results_into_out_params
@@ -179,6 +180,7 @@ def map_to_gpu(module: ir.Module, options, stage: str = "gpu", fuse_rows: bool =
     try:
         with module.context, ir.Location.unknown():
             to_gpu.convert_module(module, library=False, fuse_rows=fuse_rows, graph=options.graph_name)
+            name_kernels(module)
     except Unsupported as e:
         raise CompileError(stage, str(e)) from None
     return run_pipeline(module, "gpu-kernel-outlining, canonicalize, cse", stage, options)
@@ -268,7 +270,7 @@ def _existing_or(name: str, make) -> Pass:
 def gpu_passes(target: str, fuse_rows=lambda options: True) -> tuple[Pass, ...]:
     """`map_to_gpu` as passes of `target`, the rewrites of cuda/to_gpu.py in convert_module's
     order: <target>-fold-transposes-of-attention, -erase-empty-loop-nests,
-    -generalize-library-ops, -fuse-rows (where fuse_rows(options)), -kernels, -outline-kernels,
+    -generalize-library-ops, -fuse-rows (where fuse_rows(options)), -kernels, -name-kernels, -outline-kernels,
     -merge-identical-kernels."""
     from .cuda import to_gpu
 
@@ -285,8 +287,11 @@ def gpu_passes(target: str, fuse_rows=lambda options: True) -> tuple[Pass, ...]:
                     requires=(f"{target}-erase-empty-loop-nests",)),
         _registered(target, "kernels", to_gpu.kernels_pass, "Each linalg op left -> a gpu.launch.",
                     requires=(f"{target}-erase-empty-loop-nests", f"{target}-generalize-library-ops")),
+        _registered(target, "name-kernels", lambda m, o: name_kernels(m),
+                    "Each gpu.launch named for its strategy and the graph ops it computes.",
+                    requires=(f"{target}-kernels",)),
         upstream(f"{target}-outline-kernels", "gpu-kernel-outlining, canonicalize, cse",
-                 "gpu.launch bodies outlined into gpu.modules.", requires=(f"{target}-kernels",)),
+                 "gpu.launch bodies outlined into gpu.modules.", requires=(f"{target}-name-kernels",)),
         _registered(target, "merge-identical-kernels", lambda m, o: merge_identical_kernels(m),
                     "gpu.modules that print the same kept once, their launches pointed at the copy kept.",
                     requires=(f"{target}-outline-kernels",)),

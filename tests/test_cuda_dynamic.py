@@ -34,7 +34,7 @@ def test_a_symbolic_batch_is_one_kernel_set_whose_grid_reads_the_size(tmp_path):
     assert "grid=(dim(%0, 0), 1, 1) block=(256, 1, 1)" in host
     assert "dim(%0, 0):index" in host
     ptx = read_stage(str(tmp_path), "ptx")
-    assert ".entry main_kernel(" in ptx and ".param .u64 main_kernel_param_1" in ptx  # a 64-bit size argument
+    assert ".entry row_group_exp(" in ptx and ".param .u64 row_group_exp_param_1" in ptx  # a 64-bit size argument
 
 
 def layer_norm_softmax(x, w, b):

@@ -19,12 +19,13 @@ from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..channels_last import keep_channels_last
 from ..identical_kernels import merge_identical_kernels
+from ..kernel_names import name_kernels
 from ..own_inits import own_inits
 from ..recompute_producers import recompute_cheap_producers
 from ..reshape_hoist import hoist_reshapes
 from ..scalar_operands import read_scalars_directly
 from ..sliced_reshapes import expand_reshapes_of_slices
-from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, WRITTEN_ARGUMENTS
+from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, KERNEL_NAME, WRITTEN_ARGUMENTS
 from ..gpu.kernel_abi import extern_dynamic_shared
 from ..gpu.loopnest import Unsupported
 from ..passes import CompileError, Pass, register_pass, upstream
@@ -117,15 +118,20 @@ GPU = (
     _pass("fuse-rows", _fuse_rows,
           "Each run of ops on the same rows (a softmax, a layer norm) -> one gpu.launch, one block per row.",
           options=("cuda_fuse_rows", "cuda_rowfuse_only"), enabled=lambda o: o.target_options.cuda_fuse_rows,
-          requires=("cuda-erase-empty-loop-nests",)),
+          produces=(KERNEL_NAME,), requires=("cuda-erase-empty-loop-nests",)),
     _pass("kernels", to_gpu.kernels_pass,
           "Each linalg op left -> a gpu.launch (a fill right before a row reduction folded into its kernel); "
-          "library ops stay for the host schedule.",
+          "library ops stay for the host schedule.", produces=(KERNEL_NAME,),
           requires=("cuda-fold-transposes-of-attention", "cuda-erase-empty-loop-nests")),
+    _pass("name-kernels", lambda m, o: name_kernels(m),
+          "Each gpu.launch given the gpu.module name its kernel is outlined under: the name its builder "
+          "marked (strategy and graph ops: row_fused_softmax), made unique; what profilers show.",
+          consumes=(KERNEL_NAME,),
+          requires=("cuda-kernels",)),
     # Outlining sinks constants into the kernels; what stays captured becomes kernel arguments.
     upstream("cuda-outline-kernels", "gpu-launch-sink-index-computations, gpu-kernel-outlining, canonicalize, cse",
              "gpu.launch bodies outlined into gpu.modules (the constants and size arithmetic they use sunk into "
-             "them first).", requires=("cuda-kernels",)),
+             "them first).", requires=("cuda-name-kernels",)),
     _pass("merge-identical-kernels", lambda m, o: merge_identical_kernels(m),
           "gpu.modules that print the same (a model's repeated layers) kept once, their launches pointed at "
           "the copy kept: every later stage converts and compiles each kernel once.",

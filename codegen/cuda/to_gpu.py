@@ -24,6 +24,7 @@ from .library_calls import ATTENTION, ATTENTIONS, is_call, is_declaration, retyp
 from ..gpu.rowkernel import row_kernel
 from ..attributes import OVERWRITE  # set on a library op whose accumulator was a zero fill
 from ..passes import CompileError
+from ..provenance import location_with_body
 from .host_ops import host_ops, output_of, touches, used_between, written_between
 from ..gpu.loopnest import LOOP_NESTS, LoopNest, Unsupported, op_name, root_of
 from ..gpu import tiled
@@ -345,7 +346,7 @@ def build_kernels(func_op) -> list[str]:
             continue
         nest = build(op.opview)
         schedule = kernels.schedule_for(nest)
-        with ir.InsertionPoint(op), op.location:
+        with ir.InsertionPoint(op), location_with_body([op]):
             cache: dict = {}
             for a in nest.inputs + nest.outputs:
                 a.flat = flat_view(a.value, cache)
@@ -403,7 +404,9 @@ def row_filter(rows, graph: str):
 
 def _build_group(group: rowfuse.RowGroup, ops: list) -> str:
     """One launch for a fused row group, placed before its last op (all operands exist there)."""
-    with ir.InsertionPoint(ops[group.indices[-1]]), ops[group.indices[-1]].location:
+    # The members' locations on the launch: the kernel's name lists their graph ops.
+    location = location_with_body([ops[i] for i in group.indices])
+    with ir.InsertionPoint(ops[group.indices[-1]]), location:
         cache: dict = {}
         for nest in group.nests:
             for a in nest.inputs + nest.outputs:

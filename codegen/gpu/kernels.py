@@ -19,6 +19,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, gpu, memref, scf, vector
 
 from ...lowering.scalar import identity_of
+from ..kernel_names import mark_kernel
 from .row_reduce import COMBINERS
 from .loopnest import (PARALLEL, REDUCTION, Access, LoopNest, affine_dims, eval_affine, linear_coefficient, materialize,
                        op_name)
@@ -165,13 +166,15 @@ class Launch:
     block: int
 
 
-def launch(grid: int, block: int, build) -> gpu.LaunchOp:
-    """gpu.launch with a 1-D grid; `build(block_id, thread_id)` fills the body."""
+def launch(grid: int, block: int, build, strategy: str) -> gpu.LaunchOp:
+    """gpu.launch with a 1-D grid; `build(block_id, thread_id)` fills the body. `strategy`
+    names the schedule (the first word of the kernel's name, codegen/kernel_names.py)."""
     op = gpu.LaunchOp((index(grid), index(1), index(1)), (index(block), index(1), index(1)))
     body = op.regions[0].blocks[0]
     with ir.InsertionPoint(body):
         build(body.arguments[0], body.arguments[3])
         gpu.TerminatorOp()
+    mark_kernel(op, strategy)
     return op
 
 
@@ -216,7 +219,7 @@ def elementwise(nest: LoopNest) -> gpu.LaunchOp:
 
         guarded(grid * block != work, lambda: arith.cmpi(arith.CmpIPredicate.ult, gid, index(work)), body)
 
-    return launch(grid, block, build)
+    return launch(grid, block, build, "elementwise")
 
 
 def can_row_reduce(nest: LoopNest) -> bool:
@@ -267,7 +270,7 @@ def row_reduce(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
 
         guarded(True, lambda: is_first, write)
 
-    return launch(rows, threads, build)
+    return launch(rows, threads, build, "row_reduce")
 
 
 def serial(nest: LoopNest) -> gpu.LaunchOp:
@@ -297,7 +300,7 @@ def serial(nest: LoopNest) -> gpu.LaunchOp:
 
         guarded(grid * block != points, lambda: arith.cmpi(arith.CmpIPredicate.ult, gid, index(points)), body)
 
-    return launch(grid, block, build)
+    return launch(grid, block, build, "serial")
 
 
 def _reduction_loop(nest, idx, red, steps, olds):

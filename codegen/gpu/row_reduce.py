@@ -25,6 +25,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, gpu, memref, scf
 
 from ...lowering.scalar import identity_of
+from ..kernel_names import mark_kernel
+from ..provenance import location_with_body
 from .loopnest import clone_region_body, combiner_of, eval_affine, materialize, op_name
 from . import row_staging
 from .capabilities import GpuCapabilities
@@ -274,7 +276,7 @@ def row_group_launch(group, caps: GpuCapabilities, loop_classes: Callable) -> li
     (row_staging.py) too, the two launched by whether the slots fit for the call's sizes.
     `loop_classes(op)`: the size classes of an op's loops (row_groups.SizeClasses)."""
     last = group.ops[-1]
-    with ir.InsertionPoint(last), last.location:
+    with ir.InsertionPoint(last), location_with_body(group.ops):
         sizes = [loop_sizes(op) for op in group.ops]
         rows = product(sizes[0][:group.p])
         plan = row_staging.plan(group.ops, group.p, loop_classes)
@@ -307,6 +309,7 @@ def _group_launch(group, caps: GpuCapabilities, sizes: list, blocks: ir.Value, s
             else:
                 _map_in_row(op, here)
         gpu.TerminatorOp()
+    mark_kernel(launch, "row_group")
     return launch
 
 
@@ -319,7 +322,7 @@ def chunk_launch(op, caps: GpuCapabilities) -> gpu.LaunchOp:
     CHUNK_TRIPS * CHUNK_UNROLL * threads consecutive elements each, built before it. The tiled
     strategy's blocks are one element a thread: the dynamic elementwise chain of
     benchmarks/bench_cuda.py ran at 0.53-0.62 of the copy that way."""
-    with ir.InsertionPoint(op), op.location:
+    with ir.InsertionPoint(op), location_with_body([op]):
         sizes = loop_sizes(op)
         chunk = _index(CHUNK_TRIPS * CHUNK_UNROLL * caps.block_threads)
         threads, one = _index(caps.block_threads), _index(1)
@@ -330,4 +333,5 @@ def chunk_launch(op, caps: GpuCapabilities) -> gpu.LaunchOp:
             end = arith.minui(arith.addi(first, chunk), sizes[0])
             _map_in_row(op, InRow([], sizes, entry.arguments[3], caps.block_threads, (first, end), CHUNK_UNROLL))
             gpu.TerminatorOp()
+        mark_kernel(launch, "chunks")
     return launch

@@ -144,4 +144,4 @@ def row_kernel(group: RowGroup, live: set) -> gpu.LaunchOp:
             EMIT[kind](row, nest)
         row.write_back(live)
 
-    return launch(prod(group.rows), threads, build)
+    return launch(prod(group.rows), threads, build, "row_fused")

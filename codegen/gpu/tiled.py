@@ -23,6 +23,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import linalg, transform
 from torch_mlir.dialects.transform import structured
 
+from ..kernel_names import mark_unmarked
 from ..passes import run_pipeline
 from .capabilities import GpuCapabilities
 from .kernel_abi import needs_split
@@ -129,3 +130,4 @@ def tile_to_launches(module: ir.Module, ops: list, caps: GpuCapabilities, stage:
     # schedule reads it as such); the kernels' affine ops are lowered with the kernels.
     run_pipeline(module, "func.func(scf-forall-to-parallel, gpu-map-parallel-loops), "
                          "convert-parallel-loops-to-gpu, canonicalize", stage, options)
+    mark_unmarked(module, "tiled")  # every launch built before is marked: these are the tiled ones

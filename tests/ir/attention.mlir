@@ -84,7 +84,7 @@ func.func @main(%x: tensor<2x8x4x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2
 // -----
 // A transpose that moves the head dim (the last) stays a copy: torch's fused kernels need it
 // innermost, and SDPA would otherwise fall back to its math kernel.
-// HOST: launch main_kernel
+// HOST: launch elementwise
 // HOST-NEXT: torch torch.attention(%{{[0-9]+}}[2x4x8x16|512,128,16,1+0]
 func.func @main(%x: tensor<2x4x16x8xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
   %q = "dynamo.permute"(%x) {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x4x16x8xf32>) -> tensor<2x4x8x16xf32>

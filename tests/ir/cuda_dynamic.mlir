@@ -20,7 +20,7 @@ func.func @main(%q: tensor<2x?x4x32xf32>, %k: tensor<2x4x?x32xf32>, %v: tensor<2
 // `index` argument (%1) of the schedule, read by the grid and passed to the kernel; the result is
 // computed into its out-param (%2) with no copy.
 // HOST: host main(%0: 2x?x64xfloat32, %1: index, %2: ?x64xfloat32)
-// HOST-NEXT: launch main_kernel grid=(index_cast(index_cast(%1)), 1, 1) block=(256, 1, 1) (%2, dim(%2, 0):index, %0, index_cast(%1):index)
+// HOST-NEXT: launch tiled grid=(index_cast(index_cast(%1)), 1, 1) block=(256, 1, 1) (%2, dim(%2, 0):index, %0, index_cast(%1):index)
 // HOST-NOT: empty
 func.func @main(%x: tensor<2x?x64xf32>, %n: index) -> tensor<?x64xf32> {
   %r = "dynamo.reshape"(%x, %n) {operandSegmentSizes = array<i32: 1, 1>} : (tensor<2x?x64xf32>, index) -> tensor<?x64xf32>
@@ -35,7 +35,7 @@ func.func @main(%x: tensor<2x?x64xf32>, %n: index) -> tensor<?x64xf32> {
 // the fill of -inf, writes); the row length is the threads' loop bound; the fill is in the same
 // kernel (no launch of its own).
 // HOST: host main(%0: ?x?xfloat32, %1: ?xfloat32)
-// HOST-NEXT: launch main_kernel grid=(dim(%1, 0), 1, 1) block=(256, 1, 1) (%0, dim(%0, 0):index, dim(%0, 1):index, dim(%0, 1):index, %1, dim(%1, 0):index, dim(%0, 1):index)
+// HOST-NEXT: launch row_group grid=(dim(%1, 0), 1, 1) block=(256, 1, 1) (%0, dim(%0, 0):index, dim(%0, 1):index, dim(%0, 1):index, %1, dim(%1, 0):index, dim(%0, 1):index)
 // HOST-NOT: launch
 func.func @main(%x: tensor<?x?xf32>) -> tensor<?xf32> {
   %0 = "dynamo.reduce"(%x) {dims = array<i64: 1>, kind = "max"} : (tensor<?x?xf32>) -> tensor<?xf32>

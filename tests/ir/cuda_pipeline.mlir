@@ -11,12 +11,13 @@
 // Softmax over rows of 256: the cuda target's stage boundaries.
 // gpu: with cuda_fuse_rows (the default) both row reductions and the elementwise ops around
 // them are one outlined kernel, one block (32 threads) per row: max, then exp and sum, with
-// block-wide gpu.all_reduce.
+// block-wide gpu.all_reduce. Each kernel is named for its strategy and the graph ops of the
+// locations it holds (plain arithmetic left out).
 // GPU: func.func @softmax(%arg0: memref<4x256xf32>, %arg1: memref<4x256xf32>)
-// GPU: gpu.launch_func @softmax_kernel::@softmax_kernel blocks in (%c4, %c1, %c1) threads in (%c32, %c1, %c1)
+// GPU: gpu.launch_func @row_fused_amax_exp_sum::@kernel blocks in (%c4, %c1, %c1) threads in (%c32, %c1, %c1)
 // GPU-NOT: gpu.launch_func
-// GPU: gpu.module @softmax_kernel
-// GPU-NEXT: gpu.func @softmax_kernel(%arg0: memref<1024xf32>, %arg1: memref<1024xf32>) kernel
+// GPU: gpu.module @row_fused_amax_exp_sum
+// GPU-NEXT: gpu.func @kernel(%arg0: memref<1024xf32>, %arg1: memref<1024xf32>) kernel
 // GPU: gpu.all_reduce maximumf
 // GPU: math.exp
 // GPU: gpu.all_reduce add
@@ -25,22 +26,22 @@
 // Without row fusion (or with cuda_rowfuse_only keeping no group): four kernels, the row
 // statistics through a 4-element buffer.
 // UNFUSED: %[[STATS:alloc[_0-9]*]] = memref.alloc() {{.*}} : memref<4xf32>
-// UNFUSED: gpu.launch_func @softmax_kernel::@softmax_kernel {{.*}} args({{.*}}, %[[STATS]] : memref<4xf32>)
-// UNFUSED: gpu.launch_func @softmax_kernel_0::@softmax_kernel
-// UNFUSED-NEXT: gpu.launch_func @softmax_kernel_1::@softmax_kernel
-// UNFUSED-NEXT: gpu.launch_func @softmax_kernel_2::@softmax_kernel
+// UNFUSED: gpu.launch_func @row_reduce_amax::@kernel {{.*}} args({{.*}}, %[[STATS]] : memref<4xf32>)
+// UNFUSED: gpu.launch_func @elementwise_exp::@kernel
+// UNFUSED-NEXT: gpu.launch_func @row_reduce_sum::@kernel
+// UNFUSED-NEXT: gpu.launch_func @elementwise::@kernel
 // nvvm: the kernel is an llvm.func marked nvvm.kernel; all_reduce became warp shuffles and a
 // barrier; exp calls libdevice.
 // NVVM: module attributes {llvm.target_triple = "nvptx64-nvidia-cuda"}
 // NVVM: llvm.func @__nv_expf(f32) -> f32
-// NVVM: llvm.func @softmax_kernel(%arg0: !llvm.ptr, %arg1: !llvm.ptr) attributes {{{.*}}nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>}
+// NVVM: llvm.func @row_fused_amax_exp_sum(%arg0: !llvm.ptr, %arg1: !llvm.ptr) attributes {{{.*}}nvvm.kernel, nvvm.maxntid = array<i32: 32, 1, 1>}
 // NVVM: nvvm.shfl.sync bfly
 // NVVM: nvvm.barrier
 // NVVM: llvm.call @__nv_expf
 // ptx: for the architecture the option names, one entry point, 16-byte loads, shuffles,
 // libdevice's exp inlined (no call left).
 // PTX: .target sm_80
-// PTX: .visible .entry softmax_kernel(
+// PTX: .visible .entry row_fused_amax_exp_sum(
 // PTX: .maxntid 32, 1, 1
 // PTX: ld.global.v4.b32
 // PTX: shfl.sync.bfly.b32
@@ -50,16 +51,16 @@
 // PTX-NOT: .entry
 // The host schedule: one launch per row block.
 // HOST: host softmax(%0: 4x256xfloat32, %1: 4x256xfloat32)
-// HOST-NEXT: launch softmax_kernel grid=(4, 1, 1) block=(32, 1, 1) (%0, %1)
+// HOST-NEXT: launch row_fused_amax_exp_sum grid=(4, 1, 1) block=(32, 1, 1) (%0, %1)
 // An invalid cuda option value is refused before anything runs, naming the option.
 // BAD-OPTION: invalid value for option 'cuda_arch' (target 'cuda'): a PTX architecture is sm_<number>
 func.func @softmax(%x: tensor<4x256xf32>) -> tensor<4x256xf32> {
-  %m_r = "dynamo.reduce"(%x) {kind = "max", dims = array<i64: 1>} : (tensor<4x256xf32>) -> tensor<4xf32>
+  %m_r = "dynamo.reduce"(%x) {kind = "max", dims = array<i64: 1>} : (tensor<4x256xf32>) -> tensor<4xf32> loc("amax = aten.amax.default")
   %m_k = "dynamo.reshape"(%m_r) {operandSegmentSizes = array<i32: 1, 0>} : (tensor<4xf32>) -> tensor<4x1xf32>
   %m = "dynamo.broadcast"(%m_k) {dims = array<i64: 0, 1>, operandSegmentSizes = array<i32: 1, 0>} : (tensor<4x1xf32>) -> tensor<4x256xf32>
   %s = "dynamo.sub"(%x, %m) : (tensor<4x256xf32>, tensor<4x256xf32>) -> tensor<4x256xf32>
-  %e = "dynamo.exp"(%s) : (tensor<4x256xf32>) -> tensor<4x256xf32>
-  %z_r = "dynamo.reduce"(%e) {kind = "sum", dims = array<i64: 1>} : (tensor<4x256xf32>) -> tensor<4xf32>
+  %e = "dynamo.exp"(%s) : (tensor<4x256xf32>) -> tensor<4x256xf32> loc("exp = aten.exp.default")
+  %z_r = "dynamo.reduce"(%e) {kind = "sum", dims = array<i64: 1>} : (tensor<4x256xf32>) -> tensor<4xf32> loc("sum_1 = aten.sum.dim_IntList")
   %z_k = "dynamo.reshape"(%z_r) {operandSegmentSizes = array<i32: 1, 0>} : (tensor<4xf32>) -> tensor<4x1xf32>
   %z = "dynamo.broadcast"(%z_k) {dims = array<i64: 0, 1>, operandSegmentSizes = array<i32: 1, 0>} : (tensor<4x1xf32>) -> tensor<4x256xf32>
   %o = "dynamo.div"(%e, %z) : (tensor<4x256xf32>, tensor<4x256xf32>) -> tensor<4x256xf32>
@@ -69,7 +70,7 @@ func.func @softmax(%x: tensor<4x256xf32>) -> tensor<4x256xf32> {
 // -----
 // An elementwise chain: fused at linalg, one kernel at gpu, each thread loading 4 contiguous
 // floats of each input (vector<4xf32>) and storing 4.
-// GPU: gpu.launch_func @main_kernel::@main_kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)
+// GPU: gpu.launch_func @elementwise::@kernel blocks in (%c1, %c1, %c1) threads in (%c32, %c1, %c1)
 // GPU-NOT: gpu.launch_func
 // GPU: vector.load %arg0[%[[I:[0-9]+]]] {alignment = 16 : i64} : memref<32xf32>, vector<4xf32>
 // GPU: vector.load %arg1[%[[I]]] {alignment = 16 : i64} : memref<32xf32>, vector<4xf32>
@@ -91,7 +92,7 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf3
 // WRITTEN: ins(%arg2, %arg0 : memref<1000xf32>, memref<1000xf32>) outs(%arg2 : memref<1000xf32>)
 // WRITTEN-NOT: memref.copy
 // WHOST: host main(%0: 1000xfloat32 written, %1: 1000xfloat32, %2: 1000xfloat32 written, %3: xfloat32)
-// WHOST-NEXT: launch main_kernel {{.*}} (%0, %1, %2, %3)
+// WHOST-NEXT: launch row_fused {{.*}} (%0, %1, %2, %3)
 func.func @main(%arg0: tensor<1000xf32>, %arg1: tensor<1000xf32>, %arg2: tensor<1000xf32>) -> (tensor<f32>, tensor<1000xf32>, tensor<1000xf32>) attributes {dynamo_mlir.written_inputs = [[1, 0], [2, 2]]} {
   %0 = "dynamo.constant"() {value = dense<0.899999976> : tensor<f32>} : () -> tensor<f32>
   %1 = "dynamo.broadcast"(%0) {dims = array<i64>, operandSegmentSizes = array<i32: 1, 0>} : (tensor<f32>) -> tensor<1000xf32>

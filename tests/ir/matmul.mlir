@@ -30,9 +30,9 @@
 // LIBRARY-NOT: linalg.fill
 // Without it: our own kernel, one block per output element (16) reducing over k with
 // gpu.all_reduce.
-// OWN: gpu.launch_func @main_kernel::@main_kernel blocks in (%c16, %c1, %c1) threads in (%c32, %c1, %c1)
+// OWN: gpu.launch_func @row_fused::@kernel blocks in (%c16, %c1, %c1) threads in (%c32, %c1, %c1)
 // OWN-NOT: linalg.matmul
-// OWN: gpu.module @main_kernel
+// OWN: gpu.module @row_fused
 // OWN: arith.mulf
 // OWN: gpu.all_reduce add
 // cpu (library_matmul, the default): a float32 matmul stays the named op, and after

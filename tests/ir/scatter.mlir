@@ -68,9 +68,9 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xi1>, %arg2: tensor<32x
 // call writes the region's output (%3) itself.
 // HOST: host main(%0: 4x8xfloat32, %1: 4x3xint64, %2: 4x3xfloat32, %3: 4x8xfloat32)
 // HOST-NEXT: %4 = empty(32, float32)
-// HOST-NEXT: launch main_kernel {{.*}} (%0, %4)
+// HOST-NEXT: launch elementwise {{.*}} (%0, %4)
 // HOST-NEXT: torch torch.scatter(%1[4x3|3,1+0], %2[4x3|3,1+0], %4[4x8|8,1+0]) overwrite=False {'dim': 1, 'reduce': 'sum', 'include_self': 1}
-// HOST-NEXT: launch main_kernel {{.*}} (%4, %3)
+// HOST-NEXT: launch elementwise {{.*}} (%4, %3)
 // HOST-NEXT: torch torch.index_put(%2[4x3|3,1+0], %1[4x3|3,1+0], %1[4x3|3,1+0], %3[4x8|8,1+0]) overwrite=False {'accumulate': 1}
 func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x3xi64>, %arg2: tensor<4x3xf32>) -> tensor<4x8xf32> {
   %0 = "dynamo.scatter"(%arg0, %arg1, %arg2) {dim = 1 : i64, include_self = 1 : i64, reduce = "sum"} : (tensor<4x8xf32>, tensor<4x3xi64>, tensor<4x3xf32>) -> tensor<4x8xf32>
