@@ -1,11 +1,12 @@
 """Where a workload of bench_models.py --scale spends its GPU time: torch.profiler over a few
 calls of each backend asked for, the kernels (and library calls) by total CUDA time.
 
-    python benchmarks/profile_scale.py WORKLOAD [--backends eager,mlir] [--calls 3] [--top 15] [--trace DIR] [--gaps]
+    python benchmarks/profile_scale.py WORKLOAD [--backends eager,mlir] [--calls 3] [--top 15] [--trace DIR] [--gaps] [--shapes]
 
 --trace writes each backend's Chrome trace (DIR/WORKLOAD_BACKEND.json): every kernel in launch
 order with its grid and block, to be matched with the host schedules of a DYNAMO_MLIR_DUMP_DIR
 dump (which kernel of which region took the time).
+--shapes adds each listed kernel's launch shapes (grid x block, the distinct ones).
 --gaps prints where the GPU sat idle between the profiled calls' first and last kernel: the
 idle total per call and the largest gaps, each with the kernel before and after it (the host
 not keeping up: a launch-bound stretch, a sync, a slow host step).
@@ -41,6 +42,7 @@ def main(argv=None) -> None:
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--trace", help="a folder for each backend's Chrome trace")
     parser.add_argument("--gaps", action="store_true", help="the GPU's idle time between kernels")
+    parser.add_argument("--shapes", action="store_true", help="each kernel's grid x block")
     args = parser.parse_args(argv)
     w = scale.scale_workloads("cuda")[args.workload]
     for backend in args.backends.split(","):
@@ -63,21 +65,39 @@ def main(argv=None) -> None:
         events = [e for e in prof.key_averages() if e.device_time_total > 0]
         total = sum(e.device_time_total for e in events) / args.calls / 1e3
         print(f"## {args.workload}, {backend}: {total:.2f} ms of kernels per call")
+        shapes = launch_shapes(trace_events(prof)) if args.shapes else {}
         for e in sorted(events, key=lambda e: -e.device_time_total)[:args.top]:
-            print(f"{e.device_time_total / args.calls / 1e3:8.3f} ms  {e.count // args.calls:4d}x  {e.key[:110]}")
+            shown = "  " + " ".join(sorted(shapes.get(e.key, ()))[:3]) if shapes else ""
+            print(f"{e.device_time_total / args.calls / 1e3:8.3f} ms  {e.count // args.calls:4d}x  {e.key[:110]}{shown}")
         if backend == "mlir":
             s = dynamo_mlir.stats()
             print("mlir:", {k: s[k] for k in ("ops_compiled", "ops_library", "ops_fallback", "fallback_ops",
                                            "inputs_written_in_place", "inputs_written_back")})
 
 
-def print_gaps(prof, backend: str, calls: int, top: int) -> None:
-    """Idle stretches of the GPU timeline (kernels, copies and fills of the profiled calls)."""
+def trace_events(prof) -> list[dict]:
+    """The profile's Chrome trace events (kernels with their grid and block)."""
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "trace.json")
         prof.export_chrome_trace(path)
         with open(path) as f:
-            events = json.load(f)["traceEvents"]
+            return json.load(f)["traceEvents"]
+
+
+def launch_shapes(events: list[dict]) -> dict[str, set[str]]:
+    """kernel name -> its launches' shapes, `grid=AxBxC/block=D`."""
+    shapes: dict[str, set[str]] = {}
+    for e in events:
+        args = e.get("args", {})
+        if e.get("cat") == "kernel" and "grid" in args:
+            grid = "x".join(str(g) for g in args["grid"])
+            shapes.setdefault(e["name"], set()).add(f"grid={grid}/block={args['block'][0]}")
+    return shapes
+
+
+def print_gaps(prof, backend: str, calls: int, top: int) -> None:
+    """Idle stretches of the GPU timeline (kernels, copies and fills of the profiled calls)."""
+    events = trace_events(prof)
     work = sorted((e["ts"], e["ts"] + e.get("dur", 0), e["name"]) for e in events
                   if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "ts" in e)
     if not work:
