@@ -15,6 +15,7 @@ Target-independent: any target that outlines gpu.launch ops can run it.
 from __future__ import annotations
 
 import itertools
+import re
 
 from torch_mlir import ir
 
@@ -22,6 +23,8 @@ from .attributes import KERNEL_NAME
 from .provenance import ops_of
 
 KERNEL_FUNCTION = "kernel"
+# The strategies launches are built by, the first word of every kernel name.
+STRATEGIES = ("elementwise", "row_reduce", "serial", "row_fused", "row_group", "chunks", "tiled")
 # Ops named in a kernel's name; more would make names no profiler column shows whole.
 MAX_OPS = 3
 MAX_CHARS = 80
@@ -36,6 +39,8 @@ def mark_kernel(launch, strategy: str) -> None:
     of the locations on it and inside it, plain arithmetic left out unless it is all there is,
     at most MAX_OPS. Kept as an attribute (printed IR has no locations, and name-kernels must
     name the same from a dump)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown kernel strategy {strategy!r}; known: {STRATEGIES}")
     ops: list[str] = []
 
     def visit(op):
@@ -87,3 +92,9 @@ def name_kernels(module: ir.Module) -> int:
             launch.attributes["module"] = ir.FlatSymbolRefAttr.get(name)
             launch.attributes["function"] = ir.FlatSymbolRefAttr.get(KERNEL_FUNCTION)
     return len(launches)
+
+
+def without_ops(ir_text: str) -> str:
+    """IR text with the graph ops left out of its kernels' names (`row_fused_softmax_2` ->
+    `row_fused`): what IR parsed back from a dump names them (dumps print no locations)."""
+    return re.sub(r"\b(" + "|".join(STRATEGIES) + r")\w*", r"\1", ir_text)

@@ -12,7 +12,7 @@ import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
-from torch._functorch.partitioners import default_partition
+from torch._functorch.partitioners import default_partition, min_cut_rematerialization_partition
 
 from ..codegen import config, driver
 from ..codegen.target import NoTargetForDevice
@@ -52,9 +52,17 @@ _EXTRA_DECOMPOSITIONS = [
 ]
 
 
+# Decomposed for the min-cut partitioner only: whole, log_softmax's backward reads its output,
+# which the forward must then save (float32 for a cross-entropy over bf16 logits); as ops, the
+# partitioner can save the input and the row statistics and recompute the rest.
+_RECOMPUTED_DECOMPOSITIONS = [aten._log_softmax]
+
+
 @functools.cache
-def decompositions() -> dict:
+def decompositions(min_cut: bool = False) -> dict:
     table = dict(core_aten_decompositions())
+    if min_cut:
+        table.update(get_decompositions(_RECOMPUTED_DECOMPOSITIONS))
     # The CPU fused attention an inference graph keeps (CPUOptions.keeps_fused_attention) is
     # imported whole; every other graph has SDPA in its math form before it is traced.
     table.pop(aten._scaled_dot_product_flash_attention_for_cpu.default, None)
@@ -247,12 +255,13 @@ def _eager_graph_report(gm: torch.fx.GraphModule, reason: str, options: config.O
     return report
 
 
-def _partition(joint_module: torch.fx.GraphModule, joint_inputs, **kwargs):
-    """AOTAutograd's default partitioner, after marking on the joint graph what only it shows
-    (a max-pool backward's indices are its forward's: max_pool_backward.py); node.meta is
-    copied into the forward and backward graphs."""
+def _partition(joint_module: torch.fx.GraphModule, joint_inputs, min_cut: bool = False, **kwargs):
+    """AOTAutograd's min-cut or default partitioner (the `partitioner` option), after marking
+    on the joint graph what only it shows (a max-pool backward's indices are its forward's:
+    max_pool_backward.py); node.meta is copied into the forward and backward graphs."""
     mark_window_indices(joint_module.graph)
-    return default_partition(joint_module, joint_inputs, **kwargs)
+    split = min_cut_rematerialization_partition if min_cut else default_partition
+    return split(joint_module, joint_inputs, **kwargs)
 
 
 def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
@@ -267,12 +276,13 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     state = (example_inputs, freezing.module_state_inputs(gm)) if options.freeze else None
     prepare_attention(gm, example_inputs, options)
     path = InferencePath(example_inputs)
+    min_cut = options.partitioner == "min_cut"
     compile_with_aot = aot_autograd(
         fw_compiler=_compiler("forward", options),
         bw_compiler=_compiler("backward", options),
         inference_compiler=_compiler("inference", options, path, state),
-        partition_fn=_partition,
-        decompositions=decompositions(),
+        partition_fn=functools.partial(_partition, min_cut=min_cut),
+        decompositions=decompositions(min_cut),
         keep_inference_input_mutations=True,  # written back by the graph: input_mutations.py
     )
     try:

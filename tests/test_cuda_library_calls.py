@@ -421,3 +421,33 @@ def test_chained_convolutions_run_channels_last_and_match_eager(channels_last, t
     assert host.count("torch.convolution_nhwc(") == (4 if channels_last else 0), host
     assert host.count("torch.convolution(") == (1 if channels_last else 5), host  # the narrow one
     assert dynamo_mlir.stats()["ops_fallback"] == 0
+
+
+def _evaluation_loss(logits, target):
+    return F.cross_entropy(logits.float(), target)
+
+
+def test_an_evaluation_loss_gathers_log_probabilities_without_building_them(tmp_path):
+    """Inference cross-entropy: the log_softmax is only gathered at each row's target, so it is
+    computed there (cuda-compute-gathered-elements); no float32 [rows, vocabulary] buffer is
+    allocated. Generated without a GPU (zeros_runtime); the values are checked on one below."""
+    dynamo_mlir.reset()
+    logits, target = torch.randn(64, 1000).to(torch.bfloat16), torch.randint(0, 1000, (64,))
+    with zeros_runtime("cuda"):
+        torch.compile(_evaluation_loss, backend="mlir", options={"target": "cuda", "dump_dir": str(tmp_path),
+                                                                 "cache": False})(logits, target)
+    host = read_stage(str(tmp_path), "host")
+    assert "empty(64000, float32)" not in host, host
+    assert re.search(r"launch elementwise_gather .*\(.*%0,", host), host  # reads the bf16 logits
+
+
+@on_gpu
+def test_an_evaluation_loss_matches_eager_on_the_gpu():
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    logits = torch.randn(512, 50257, device="cuda").to(torch.bfloat16)
+    target = torch.randint(0, 50257, (512,), device="cuda")
+    got = torch.compile(_evaluation_loss, backend="mlir")(logits, target)
+    torch.testing.assert_close(got, _evaluation_loss(logits, target), rtol=1e-5, atol=1e-5)
+    s = dynamo_mlir.stats()
+    assert s["fallback_ops"] == {} and s["ops_compiled"] >= 10, dynamo_mlir.explain()

@@ -15,6 +15,7 @@ from torch_mlir import ir
 
 import dynamo_mlir
 from dynamo_mlir.codegen import CompileError, config, get_target
+from dynamo_mlir.codegen.kernel_names import without_ops
 from dynamo_mlir.codegen.passes import Pass, artifact_text, get_pass, register_pass, run_passes
 from dynamo_mlir.dialects import new_context
 from dynamo_mlir.tools import cli
@@ -186,10 +187,11 @@ def _pass_files(folder, unit: str, stages) -> list[tuple[str, str]]:
 
 
 def _body(text: str) -> str:
-    """The IR of a pass dump, without its header, and the FX nodes a cuda host schedule's library
-    step names (read from op locations, which a dump does not print: a parsed dump has none)."""
+    """The IR of a pass dump, without its header, the FX nodes a cuda host schedule's library
+    step names and the graph ops in kernel names (both read from op locations, which a dump does
+    not print: a parsed dump has none)."""
     lines = [re.sub(r"^(//\s+torch .*) for .*$", r"\1", line) for line in text.splitlines()]
-    return "\n".join(line for line in lines if not line.startswith("// dynamo-mlir")).strip()
+    return without_ops("\n".join(line for line in lines if not line.startswith("// dynamo-mlir")).strip())
 
 
 def _compile_with_pass_dumps(case: str, folder: str, target: str) -> None:

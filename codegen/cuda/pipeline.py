@@ -18,6 +18,7 @@ from torch_mlir import ir
 from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..channels_last import keep_channels_last
+from ..gathered_producers import compute_gathered_elements
 from ..identical_kernels import merge_identical_kernels
 from ..kernel_names import name_kernels
 from ..own_inits import own_inits
@@ -86,6 +87,10 @@ LINALG = (
     upstream("cuda-erase-unread-inputs", "linalg-fuse-elementwise-ops, canonicalize, cse",
              "The inputs no body reads any more erased (and what that lets fuse, fused).",
              options=("fuse_elementwise",), enabled=_fusing, requires=("cuda-read-scalars-directly",)),
+    _pass("compute-gathered-elements", lambda m, o: compute_gathered_elements(m),
+          "An elementwise producer read only by gathers (a cross-entropy's log_softmax, read at each row's "
+          "target) computed at the gathered elements inside the gather: the full tensor is never written.",
+          requires=("cuda-linalg-cleanup",)),
     # After the last CSE: it would merge the inits again.
     _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose",)),
           "Each library op and transpose its own empty / zero fill (CSE shared them), so that bufferization "

@@ -23,6 +23,7 @@
 // RUN: dynamo-mlir pass cuda-expand-reshapes-of-slices %s --target cuda | check --prefix EXPAND
 // RUN: dynamo-mlir pass cuda-erase-unread-inputs %s --target cuda | check --prefix UNREAD
 // RUN: dynamo-mlir pass cuda-extern-dynamic-shared %s --target cuda | check --prefix EXTERN
+// RUN: dynamo-mlir pass cuda-compute-gathered-elements %s --target cuda | check --prefix GATHERED
 
 // Named passes of the cuda target run alone (`dynamo-mlir passes --target cuda`).
 // cuda-erase-empty-loop-nests: loop nests with a zero-size operand have no trips and are erased
@@ -863,4 +864,64 @@ module attributes {gpu.container_module} {
       llvm.return
     }
   }
+}
+
+// -----
+// cuda-compute-gathered-elements: a log_softmax's result (bf16 logits widened, minus the row's
+// max and log-sum) read only by the gather of each row's target is computed at that element
+// inside the gather: the logits and the two row statistics are extracted there, and the
+// [4, 8] float32 tensor is not built. A producer something else reads in full stays.
+// GATHERED: func.func @gathered
+// GATHERED-NOT: outs(%{{.*}} : tensor<4x8xf32>)
+// GATHERED: ^bb0(%{{.*}}: i64, %{{.*}}: f32):
+// GATHERED: %[[ROW:[0-9]+]] = linalg.index 0 : index
+// GATHERED: %[[COL:[0-9]+]] = arith.index_cast
+// GATHERED: %[[X:.*]] = tensor.extract %arg0[%[[ROW]], %[[COL]]] : tensor<4x8xbf16>
+// GATHERED: %[[M:.*]] = tensor.extract %arg1[%[[ROW]], %{{.*}}] : tensor<4x1xf32>
+// GATHERED: %[[L:.*]] = tensor.extract %arg2[%[[ROW]], %{{.*}}] : tensor<4x1xf32>
+// GATHERED: %[[W:[0-9]+]] = arith.extf %[[X]] : bf16 to f32
+// GATHERED: %[[D:[0-9]+]] = arith.subf %[[W]], %[[M]] : f32
+// GATHERED: %[[R:[0-9]+]] = arith.subf %[[D]], %[[L]] : f32
+// GATHERED: linalg.yield %[[R]] : f32
+// GATHERED: func.func @read_in_full
+// GATHERED: %[[P:[0-9]+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<4x8xf32>)
+// GATHERED: tensor.extract %[[P]]
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#bcast = affine_map<(d0, d1) -> (d0, 0)>
+#rows = affine_map<(d0) -> (d0)>
+func.func @gathered(%x: tensor<4x8xbf16>, %m: tensor<4x1xf32>, %l: tensor<4x1xf32>, %t: tensor<4xi64>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %logp = linalg.generic {indexing_maps = [#id2, #bcast, #bcast, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %m, %l : tensor<4x8xbf16>, tensor<4x1xf32>, tensor<4x1xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: bf16, %b: f32, %c: f32, %o: f32):
+    %w = arith.extf %a : bf16 to f32
+    %d = arith.subf %w, %b : f32
+    %r = arith.subf %d, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %g0 = tensor.empty() : tensor<4xf32>
+  %g = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel"]} ins(%t : tensor<4xi64>) outs(%g0 : tensor<4xf32>) {
+  ^bb0(%i: i64, %o: f32):
+    %row = linalg.index 0 : index
+    %col = arith.index_cast %i : i64 to index
+    %v = tensor.extract %logp[%row, %col] : tensor<4x8xf32>
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  return %g : tensor<4xf32>
+}
+func.func @read_in_full(%x: tensor<4x8xbf16>, %t: tensor<4xi64>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %w = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xbf16>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %y = arith.extf %a : bf16 to f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  %g0 = tensor.empty() : tensor<4xf32>
+  %g = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel"]} ins(%t : tensor<4xi64>) outs(%g0 : tensor<4xf32>) {
+  ^bb0(%i: i64, %o: f32):
+    %row = linalg.index 0 : index
+    %col = arith.index_cast %i : i64 to index
+    %v = tensor.extract %w[%row, %col] : tensor<4x8xf32>
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  return %g, %w : tensor<4xf32>, tensor<4x8xf32>
 }

@@ -21,6 +21,7 @@ import torch
 
 import dynamo_mlir
 from dynamo_mlir import plugin
+from dynamo_mlir.codegen.kernel_names import without_ops
 from dynamo_mlir_rocm import code_object
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -89,12 +90,6 @@ def test_targets_lists_rocm_with_its_stages():
     assert [s.split(".")[0] for s in rocm["stages"]] == STAGES
 
 
-def _unnamed(ir_text: str) -> str:
-    """IR with the graph ops left out of its kernels' names (`row_fused_mm_relu` -> `row_fused`)."""
-    return re.sub(r'(kernel_name = "|@)(row_fused|row_group|row_reduce|elementwise|serial|chunks|tiled)\w*',
-                  r"\1\2", ir_text)
-
-
 def test_the_core_steps_are_named_passes_each_running_alone(tmp_path):
     """linalg, buffers and gpu list the core's steps as named passes (plugin.stages.*_passes):
     `--after-each-pass` dumps one file each, and each pass run alone (`dynamo-mlir pass NAME
@@ -110,7 +105,7 @@ def test_the_core_steps_are_named_passes_each_running_alone(tmp_path):
             out = _cli("pass", name, before, "--target", "rocm").stdout
             body = [line for line in path.read_text().splitlines() if not line.startswith("// dynamo-mlir")]
             # A kernel's name comes from the graph ops of its locations, which dumps do not print.
-            assert _unnamed(out.strip()) == _unnamed("\n".join(body).strip()), name
+            assert without_ops(out.strip()) == without_ops("\n".join(body).strip()), name
             ran.append(name)
             before = str(path)
     assert ran == [p.name for s in target.stages[:3] for p in s.passes]

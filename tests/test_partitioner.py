@@ -1,0 +1,73 @@
+"""The `partitioner` option: how AOTAutograd splits a training graph into forward and backward.
+
+min_cut (opt-in) is AOTAutograd's min-cut rematerialization, with log_softmax decomposed so that
+a cross-entropy's forward saves its logits and row statistics and the backward recomputes the
+log-probabilities; default saves what the backward reads."""
+
+import glob
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import dynamo_mlir
+from dynamo_mlir.codegen import config
+from dynamo_mlir.codegen.options import OptionError
+from tests.helpers import assert_fallbacks
+
+
+def _loss(h, w, target):
+    return F.cross_entropy(h @ w.t(), target)
+
+
+def _inputs():
+    torch.manual_seed(0)
+    h = torch.randn(16, 12, requires_grad=True)
+    w = torch.randn(40, 12, requires_grad=True)
+    return h, w, torch.randint(0, 40, (16,))
+
+
+def _graph_text(folder, kind: str) -> str:
+    (path,) = glob.glob(os.path.join(folder, f"*_{kind}.aten.txt"))
+    return open(path).read()
+
+
+@pytest.mark.parametrize("partitioner", ["min_cut", "default"])
+def test_a_cross_entropy_trains_as_eager_under_either_partitioner(tmp_path, partitioner):
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    h, w, target = _inputs()
+    eager = _loss(h, w, target)
+    eager.backward()
+    want = (h.grad.clone(), w.grad.clone())
+    h.grad = w.grad = None
+    options = {"partitioner": partitioner, "dump_dir": str(tmp_path), "cache": False}
+    got = torch.compile(_loss, backend="mlir", options=options)(h, w, target)
+    got.backward()
+    torch.testing.assert_close(got, eager)
+    torch.testing.assert_close((h.grad, w.grad), want)
+    assert_fallbacks({}, min_ops=20, library={"aten.mm.default": 3})  # the matmuls as library calls on cpu
+    forward, backward = _graph_text(tmp_path, "forward"), _graph_text(tmp_path, "backward")
+    saved = forward[forward.index("return ("):]
+    if partitioner == "min_cut":
+        # log_softmax as ops: the backward recomputes the log-probabilities from the saved row max
+        # and log-sum (an exp of its own), the forward saves none.
+        assert "aten._log_softmax" not in forward and "amax" in saved and "log" in saved, saved
+        assert "aten.exp.default" in backward, backward
+    else:
+        assert "_log_softmax" in saved and "aten.exp.default" in backward  # the backward's softmax
+
+
+def test_the_default_partitioner_saves_what_the_backward_reads(tmp_path):
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    h, w, target = _inputs()
+    torch.compile(_loss, backend="mlir", options={"dump_dir": str(tmp_path), "cache": False})(h, w, target).backward()
+    forward = _graph_text(tmp_path, "forward")
+    assert "_log_softmax" in forward[forward.index("return ("):]
+
+
+def test_an_unknown_partitioner_is_refused_naming_the_choices():
+    with pytest.raises(OptionError, match="'partitioner'.*must be one of"):
+        config.resolve({"partitioner": "greedy"})
