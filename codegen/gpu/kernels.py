@@ -273,8 +273,24 @@ def row_reduce(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
     return launch(rows, threads, build, "row_reduce")
 
 
+def _thread_order(nest: LoopNest, par: list[int]) -> list[int]:
+    """The parallel loops in the order a thread's index is split over them, the last varying
+    fastest from one thread to the next: the loop along which the operands lie closest together
+    goes last, so that a warp's loads are coalesced. A column sum's first stage loops over
+    (column, block of rows): with the block last, the 32 threads of a warp read 32 rows 64 apart
+    (AMP GPT-2's bias gradients took 2.6 ms a step so, 5x inductor's)."""
+    def spread(d: int) -> float:
+        strides = [abs(s) for a in nest.inputs + nest.outputs if (s := a.inner_stride(d)) not in (None, 0)]
+        return min(strides, default=float("inf"))
+
+    if not par:
+        return par
+    fastest = min(reversed(par), key=spread)  # a tie keeps the innermost loop last
+    return [d for d in par if d != fastest] + [fastest]
+
+
 def serial(nest: LoopNest) -> gpu.LaunchOp:
-    par = [d for d, it in enumerate(nest.iterators) if it == PARALLEL]
+    par = _thread_order(nest, [d for d, it in enumerate(nest.iterators) if it == PARALLEL])
     red = [d for d, it in enumerate(nest.iterators) if it != PARALLEL]
     points = prod(nest.sizes[d] for d in par)
     steps = prod(nest.sizes[d] for d in red)

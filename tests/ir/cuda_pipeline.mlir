@@ -84,6 +84,24 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf3
 }
 
 // -----
+// A column sum (a bias gradient) of 256 rows x 32 columns: the cascade's blocks of 64 rows, one
+// thread per (column, block) in a `serial` kernel. The column varies fastest from thread to
+// thread, so that a warp's loads are 32 consecutive floats of one row (coalesced), not one
+// column of 32 blocks.
+// GPU: gpu.launch_func @serial_sum::@kernel blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1)
+// GPU: gpu.module @serial_sum
+// GPU: %[[T:[0-9]+]] = arith.addi %{{[0-9]+}}, %thread_id_x : index
+// GPU-NEXT: %[[COL:[0-9]+]] = arith.remui %[[T]], %c32 : index
+// GPU-NEXT: %[[BLOCK:[0-9]+]] = arith.divui %[[T]], %c32 : index
+// GPU: scf.for
+// GPU: %[[AT:[0-9]+]] = arith.addi %{{[0-9]+}}, %[[COL]] : index
+// GPU-NEXT: memref.load %arg1[%[[AT]]] : memref<8192xf32>
+func.func @column_sum(%x: tensor<256x32xf32>) -> tensor<32xf32> {
+  %s = "dynamo.reduce"(%x) {kind = "sum", dims = array<i64: 0>} : (tensor<256x32xf32>) -> tensor<32xf32> loc("sum_2 = aten.sum.dim_IntList")
+  return %s : tensor<32xf32>
+}
+
+// -----
 // An SGD step with momentum whose new buffer (result 1) and parameter (result 2) the frontend
 // asked to have computed into their inputs (arguments 0 and 2): after bufferizing they are no
 // out-params, the kernels write those arguments, and the host schedule marks the slots written.
