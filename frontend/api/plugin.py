@@ -36,6 +36,9 @@ A target compiles linalg for one kind of hardware:
                                    expects (codegen/gpu/kernel_abi.py)
     GpuCapabilities                what a GPU architecture offers the kernel strategies; a GPU
                                    target's options name the architecture by `gpu_arch()`
+    kernel_names                   GPU kernels named `<strategy>_<graph ops>`: mark_kernel(launch,
+                                   strategy) on a launch a target builds itself; without_ops(ir)
+                                   compares IR parsed back from a dump, whose locations are gone
     register the Target under the `dynamo_mlir.targets` entry-point group (or register_target)
 
 The core picks a target by the `target` option, else by the device type of the graph's tensors
@@ -53,6 +56,7 @@ from dynamo_mlir.codegen.options import OptionError, TargetOptions, option
 from dynamo_mlir.codegen.passes import CompileError, run_pipeline
 from dynamo_mlir.codegen.provenance import nodes_of
 from dynamo_mlir.codegen.gpu.capabilities import GpuCapabilities
+from dynamo_mlir.codegen import kernel_names
 from dynamo_mlir.codegen.gpu import host_sizes
 from dynamo_mlir.codegen.gpu.kernel_abi import extern_dynamic_shared
 from dynamo_mlir.codegen.gpu.launch_steps import LaunchStep, alloc_step
@@ -84,7 +88,7 @@ __all__ = [
     "get_target", "all_targets", "target_for_device", "DuplicateTarget", "NoTargetForDevice", "stages",
     "run_pipeline", "CompileError", "declare_capability", "CAPABILITIES", "nodes_of", "Pass", "register_pass",
     "upstream", "LaunchStep", "alloc_step", "host_sizes", "extern_dynamic_shared",
-    "GpuCapabilities",
+    "GpuCapabilities", "kernel_names",
     # dialect
     "register_dialect", "DuplicateDialect", "Dynamo", "core_ops", "verifier", "VerifyError", "tensor_type",
     "shape_of", "elem_of",

@@ -21,7 +21,6 @@ import torch
 
 import dynamo_mlir
 from dynamo_mlir import plugin
-from dynamo_mlir.codegen.kernel_names import without_ops
 from dynamo_mlir_rocm import code_object
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -105,7 +104,8 @@ def test_the_core_steps_are_named_passes_each_running_alone(tmp_path):
             out = _cli("pass", name, before, "--target", "rocm").stdout
             body = [line for line in path.read_text().splitlines() if not line.startswith("// dynamo-mlir")]
             # A kernel's name comes from the graph ops of its locations, which dumps do not print.
-            assert without_ops(out.strip()) == without_ops("\n".join(body).strip()), name
+            unnamed = plugin.kernel_names.without_ops
+            assert unnamed(out.strip()) == unnamed("\n".join(body).strip()), name
             ran.append(name)
             before = str(path)
     assert ran == [p.name for s in target.stages[:3] for p in s.passes]
