@@ -45,19 +45,27 @@ def test_a_layer_norm_then_softmax_over_a_symbolic_row_count_is_one_block_per_ro
     """codegen/gpu/row_groups.py, generated without a GPU: the layer norm's mean and variance, its
     normalization, the softmax's max, exp, sum and division, and the fills and copies that set the
     reductions' outputs, all on the same rows, are one launch of a block per row (the grid is the
-    row count, read per call); four gpu.all_reduce, a barrier between two ops."""
+    row count, read per call); four gpu.all_reduce, a barrier between two ops. With
+    cuda_row_vectors the group is built twice in the kernel: lane groups of 4 floats (16-byte
+    vectors) where the call's buffers are aligned for them, one float a lane where not
+    (row_reduce.row_vectors)."""
     dynamo_mlir.reset()
     x, w, b = torch.randn(5, 768), torch.randn(768), torch.randn(768)
     torch._dynamo.mark_dynamic(x, 0)
-    options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": str(tmp_path), "cache": False, "strict": True}
-    with pytest.raises(Exception, match="not a CUDA device"):
-        torch.compile(layer_norm_softmax, backend="mlir", options=options)(x, w, b)
-    host = read_stage(str(tmp_path), "host")
-    launches = [line for line in host.splitlines() if "launch " in line]
-    assert len(launches) == 1 and "grid=(dim(%0, 0), 1, 1) block=(256, 1, 1)" in launches[0], host
-    kernel = read_stage(str(tmp_path), "gpu")
-    assert kernel.count("gpu.all_reduce") == 4, kernel
-    assert kernel.count("gpu.barrier") >= 6, kernel
+    for vectors, bodies in ((False, 1), (True, 2)):
+        dump = tmp_path / str(vectors)
+        options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": str(dump), "cache": False, "strict": True,
+                   "cuda_row_vectors": vectors}
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match="not a CUDA device"):
+            torch.compile(layer_norm_softmax, backend="mlir", options=options)(x, w, b)
+        host = read_stage(str(dump), "host")
+        launches = [line for line in host.splitlines() if "launch " in line]
+        assert len(launches) == 1 and "grid=(dim(%0, 0), 1, 1) block=(256, 1, 1)" in launches[0], host
+        kernel = read_stage(str(dump), "gpu")
+        assert kernel.count("gpu.all_reduce") == bodies * 4, kernel
+        assert kernel.count("gpu.barrier") >= bodies * 6, kernel
+        assert ("vector<4xf32>" in kernel) == vectors, kernel
 
 
 def test_a_mean_over_a_symbolic_row_length_takes_its_count_as_a_kernel_argument(tmp_path):
@@ -293,6 +301,13 @@ REDUCTIONS = {
                                                lambda n: (torch.randn(3, n * 300),)),
     "rms_norm_rows_in_and_past_shared_memory": (lambda x, w: x * torch.rsqrt(x.square().mean(-1, keepdim=True) + 1e-6) * w,
                                                 lambda n: (torch.randn(2, n * 300), torch.randn(n * 300))),
+    # lane groups of 4 floats (row_reduce.row_vectors) where this call's rows allow them: rows of
+    # a length not a multiple of 4 (log_softmax above at n = 5, 37), a row starting past a 16-byte
+    # boundary (the slice from 1), a row stride not a multiple of 4 (66) take one float a lane
+    "softmax_of_rows_starting_past_a_vector_boundary": (lambda x: torch.softmax(x[:, 1:], -1),
+                                                        lambda n: (torch.randn(3, n * 4 + 1),)),
+    "layer_norm_of_rows_of_an_odd_stride": (lambda x, w: torch.nn.functional.layer_norm(x[:, :64], (64,), w),
+                                            lambda n: (torch.randn(n, 66), torch.randn(64))),
     # row groups (codegen/gpu/row_groups.py): a residual add and layer norm on [2, n, 96] rows,
     # an RMS norm, a masked softmax over a symbolic row, and ops that must stay out of a group
     "residual_layer_norm": (lambda x, r, w, b: torch.nn.functional.layer_norm(x + r, (96,), w, b) * 2,
@@ -309,14 +324,16 @@ REDUCTIONS = {
 
 @on_gpu
 @pytest.mark.cuda
+@pytest.mark.parametrize("vectors", [False, True], ids=["scalar_lanes", "row_vectors"])
 @pytest.mark.parametrize("name", REDUCTIONS)
-def test_reductions_over_symbolic_sizes_match_eager_at_every_size(name):
+def test_reductions_over_symbolic_sizes_match_eager_at_every_size(name, vectors):
     """Row reductions with a symbolic row count or row length (one block per row), over several
-    sizes (from 2: Dynamo specializes 0 and 1), compiled once."""
+    sizes (from 2: Dynamo specializes 0 and 1), compiled once; with cuda_row_vectors, each call
+    taking the vector body or the scalar one by its rows' length, stride and address."""
     f, make = REDUCTIONS[name]
     dynamo_mlir.reset()
     torch._dynamo.reset()
-    compiled = torch.compile(f, backend="mlir", dynamic=True)
+    compiled = torch.compile(f, backend="mlir", dynamic=True, options={"cuda_row_vectors": vectors})
     for n in (5, 1000, 2, 37):
         torch.manual_seed(n)
         args = [a.cuda() for a in make(n)]

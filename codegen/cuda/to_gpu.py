@@ -474,7 +474,8 @@ def kernels_pass(module: ir.Module, options) -> None:
                for op in f.regions[0].blocks[0].operations):
         return  # every op of static sizes is a kernel now (a target without symbolic sizes stops here)
     caps = capabilities_for(options.target_options.gpu_arch())
-    per_host(lambda f: build_row_groups(f, caps))(module, options)
+    vectors = getattr(options.target_options, "cuda_row_vectors", False)  # a plugin's options: off
+    per_host(lambda f: build_row_groups(f, caps, vectors))(module, options)
     symbolic = [op.operation for f in host_functions(module) for op in f.regions[0].blocks[0].operations
                 if op.operation.name in LOOP_NESTS and has_symbolic_sizes(op.operation)]
     for op in symbolic:

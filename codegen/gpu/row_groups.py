@@ -258,15 +258,16 @@ def _start(op, pending: list, classes: SizeClasses) -> RowGroup:
     return RowGroup(p, rows, [op])
 
 
-def build_row_groups(func_op, caps) -> int:
-    """Each group of `func_op` -> one launch at its last op, its ops erased; then each rank-1
-    elementwise op left -> blocks of consecutive elements (row_reduce.chunk_launch). Returns how
-    many launches were built."""
+def build_row_groups(func_op, caps, vectors: bool = False) -> int:
+    """Each group of `func_op` -> one launch at its last op, its ops erased (`vectors`: with a body
+    in lane groups of vectors too, row_reduce.row_vectors); then each rank-1 elementwise op left
+    -> blocks of consecutive elements (row_reduce.chunk_launch). Returns how many launches were
+    built."""
     classes = SizeClasses(func_op)
     groups = find_row_groups(func_op, classes)
     launches = 0
     for group in groups:
-        launches += len(row_reduce.row_group_launch(group, caps, lambda op: loop_classes(op, classes)))
+        launches += len(row_reduce.row_group_launch(group, caps, lambda op: loop_classes(op, classes), vectors))
         for op in group.ops:
             op.erase()
     flat = [o.operation for o in func_op.regions[0].blocks[0].operations

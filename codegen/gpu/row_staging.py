@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, gpu, memref
+from torch_mlir.dialects import arith, gpu, memref, vector
 
 from .loopnest import affine_dims, op_name, root_of
 from .tiled import iterators
@@ -82,7 +82,7 @@ def _reads_output(op, k: int) -> bool:
     return any(u == arg for o in block.operations for u in o.operands)
 
 
-def _byte_width(t: ir.Type) -> int | None:
+def byte_width(t: ir.Type) -> int | None:
     """Bytes an element takes, for the types a slot holds (None: i1, index, ...)."""
     if not isinstance(t, (ir.FloatType, ir.IntegerType)):
         return None
@@ -122,7 +122,7 @@ def plan(ops: list, p: int, loop_classes) -> StagingPlan:
             if writes:
                 s.writes.add(pos)
     keys = {k: s for k, s in found.items()
-            if s.inner is not None and len(s.reads | s.writes) > 1 and _byte_width(s.elem)
+            if s.inner is not None and len(s.reads | s.writes) > 1 and byte_width(s.elem)
             and (root_of(s.value) not in roots_written or by_root[root_of(s.value)] == {k})}
     return StagingPlan(keys, _assign_slots(list(keys.values()), ops))
 
@@ -162,11 +162,11 @@ def slot_bytes(plan_: StagingPlan, sizes: list[list[ir.Value]], p: int) -> tuple
         n = product(inner)
         counts.append(n)
         offsets.append(total)
-        nbytes = arith.muli(n, _index(_byte_width(elem)))
+        nbytes = arith.muli(n, _index(byte_width(elem)))
         total = arith.addi(total, arith.muli(arith.ceildivui(nbytes, _index(SLOT_ALIGN)), _index(SLOT_ALIGN)))
         known = [_constant(v) for v in inner]
         if static is not None and None not in known:
-            static += -(-math.prod(known) * _byte_width(elem) // SLOT_ALIGN) * SLOT_ALIGN
+            static += -(-math.prod(known) * byte_width(elem) // SLOT_ALIGN) * SLOT_ALIGN
         else:
             static = None
     return counts, offsets, total, static
@@ -194,28 +194,43 @@ class Slots:
         self.views = [memref.view(ir.MemRefType.get([dyn], elem, memory_space=workgroup), base, offset, [n])
                       for (_, elem), offset, n in zip(plan_.slots, offsets, counts)]
 
-    def load(self, value, amap, pos: int, lane, global_load):
-        """The lane's element of `value` at group position `pos`: from its slot, or (at the key's
-        first access, a read) from global memory, kept in the slot."""
+    def load(self, value, amap, pos: int, at: ir.Value, global_load, vtype: ir.VectorType | None = None):
+        """The element of `value` at row position `at` for group position `pos` (or the vector of
+        `vtype` from there): from its slot, or (at the key's first access, a read) from global
+        memory, kept in the slot."""
         s = self.plan.keys.get((value, amap))
         if s is None:
             return global_load()
         slot = self.views[s.slot]
         if pos != s.first:
-            return memref.load(slot, [lane.linear])
+            return memref.load(slot, [at]) if vtype is None else \
+                vector.load(vtype, slot, [at], alignment=_vector_bytes(vtype))
         loaded = global_load()
         # unguarded: an invalid lane took the thread's own first element (InRow.loop), the value
         # its first lane keeps there too
-        memref.store(loaded, slot, [lane.linear])
+        _store(loaded, slot, at)
         return loaded
 
-    def store(self, v, value, amap, pos: int, lane, global_store) -> None:
-        """Store a (valid) lane's element: into its slot where staged, and to global memory
-        unless a later op of the group writes it again."""
+    def store(self, v, value, amap, pos: int, at: ir.Value, global_store) -> None:
+        """Store a (valid) lane's element, or a group's vector, at row position `at`: into its
+        slot where staged, and to global memory unless a later op of the group writes it again."""
         s = self.plan.keys.get((value, amap))
         if s is None:
             global_store()
             return
-        memref.store(v, self.views[s.slot], [lane.linear])
+        _store(v, self.views[s.slot], at)
         if not any(w > pos for w in s.writes):
             global_store()
+
+
+def _store(v: ir.Value, slot: ir.Value, at: ir.Value) -> None:
+    if isinstance(v.type, ir.VectorType):
+        vector.store(v, slot, [at], alignment=_vector_bytes(ir.VectorType(v.type)))
+    else:
+        memref.store(v, slot, [at])
+
+
+def _vector_bytes(vtype: ir.VectorType) -> int:
+    """A slot's vector access is aligned to its size: slots start SLOT_ALIGN-aligned and a
+    group starts at a multiple of its length (row_reduce.InRow._vector_loop)."""
+    return vtype.shape[0] * byte_width(vtype.element_type)
