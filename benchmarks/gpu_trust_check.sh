@@ -9,6 +9,8 @@
 #   PART=checks    benchmarks/cuda_trust_checks.py (conv_transpose3d and TF32, flash attention's rng_state)
 #   PART=scale     bench_models.py --device cuda --scale (ONLY: workload names, REPEATS)
 #   PART=profile   profile_scale.py for each of PROFILE (workload names; PROFILE_ARGS: its options)
+#   PART=rowvectors  cuda_row_vectors: row_vectors.py (the row cases with it off and on, inductor's
+#                  beside), then the dynamic sweeps with it on (ONLY, REPEATS)
 # Results and logs in $OUT.
 set -o pipefail
 # Installed once per machine: a second call running beside the first must not rewrite its files.
@@ -65,6 +67,11 @@ case "$part" in
     for w in ${PROFILE}; do
       timeout ${PROFILE_TIMEOUT:-240} python3 benchmarks/profile_scale.py $w ${PROFILE_ARGS} 2>&1 | grep -v Warning | tee -a $OUT/profile_scale.log | tail -40
     done ;;
+  rowvectors)
+    timeout ${ROW_TIMEOUT:-240} python3 benchmarks/row_vectors.py --out $OUT/row_vectors.md 2>&1 | grep -v Warning | tail -12
+    DYNAMO_MLIR_CUDA_ROW_VECTORS=1 timeout ${SCALE_TIMEOUT:-570} python3 benchmarks/bench_models.py --device cuda --scale \
+      --only ${ONLY:-gpt2_small_sweep,bert_base_sweep} --repeats ${REPEATS:-5} --out $OUT/scale_cuda_row_vectors.md \
+      2>&1 | grep -v Warning | tail -20 ;;
   opinfo-all)  # the entries of issue 22 with every sample (OPS: a regex over OpInfo names)
     for d in float32 float32-train float16 bfloat16; do
       dtype=${d%-train}; train=""; [ "$d" != "$dtype" ] && train="--train"
