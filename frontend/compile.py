@@ -22,6 +22,7 @@ from ..codegen.target import Target, get_target, library_nodes, target_for_devic
 from .importer import import_graph, plan_is_identity
 from .input_mutations import add_write_back, in_place_writes, take_input_writes
 from .input_views import is_input_view, split_output_views, unpermute_inputs
+from .output_layouts import keep_output_layouts, user_outputs
 from .partition import partition
 from .saved_layouts import (free_outputs, report_output_strides, restride_inputs, save_weights_channels_last,
                             saved_outputs)
@@ -205,6 +206,9 @@ def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Option
     elif kind == "backward":  # the saved views, permuted inputs (channels-last ones: saved_layouts.py)
         restride_inputs(graph, example_inputs)
         unpermute_inputs(graph, written)
+    positions = user_outputs() if kind in ("forward", "inference") else None
+    if positions:  # results eager returns permuted (channels-last, transposed): output_layouts.py
+        report.outputs_in_eager_layout = keep_output_layouts(graph, positions)
     fused, oracle = partition(graph, target, target.device_type if mixed else None)
     in_place = "written_inputs" in target.capabilities
     done = set()  # writes a region does itself (in_place_writes)

@@ -76,6 +76,9 @@ class GraphReport:
     inputs_written_in_place: int = 0
     # A training forward's saved tensors (activations, weights) returned channels-last (saved_layouts.py)
     saved_channels_last: int = 0
+    # Results eager returns permuted (channels-last, transposed) computed in that order and handed
+    # back with eager's strides through a view (output_layouts.py)
+    outputs_in_eager_layout: int = 0
     # The graph level of the compile cache (graph_cache.py): "memory" / "disk" (found there:
     # AOTAutograd, partitioning and import skipped), "miss" (traced, then stored if it takes
     # one region called directly), "bad" (an unusable entry, removed), "off" (not looked up)
@@ -147,6 +150,7 @@ def stats() -> dict:
         "inputs_written_back": sum(g.inputs_written_back for g in graphs),  # copied in after the regions
         "inputs_written_in_place": sum(g.inputs_written_in_place for g in graphs),  # computed into the input
         "saved_channels_last": sum(g.saved_channels_last for g in graphs),  # saved tensors channels-last
+        "outputs_in_eager_layout": sum(g.outputs_in_eager_layout for g in graphs),  # results laid out as eager's
         "inputs_frozen": sum(g.frozen.inputs for g in graphs if g.frozen),  # parameters/buffers made constants
         "frozen_folds": dict(sum((g.frozen.folds for g in graphs if g.frozen), Counter())),
         "partitions": sum(len(g.partitions) for g in graphs),
@@ -223,6 +227,8 @@ def explain() -> str:
                         if g.inputs_written_in_place else "")
                      + (f"; {g.saved_channels_last} saved tensor(s) returned channels-last"
                         if g.saved_channels_last else "")
+                     + (f"; {g.outputs_in_eager_layout} result(s) computed in eager's layout (permuted: "
+                        "channels-last, transposed)" if g.outputs_in_eager_layout else "")
                      + (_frozen_words(g.frozen) if g.frozen else ""))
         for p in g.partitions:
             lines += _partition_lines(p)
