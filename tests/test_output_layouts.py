@@ -89,3 +89,44 @@ def test_a_channels_last_model_returns_channels_last_feature_maps(train):
             torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-4)
     assert dynamo_mlir.stats()["outputs_in_eager_layout"] >= 1, dynamo_mlir.explain()
     assert dynamo_mlir.stats()["ops_compiled"] > 0
+
+
+ALIASES = {
+    # (function, input): results that are views of an input the function mutates
+    "flatten_of_channels_last_multiplied_in_place": (lambda x: torch.flatten(x, 2, 3).mul_(3),
+                                                     lambda: torch.randn(2, 7, 1, 5).to(memory_format=torch.channels_last)),
+    "transpose_after_add_": (lambda x: x.add_(1).t(), lambda: torch.randn(4, 6)),
+    "slice_after_mul_": (lambda x: (x.mul_(2), x[1:])[1], lambda: torch.randn(4, 6, 2, 3)),
+}
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("name", ALIASES)
+def test_a_view_of_a_mutated_input_is_eagers_view(name, dynamic):
+    """AOTAutograd regenerates a result that is a view of an input from the input after the
+    call; with symbolic sizes it cannot replay the views and takes the size and strides of the
+    tensor the graph returned, which must then be eager's (a contiguous one read the NHWC input
+    as NCHW: tests/fuzz regression test_a_view_of_a_mutated_channels_last_input_with_dynamic_dims)."""
+    fn, make = ALIASES[name]
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    x_eager = make()
+    x_ours = x_eager.clone(memory_format=torch.preserve_format)
+    want = fn(x_eager)
+    got = torch.compile(fn, backend="mlir", dynamic=dynamic)(x_ours)
+    _assert_like_eager([got, x_ours], [want, x_eager])
+    assert got.data_ptr() - x_ours.data_ptr() == want.data_ptr() - x_eager.data_ptr()  # a view, as eager's
+    assert_all_compiled(min_ops=1)
+
+
+def test_a_permuted_result_of_symbolic_sizes_keeps_eagers_strides():
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    f = lambda x: torch.sigmoid(x) * 2  # noqa: E731  (eager keeps a channels-last input's layout)
+    compiled = torch.compile(f, backend="mlir", dynamic=True)
+    for n in (3, 5, 8):
+        x = torch.randn(2, 4, n, n + 1).contiguous(memory_format=torch.channels_last)
+        _assert_like_eager([compiled(x)], [f(x)])
+    s = assert_all_compiled(min_ops=2)
+    assert s["graphs"] <= 2 and s["outputs_in_eager_layout"] == s["graphs"], dynamo_mlir.explain()

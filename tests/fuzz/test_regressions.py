@@ -170,3 +170,20 @@ def test_relu_keeps_negative_zero():
         return [torch.randn((2, 2), dtype=torch.float32, device=device)]
 
     check(fn, make_inputs, dynamic=False, grad=False)
+
+
+def test_a_view_of_a_mutated_channels_last_input_with_dynamic_dims():
+    """A flatten of a channels-last input, multiplied in place, returned (seed 7 program 104,
+    minimised): AOTAutograd regenerates that view of the input after the call and, its views
+    taking symbolic sizes, from the size and strides of the tensor the graph returned for it, a
+    contiguous one: the NHWC input was read as NCHW (frontend/output_layouts.py)."""
+    def fn(x0):
+        v0 = torch.flatten(x0, 2, 3)
+        v1 = v0.mul_(v0)
+        return (v1, v0 + 1)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(5603)
+        return [torch.randn((2, 7, 1, 5), dtype=torch.float32, device=device).to(memory_format=torch.channels_last)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
