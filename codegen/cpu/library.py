@@ -144,7 +144,8 @@ def _operand_layout(t: ir.MemRefType, rows: int, cols: int, row_dim: int, col_di
     strides, _ = t.get_strides_and_offset()
     s_r, s_c = strides[row_dim], strides[col_dim]
     if DYN in (rows, cols) or _dynamic(s_r) or _dynamic(s_c):
-        return _run_time_layout(t, buffer, ((s_c, s_r, cols, row_dim, "N"), (s_r, s_c, rows, col_dim, "T")))
+        return _run_time_layout(t, buffer, ((s_c, s_r, cols, row_dim, col_dim, "N"),
+                                            (s_r, s_c, rows, col_dim, row_dim, "T")))
     if s_c == 1 or cols == 1:
         ld = s_r if rows > 1 else max(1, cols)
         return ("N", ld) if ld >= max(1, cols) else None
@@ -158,10 +159,16 @@ def _run_time_layout(t, buffer, candidates):
     """A layout with sizes or strides known at run time only. The unit stride must be static;
     BLAS's ld is the other one: static and at least the contiguous extent, or read at run time
     off a buffer of rows one after another (identity layout), whose row stride is that extent
-    (Dynamo specializes sizes 0 and 1, so a dynamic size is at least 2 and ld at least 1)."""
-    for unit, other, extent, other_dim, kind in candidates:
+    (Dynamo specializes sizes 0 and 1, so a dynamic size is at least 2 and ld at least 1). A
+    single row (column) is never stepped over, but BLAS still wants ld at least the extent, and
+    the stride of a dim of size 1 is whatever the tensor came with (torch calls a [1, n] tensor
+    of strides (1, 1) contiguous: MKL refused such a call, leaving a gradient unwritten): there
+    ld is the extent itself."""
+    for unit, other, extent, other_dim, extent_dim, kind in candidates:
         if unit != 1:
             continue
+        if t.shape[other_dim] == 1:
+            return kind, (max(1, extent) if extent != DYN else ("dim", buffer, extent_dim))
         if not _dynamic(other):
             if extent != DYN and other >= max(1, extent):
                 return kind, other

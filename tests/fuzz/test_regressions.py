@@ -187,3 +187,19 @@ def test_a_view_of_a_mutated_channels_last_input_with_dynamic_dims():
         return [torch.randn((2, 7, 1, 5), dtype=torch.float32, device=device).to(memory_format=torch.channels_last)]
 
     check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_a_single_row_matmul_operand_whose_row_stride_torch_left_at_1():
+    """linear of a 1-element vector in training with dynamic dims (seed 7 program 157,
+    minimised): the backward's mm reads the output gradient as a [1, s0] matrix whose row
+    stride, read at run time as BLAS's ld, was 1 (torch calls a [1, n] tensor of strides (1, 1)
+    contiguous). MKL refused the call ("Parameter 10 was incorrect on entry to SGEMM") and the
+    gradient was left unwritten (codegen/cpu/library.py _run_time_layout)."""
+    def fn(x0, x1):
+        return (F.linear(torch.exp(x0), x1, None),)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((1,), device=device), torch.randn((3, 1), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=True)
