@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from .walk import ops_where
+
 
 def _body_text(gpu_module) -> str:
     """The module's ops as printed (no locations): equal text is equal code."""
@@ -19,15 +21,7 @@ def _body_text(gpu_module) -> str:
 
 
 def _launches(module: ir.Module) -> list:
-    found = []
-
-    def visit(op):
-        if op.name == "gpu.launch_func":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
+    return ops_where(module, lambda op: op.name == "gpu.launch_func")
 
 
 def merge_identical_kernels(module: ir.Module) -> int:

@@ -21,6 +21,7 @@ from torch_mlir import ir
 
 from .attributes import KERNEL_NAME
 from .provenance import ops_of
+from .walk import ops_where
 
 KERNEL_FUNCTION = "kernel"
 # The strategies launches are built by, the first word of every kernel name.
@@ -61,16 +62,7 @@ def mark_unmarked(module: ir.Module, strategy: str) -> None:
 
 
 def _launches(module: ir.Module) -> list:
-    found = []
-
-    def visit(op):
-        if op.name == "gpu.launch":
-            found.append(op)
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
+    return ops_where(module, lambda op: op.name == "gpu.launch")
 
 
 def _symbols(module: ir.Module) -> set[str]:
