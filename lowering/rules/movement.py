@@ -54,8 +54,17 @@ def _lower_permute(ctx, op):
     perm = dy.int_list(op.perm)
     if perm == sorted(perm):  # identity (0-d included: linalg.transpose of rank 0 exhausts memory)
         return op.x
-    init = empty(ranked(op.out), op.x, perm)
-    return linalg.transpose(op.x, outs=[init], permutation=perm)
+    # linalg.transpose wants each dim static in both or dynamic in both; the import may know a
+    # size on one side only (a symbolic size a guard fixed, typed on the result): both get it.
+    src, out = ranked(op.x), ranked(op.out)
+    shape = list(src.shape)
+    for i, p in enumerate(perm):
+        if out.shape[i] != ir.ShapedType.get_dynamic_size():
+            shape[p] = out.shape[i]
+    x = op.x if shape == list(src.shape) else tensor.cast(ir.RankedTensorType.get(shape, src.element_type), op.x)
+    refined = ir.RankedTensorType.get([shape[p] for p in perm], src.element_type)
+    result = linalg.transpose(x, outs=[empty(refined, x, perm)], permutation=perm).results[0]
+    return result if refined == out else tensor.cast(out, result)
 
 
 @register_lowering(dy.SliceOp)
