@@ -79,9 +79,9 @@ def _dense(order: list[int], sizes: list, strides: list, hint_sizes: list[int]) 
 
 
 def user_outputs() -> range | None:
-    """The positions of the graph's outputs the caller receives as computed (AOTAutograd's
-    non-aliased user outputs, after the mutated inputs it returns), from the tracing context;
-    None outside AOTAutograd."""
+    """The positions of the graph's user outputs (after the mutated inputs AOTAutograd has it
+    return; before the intermediate bases and saved tensors), from the tracing context; None
+    outside AOTAutograd. Which of them are laid out: _laid_out."""
     context = torch._guards.TracingContext.try_get()
     meta = getattr(context, "fw_metadata", None) if context is not None else None
     if meta is None:
