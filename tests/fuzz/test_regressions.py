@@ -203,3 +203,20 @@ def test_a_single_row_matmul_operand_whose_row_stride_torch_left_at_1():
         return [torch.randn((1,), device=device), torch.randn((3, 1), device=device)]
 
     check(fn, make_inputs, dynamic=True, grad=True)
+
+
+def test_a_0d_input_returned_as_its_mean_beside_its_in_place_square():
+    """mean of a 0-d input is the input itself, returned beside x.mul_(x) (seed 13 program 220,
+    minimised): the region returned the argument it also wrote in place, which one-shot
+    bufferization refused, and ran eagerly; the old value is now copied at the entry
+    (codegen/written_inputs.py)."""
+    def fn(x0, x1):
+        v0 = torch.mean(x0)
+        v1 = x0.mul_(x0)
+        return (v0, v1, x1 * 2)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((), device=device), torch.randn((4, 5), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)

@@ -278,6 +278,25 @@ func.func @main(%p: tensor<8xf32> {bufferization.writable = false}, %g: tensor<8
 }
 
 // -----
+// cpu-write-inputs-in-place: a result that is the written argument itself (a 0-d input's mean,
+// returned beside its in-place square: fuzz seed 13 program 220) is the argument's old value,
+// copied at the entry: bufferization need not read the argument after writing it (it refused).
+// INPLACE: func.func @main(%arg0: tensor<f32> {bufferization.writable = true}) -> tensor<f32> attributes {dynamo_mlir.written_arguments = array<i64: 0>} {
+// INPLACE-NEXT: %[[OLD:[0-9]+]] = bufferization.alloc_tensor() copy(%arg0) : tensor<f32>
+// INPLACE: bufferization.materialize_in_destination %{{[0-9]+}} in %arg0
+// INPLACE-NEXT: return %[[OLD]] : tensor<f32>
+#scalar = affine_map<() -> ()>
+func.func @main(%x: tensor<f32> {bufferization.writable = false}) -> (tensor<f32>, tensor<f32>) attributes {dynamo_mlir.written_inputs = [[1, 0]]} {
+  %e = tensor.empty() : tensor<f32>
+  %sq = linalg.generic {indexing_maps = [#scalar, #scalar], iterator_types = []} ins(%x : tensor<f32>) outs(%e : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.mulf %a, %a : f32
+    linalg.yield %t : f32
+  } -> tensor<f32>
+  return %x, %sq : tensor<f32>, tensor<f32>
+}
+
+// -----
 
 // cpu-collapse-narrow-elementwise: SGD's momentum update of a 3x3 convolution's weight (an
 // innermost loop of 3) runs over rows x one flat dim of 4608, through one view per buffer
