@@ -2,12 +2,12 @@
 linalg.transpose, slices, concats, pads."""
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, linalg, tensor
+from torch_mlir.dialects import arith, tensor
 
 from ...dialects import dynamo as dy
 from ..registry import register_lowering
 from ..scalar import const, index
-from .common import PARALLEL, affine_map, empty, generic, identity, ranked, sized_shape
+from .common import PARALLEL, affine_map, empty, generic, identity, ranked, sized_shape, transposed
 
 
 @register_lowering(dy.BroadcastOp)
@@ -62,9 +62,8 @@ def _lower_permute(ctx, op):
         if out.shape[i] != ir.ShapedType.get_dynamic_size():
             shape[p] = out.shape[i]
     x = op.x if shape == list(src.shape) else tensor.cast(ir.RankedTensorType.get(shape, src.element_type), op.x)
-    refined = ir.RankedTensorType.get([shape[p] for p in perm], src.element_type)
-    result = linalg.transpose(x, outs=[empty(refined, x, perm)], permutation=perm).results[0]
-    return result if refined == out else tensor.cast(out, result)
+    result = transposed(x, perm)
+    return result if result.type == out else tensor.cast(out, result)
 
 
 @register_lowering(dy.SliceOp)
