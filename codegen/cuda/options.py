@@ -54,10 +54,10 @@ class CUDAOptions(TargetOptions):
     cuda_arch: str | None = option(None, "PTX architecture (sm_90, ...); default: the GPU's, else sm_90.", _arch)
     cuda_fuse_rows: bool = option(True, "Fuse a row's reductions and the elementwise ops around them into one "
                                         "kernel (one block per row).")
-    cuda_row_vectors: bool = option(False, "Rows of symbolic length (one block per row) also built in lane groups "
-                                           "of 16-byte vectors, taken per call where the rows' length, stride and "
-                                           "first address allow (codegen/gpu/row_reduce.row_vectors). Off until "
-                                           "its speed and results are measured on a GPU (benchmarks/row_vectors.py).")
+    cuda_row_vectors: bool = option(True, "Rows of symbolic length (one block per row) also built in lane groups "
+                                          "of 16-byte vectors, taken per call where the rows' length, stride and "
+                                          "first address allow (codegen/gpu/row_reduce.row_vectors); off: one "
+                                          "element a lane only (benchmarks/row_vectors.py measures both).")
     cuda_graphs: bool = option(True, "Replay the host schedule as a CUDA graph in mode=reduce-overhead (and in the "
                                      "default mode with cuda_graphs_in_default_mode); off: never.")
     cuda_graphs_in_default_mode: bool = option(True, "Replay the host schedule as a CUDA graph in the default "

@@ -1,5 +1,5 @@
 // RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage host | check --prefix HOST
-// RUN: dynamo-mlir dump %s --from dynamo --target cuda -O cuda_row_vectors=1 --stage gpu | check --prefix GPU
+// RUN: dynamo-mlir dump %s --from dynamo --target cuda --stage gpu | check --prefix GPU
 
 // The cuda target's host schedule with symbolic sizes (codegen/gpu/host_sizes.py): attention on
 // a permuted query of symbolic length is one torch call on views whose sizes and strides are
@@ -34,11 +34,11 @@ func.func @main(%x: tensor<2x?x64xf32>, %n: index) -> tensor<?x64xf32> {
 // A row reduction over a symbolic row count and length (codegen/gpu/row_groups.py): one block
 // per row, so the grid is the row count read per call (the output's, which the group's first op,
 // the fill of -inf, writes); the row length is the threads' loop bound; the fill is in the same
-// kernel (no launch of its own). With cuda_row_vectors, the kernel holds the group twice (row_reduce.row_vectors): lane
+// kernel (no launch of its own). With cuda_row_vectors (the default), the kernel holds the group twice (row_reduce.row_vectors): lane
 // groups of 4 floats read by 16-byte vector loads, taken where this call's row length and row
 // stride are multiples of 4 and x's first element is 16-byte aligned; one float a lane otherwise.
 // HOST: host main(%0: ?x?xfloat32, %1: ?xfloat32)
-// HOST-NEXT: launch row_group grid=(dim(%1, 0), 1, 1) block=(256, 1, 1) (%0, dim(%0, 0):index, dim(%0, 1):index, dim(%0, 1):index, %1, dim(%1, 0):index, dim(%0, 1):index)
+// HOST-NEXT: launch row_group grid=(dim(%1, 0), 1, 1) block=(256, 1, 1) (%1, dim(%1, 0):index, %0, dim(%0, 0):index, dim(%0, 1):index, dim(%0, 1):index, dim(%0, 1):index)
 // HOST-NOT: launch
 // GPU: gpu.func @kernel(%[[OUT:.*]]: memref<1xf32>, %{{.*}}: index, %[[X:.*]]: memref<1xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %[[N:.*]]: index)
 // GPU: %[[XV:.*]] = memref.reinterpret_cast %[[X]]
