@@ -1,7 +1,7 @@
 """Where a workload of bench_models.py --scale spends its GPU time: torch.profiler over a few
 calls of each backend asked for, the kernels (and library calls) by total CUDA time.
 
-    python benchmarks/profile_scale.py WORKLOAD [--backends eager,mlir] [--calls 3] [--top 15] [--trace DIR] [--gaps] [--shapes]
+    python benchmarks/profile_scale.py WORKLOAD [--backends eager,mlir] [--calls 3] [--top 15] [--trace DIR] [--gaps] [--shapes] [--lead]
 
 --trace writes each backend's Chrome trace (DIR/WORKLOAD_BACKEND.json): every kernel in launch
 order with its grid and block, to be matched with the host schedules of a DYNAMO_MLIR_DUMP_DIR
@@ -10,6 +10,11 @@ dump (which kernel of which region took the time).
 --gaps prints where the GPU sat idle between the profiled calls' first and last kernel: the
 idle total per call and the largest gaps, each with the kernel before and after it (the host
 not keeping up: a launch-bound stretch, a sync, a slow host step).
+--lead times each profiled call on its own, started on an idle GPU and synchronized at its end, as
+bench_models.py times a call: the host's lead (the call's start to the GPU's first kernel, copy
+or fill: Dynamo's guards and the backend's set-up, which nothing hides), the GPU's span, and the
+tail (its last kernel's end to the call's return), medians over the calls. The CPU side is
+profiled too, which adds the profiler's cost per torch call to the lead.
 """
 
 import argparse
@@ -43,6 +48,7 @@ def main(argv=None) -> None:
     parser.add_argument("--trace", help="a folder for each backend's Chrome trace")
     parser.add_argument("--gaps", action="store_true", help="the GPU's idle time between kernels")
     parser.add_argument("--shapes", action="store_true", help="each kernel's grid x block")
+    parser.add_argument("--lead", action="store_true", help="host time before each call's first GPU work")
     args = parser.parse_args(argv)
     w = scale.scale_workloads("cuda")[args.workload]
     for backend in args.backends.split(","):
@@ -53,6 +59,8 @@ def main(argv=None) -> None:
             for _ in range(3):
                 fn(*inputs)
             torch.cuda.synchronize()
+            if args.lead:
+                print_lead(fn, inputs, backend, args.calls)
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(args.calls):
                     fn(*inputs)
@@ -113,6 +121,31 @@ def print_gaps(prof, backend: str, calls: int, top: int) -> None:
     print(f"## {backend}: GPU span {span:.2f} ms per call, idle {idle:.2f} ms in {len(gaps) // calls} gaps per call")
     for gap, after, then in sorted(gaps, reverse=True)[:top]:
         print(f"{gap:9.1f} us  after {after[:60]}  before {then[:60]}")
+
+
+def print_lead(fn, inputs, backend: str, calls: int) -> None:
+    """Each call alone on an idle GPU (--lead): the host's lead, the GPU's span and the tail."""
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for k in range(calls):
+            with torch.profiler.record_function(f"profiled call {k}"):
+                fn(*inputs)
+                torch.cuda.synchronize()
+    events = trace_events(prof)
+    work = [(e["ts"], e["ts"] + e.get("dur", 0)) for e in events
+            if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "ts" in e]
+    rows = []
+    for e in events:
+        if e.get("cat") == "user_annotation" and e.get("name", "").startswith("profiled call"):
+            start, stop = e["ts"], e["ts"] + e["dur"]
+            inside = [w for w in work if start <= w[0] < stop]
+            if inside:
+                first, last = min(w[0] for w in inside), max(w[1] for w in inside)
+                rows.append((first - start, last - first, stop - last, stop - start))
+    if not rows:
+        return
+    med = lambda i: sorted(r[i] for r in rows)[len(rows) // 2] / 1e3  # noqa: E731
+    print(f"## {backend}: call {med(3):.3f} ms = host lead {med(0):.3f} + GPU span {med(1):.3f} + tail {med(2):.3f} "
+          f"(medians of {len(rows)} calls, each alone on an idle GPU)")
 
 
 if __name__ == "__main__":

@@ -58,32 +58,75 @@ class RegionRecipe:
         return fn
 
 
+# The host size arithmetic (region_sizes.HOST_SIZE_TARGETS) a direct call evaluates before its
+# region, by name: a DirectRecipe is kept in the graph cache. Dynamo passes sizes as Python ints.
+_SIZE_STEPS = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "floordiv": operator.floordiv,
+    "mod": operator.mod, "neg": operator.neg, "sym_max": max, "sym_min": min,
+    "sym_size": lambda x, d: x.size(d), "sym_numel": lambda x: x.numel(), "sym_stride": lambda x, d: x.stride(d),
+}
+_SIZE_STEP_NAMES = {
+    operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.floordiv: "floordiv",
+    operator.mod: "mod", operator.neg: "neg", torch.sym_max: "sym_max", torch.sym_min: "sym_min",
+    torch.ops.aten.sym_size.int: "sym_size", torch.ops.aten.sym_numel.default: "sym_numel",
+    torch.ops.aten.sym_stride.int: "sym_stride",
+}
+
+
 @dataclass(frozen=True)
 class DirectRecipe:
     """How a graph that is one compiled region fed by its inputs calls it (direct_call)."""
 
-    order: tuple[int, ...] | None  # the region's inputs among the graph's; None: as they come
+    order: tuple[int, ...] | None  # the region's inputs among the graph's values; None: the inputs as they come
     picks: tuple[int, ...]         # the graph's outputs among the region's
     every_output: bool             # picks is every output in order
     copied: tuple[int, ...]        # the region's inputs that go in as .contiguous() copies
+    # Sizes computed from the graph's inputs before the call (`s0 + 1`, a tensor's size): each
+    # (_SIZE_STEPS name, its arguments as (True, a value's index) or (False, a constant)), its
+    # result the next value after the graph's inputs and the steps before it.
+    steps: tuple[tuple[str, tuple[tuple[bool, object], ...]], ...] = ()
+
+    def region_inputs(self):
+        """args -> the region's inputs: the graph's inputs picked (by order), after the steps."""
+        order, steps = self.order, [(_SIZE_STEPS[name], refs) for name, refs in self.steps]
+        if order is None:
+            return list
+        if not steps:
+            return lambda args: _picked(args, order)
+
+        def computed(args):
+            values = list(args)
+            for fn, refs in steps:
+                values.append(fn(*[values[x] if is_value else x for is_value, x in refs]))
+            return _picked(values, order)
+        return computed
 
     def bind(self, fn):
         """fn (the region's callable) as the graph's function."""
-        order, picks, every_output, copied = self.order, list(self.picks), self.every_output, self.copied
-        if not copied:
+        if self.order is None and not self.copied:
+            picks, every_output = list(self.picks), self.every_output
+
             def call(*args):
-                out = fn(*(args if order is None else _picked(args, order)))
-                return out if every_output else _picked(out, picks)
-        else:
-            def call(*args):
-                args = list(args) if order is None else _picked(args, order)
-                for k in copied:
-                    if isinstance(args[k], torch.Tensor):
-                        args[k] = args[k].contiguous()
                 out = fn(*args)
                 return out if every_output else _picked(out, picks)
+        else:
+            region_inputs, on_inputs = self.region_inputs(), self.on_region_inputs(fn)
 
+            def call(*args):
+                return on_inputs(region_inputs(args))
         call.recipe = self
+        return call
+
+    def on_region_inputs(self, fn):
+        """fn called on the region's inputs (a list it may change), returning the graph's outputs."""
+        picks, every_output, copied = list(self.picks), self.every_output, self.copied
+
+        def call(args: list):
+            for k in copied:
+                if isinstance(args[k], torch.Tensor):
+                    args[k] = args[k].contiguous()
+            out = fn(*args)
+            return out if every_output else _picked(out, picks)
         return call
 
 
@@ -255,12 +298,21 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     calls = [n for n in nodes if n.op not in ("placeholder", "output")]
     if any(is_input_view(n) for n in calls):
         return _with_input_views(fused, guarded_inputs)
+    values = {n: i for i, n in enumerate(inputs)}  # the graph's inputs, then the sizes computed from them
+    steps = []
+    while calls and is_host_size_node(calls[0]) and calls[0].target in _SIZE_STEP_NAMES and not calls[0].kwargs:
+        size = calls.pop(0)
+        refs = tuple(_size_step_ref(a, values) for a in size.args)
+        if None in refs:
+            return None
+        steps.append((_SIZE_STEP_NAMES[size.target], refs))
+        values[size] = len(values)
     head = calls[0] if calls else None
     region = getattr(fused, head.target, None) if head is not None and head.op == "call_module" else None
-    if not isinstance(region, CompiledRegion) or head.kwargs or not all(a in inputs for a in head.args):
+    if not isinstance(region, CompiledRegion) or head.kwargs or not all(a in values for a in head.args):
         return None
-    order = [inputs.index(a) for a in head.args]
-    if order == list(range(len(inputs))):
+    order = [values[a] for a in head.args]
+    if order == list(range(len(inputs))) and not steps:
         order = None  # the graph's inputs as they come
     if any(not (is_plumbing(n) and n.args[0] is head) for n in calls[1:]):
         return None
@@ -271,23 +323,27 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     if head in result and region.returns_tuple:
         return None
     every_output = picks == list(range(len(region.expected_outputs)))
-    def checked(*args):  # CompiledRegion.forward: its checks, its eager fallback
-        out = region.forward(*(args if order is None else _picked(args, order)))
-        return _picked(list(out) if region.returns_tuple else [out], picks)
-
-    if not guarded_inputs:
-        return checked
     # Dynamo's guards hold a static input's sizes and strides (a transposed or sliced input
     # recompiles): inputs compiled contiguous come contiguous, and a .contiguous() per input
     # would only add a torch call per input per call (benchmarks/dynamo_floor.py: a torch call
     # inside the compiled frame costs 2-3x what it costs outside). Only the others go through
     # one: with symbolic sizes, the input ids, not GPT-2's 150 parameters (27 us a call).
-    copied = tuple(k for k, g in enumerate(order or range(len(inputs))) if not _static_contiguous(inputs[g]))
+    value_nodes = list(values)
+    copied = tuple(k for k, g in enumerate(order or range(len(inputs)))
+                   if isinstance(value_nodes[g].meta.get("val"), torch.Tensor) and not _static_contiguous(value_nodes[g]))
+    recipe = DirectRecipe(None if order is None else tuple(order), tuple(picks), every_output, copied, tuple(steps))
+    region_inputs = recipe.region_inputs()
+
+    def checked(*args):  # CompiledRegion.forward: its checks, its eager fallback
+        out = region.forward(*region_inputs(args))
+        return _picked(list(out) if region.returns_tuple else [out], picks)
+
+    if not guarded_inputs:
+        return checked
     if copied and region.written_inputs:  # CompiledRegion.forward writes back what went to a contiguous copy
         return None
     # (An input the code computes into comes contiguous, so the code wrote the caller's tensor,
     # and the output plan returns that tensor for its output: nothing is left to write back.)
-    recipe = DirectRecipe(None if order is None else tuple(order), tuple(picks), every_output, copied)
     call = recipe.bind(region.fn)
     if region.size_check is None:
         return call
@@ -295,14 +351,23 @@ def direct_call(fused: fx.GraphModule, guarded_inputs: bool):
     # the inputs past one going to CompiledRegion.forward (which runs them eagerly). The rest of
     # its checks are the guards' (GPT-2's 150 parameters' dtypes and shapes: 0.1 ms a call).
     # No recipe: a graph loaded from the cache would be called without the check.
-    size_check = region.size_check
+    size_check, on_inputs = region.size_check, recipe.on_region_inputs(region.fn)
 
     def size_checked(*args):
-        if size_check(args if order is None else _picked(args, order)) is not None:
+        inputs = region_inputs(args)
+        if size_check(inputs) is not None:
             return checked(*args)
-        return call(*args)
+        return on_inputs(inputs)
 
     return size_checked
+
+
+def _size_step_ref(arg, values: dict) -> tuple[bool, object] | None:
+    """A size step's argument: (True, the index of a value computed before it), (False, a
+    number), None for anything else."""
+    if isinstance(arg, fx.Node):
+        return (True, values[arg]) if arg in values else None
+    return (False, arg) if isinstance(arg, (int, float, bool)) else None
 
 
 def _with_input_views(fused: fx.GraphModule, guarded_inputs: bool):

@@ -60,6 +60,32 @@ def test_a_region_taking_the_graph_inputs_in_another_order_is_called_as_a_plain_
     assert dynamo_mlir.stats()["ops_library"] == 3 and dynamo_mlir.stats()["ops_fallback"] == 0
 
 
+def test_sizes_computed_from_symbolic_sizes_are_evaluated_by_the_plain_function(monkeypatch):
+    """With symbolic sizes the graph computes sizes on the host (`2 * s0`, `s0 + 1`) and hands
+    them to the region: direct_call evaluates them itself (DirectRecipe.steps) instead of going
+    through the GraphModule and CompiledRegion's per-input checks (GPT-2's dynamic graph: 150
+    inputs checked and copied per call). Each size must be right: a wrong one reshapes or sizes
+    the results wrongly."""
+    offered = []
+    offer = InferencePath.offer
+    monkeypatch.setattr(InferencePath, "offer", lambda self, fn, *rest: (offered.append(fn), offer(self, fn, *rest))[1])
+
+    def f(x):
+        n = x.shape[0]
+        return (x.reshape(n * 2, -1) + 1).exp(), torch.arange(n + 1, dtype=torch.float32) * 2
+
+    fn = torch.compile(f, backend="mlir", dynamic=True, fullgraph=True)
+    for n in (3, 5, 8):
+        x = torch.randn(n, 8)
+        got, want = fn(x), f(x)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            torch.testing.assert_close(g, w)
+    assert len(offered) == 1 and isinstance(offered[0], types.FunctionType)
+    assert sorted(name for name, _ in offered[0].recipe.steps) == ["add", "mul"]
+    assert dynamo_mlir.stats()["ops_fallback"] == 0 and dynamo_mlir.stats()["ops_compiled"] > 0
+
+
 def test_several_outputs_picked_from_one_region_come_back_in_order():
     x = torch.randn(4, 8)
     fn = _compile(lambda a: (a.sin(), a * 2, a.sin() + 1))
