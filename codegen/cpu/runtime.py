@@ -180,6 +180,12 @@ class DynamicCpuFunction:
         self._bases = [sum(widths[:i]) for i in range(len(widths))]
         self._width = sum(widths)
         self._n_in = len(signature.inputs)
+        # An input of static shape comes contiguous (Dynamo's guards, or the caller's copy): its
+        # sizes and strides are written once per frame, its address per call. GPT-2's 150
+        # parameters beside input ids of symbolic length were described whole every call.
+        fixed = [i for i, spec in enumerate(signature.inputs) if not isinstance(spec, SizeSpec) and spec.is_static]
+        self._fixed = [(i, self._bases[i]) for i in fixed]
+        self._described = [(i, self._bases[i]) for i in range(self._n_in) if i not in set(fixed)]
         self._out_dtypes = [spec.dtype for spec in signature.outputs]
         self.workspace_bytes = workspace_bytes
         self._frames = _Frames(self._frame)
@@ -192,13 +198,19 @@ class DynamicCpuFunction:
         workspace = _workspace(self.workspace_bytes)
         if workspace is not None:
             _describe(slots, self._bases[-1], workspace)
+        for i, k in self._fixed:
+            shape = self.signature.inputs[i].shape
+            slots[k + 2] = 0
+            slots[k + 3:k + 3 + 2 * len(shape)] = [*shape, *_contiguous_strides(shape)]
         return slots, args, workspace
 
     def __call__(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
         frame = self._frames.take()
         slots, args, _ = frame
-        for i, t in enumerate(inputs):
-            _describe(slots, self._bases[i], t)
+        for i, k in self._fixed:
+            slots[k] = slots[k + 1] = inputs[i].data_ptr()
+        for i, k in self._described:
+            _describe(slots, k, inputs[i])
         shapes = self.signature.output_shapes(inputs)
         outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in zip(shapes, self._out_dtypes)]
         for j, t in enumerate(outputs, self._n_in):
