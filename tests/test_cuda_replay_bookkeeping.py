@@ -199,6 +199,29 @@ def test_each_consumer_reads_its_own_producers_outputs(fake_capture):
     assert len(_captured(forward)) == 2
 
 
+def test_a_large_output_held_takes_another_replay_instead_of_a_clone_at_every_call(fake_capture, monkeypatch):
+    """A caller keeping one output of a replay (the first sweep's logits) would make every later
+    call clone that output, a pass over its memory each time, if the output is large: it takes
+    a replay of its own instead, returning its outputs in place. A small one held is cloned."""
+    monkeypatch.setattr(GraphedFunction, "KEEP_BY_CLONE_BYTES", 8 * 4)
+    f = _graphed(_Kernels())
+    kept = f(torch.randn(16))[0]  # 16 floats, over the limit: held for the rest of the test
+    for step in range(3):
+        x = torch.randn(16)
+        (y,) = f(x)
+        torch.testing.assert_close(y, 2 * x + 1)
+        assert _is_replay_output(y) and y.data_ptr() != kept.data_ptr()  # in place, not a clone
+        del y
+    assert f.kept == set() and len(_captured(f)) == 2
+    small = f(torch.randn(8))[0]  # 8 floats: a size of its own, held
+    for step in range(3):
+        x = torch.randn(8)
+        (y,) = f(x)
+        torch.testing.assert_close(y, 2 * x + 1)
+    assert f.kept == {0} and not _is_replay_output(y) and _is_replay_output(small)
+    assert len(_captured(f)) == 4  # at 8 floats: the one `small` holds, and the one whose outputs are cloned
+
+
 def test_a_written_input_is_written_in_place_when_a_replay_output_else_copied_back(fake_capture):
     forward, update = _graphed(_Kernels()), _graphed(_Kernels(written={0}))
     for step in range(2):

@@ -298,7 +298,8 @@ class GraphedFunction:
     Outputs found still held at a later call are ones callers keep (a training loop's list of
     losses, a .grad accumulated over steps): from then on they are returned as clones, one small
     copy each, so that the replay stays free for the next call. The rest (AOTAutograd's saved
-    activations, released by the backward) are returned in place.
+    activations, released by the backward) are returned in place. A large output held is no
+    such case for a copy (see KEEP_BY_CLONE_BYTES): the call takes another replay instead.
     Inputs the code writes (an optimizer step's parameters and state, host.written) are updated
     once per call: one read in place where it lives (its address is in the replay's key), another
     in the replay's buffer, then copied into the caller's tensor.
@@ -315,6 +316,12 @@ class GraphedFunction:
     # at ever new sizes (a generation loop's growing length) would otherwise capture, and keep
     # the memory of, a graph per size. Past these, new signatures run uncaptured.
     MAX_SIGNATURES = 16
+    # Outputs held by a caller are returned as clones from then on only up to this size: a clone
+    # is a pass over the output's memory on every later call. Past it, a held output leaves its
+    # replay busy and the call takes (or captures) another. GPT-2's logits, 8 x 256 x 50257
+    # floats, kept by a caller once (a list of a sweep's outputs) were cloned at every length of
+    # every later sweep, 1.2 ms of a 46 ms sweep on an H100 (benchmarks/bench_models.py --scale).
+    KEEP_BY_CLONE_BYTES = 16 << 20
 
     def __init__(self, fn: CudaFunction):
         self.fn = fn
@@ -369,7 +376,7 @@ class GraphedFunction:
             held = replay.held_outputs()
             if not held:
                 return replay.run(inputs, self.kept)
-            self.kept.update(held)
+            self.kept.update(i for i in held if replay.outputs[i].nbytes <= self.KEEP_BY_CLONE_BYTES)
         if len(replays) < self.MAX_REPLAYS and not self.uncapturable:
             try:
                 replays.append(self._capture(inputs, in_place))
