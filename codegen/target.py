@@ -128,6 +128,9 @@ def register_target(target: Target, override: bool = False) -> Target:
         raise DuplicateTarget(f"a target named '{target.name}' is already registered ({old.doc or old}); "
                               "pick another name, or pass override=True to replace it")
     _TARGETS[target.name] = target
+    # The lowering registry's capabilities are the registered target's: a Target built and
+    # dropped (dataclasses.replace for a trial) declared its own when it was built.
+    declare_target(target.name, target.capabilities)
     return target
 
 

@@ -120,6 +120,23 @@ def test_registries_refuse_silent_duplicates():
         plugin.declare_capability("serial_loops", "something else")
 
 
+def test_a_target_registered_again_gives_the_rules_its_capabilities_back():
+    """A trial target built from another (dataclasses.replace) declares its capabilities to the
+    lowering registry when it is built; registering the original again must declare the
+    original's. It did not: a test that swapped the cuda target for one without dynamic_shapes
+    left every later cuda compile in the process refusing symbolic sizes."""
+    from dynamo_mlir.lowering.registry import context_for
+
+    cuda = plugin.get_target("cuda")
+    trial = dataclasses.replace(cuda, capabilities=cuda.capabilities - {"dynamic_shapes"})
+    plugin.register_target(trial, override=True)
+    try:
+        assert "dynamic_shapes" not in context_for("cuda").capabilities
+    finally:
+        plugin.register_target(cuda, override=True)
+    assert context_for("cuda").capabilities == cuda.capabilities
+
+
 def test_the_target_is_chosen_by_device_type():
     assert plugin.target_for_device("cpu").name == "cpu"
     assert plugin.target_for_device("cuda").name == "cuda"
