@@ -54,11 +54,18 @@ def _write_in_place(fn) -> None:
     block = fn.regions[0].blocks[0]
     ret = block.operations[len(block.operations) - 1]
     values = list(ret.operands)
+    written = {r for r, _ in pairs}
     with ir.InsertionPoint(ret), ret.location:
         for r, j in pairs:
-            bufferization.MaterializeInDestinationOp(values[r].type, values[r], block.arguments[j])
+            new = values[r]
+            if any(new == v for i, v in enumerate(values) if i not in written):
+                # Also returned as a result of its own (canonicalization made two results one
+                # value: x.t().relu_() returned beside its transpose back, fuzz seed 29 program
+                # 289): the op writes the result's buffer and a copy goes into the argument;
+                # written into the argument and returned, it failed to bufferize.
+                new = bufferization.AllocTensorOp(new.type, [], copy=new).result
+            bufferization.MaterializeInDestinationOp(new.type, new, block.arguments[j])
             _writable(fn, j)
-    written = {r for r, _ in pairs}
     kept = [_old_value(block, v, {j for _, j in pairs}) for i, v in enumerate(values) if i not in written]
     with ir.InsertionPoint(ret), ret.location:
         func.ReturnOp(kept)

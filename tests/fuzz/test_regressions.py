@@ -237,3 +237,21 @@ def test_a_symbolic_size_a_later_reshape_fixes():
         return [torch.randn((7, 5), device=device)]
 
     check(fn, make_inputs, dynamic=True, grad=True)
+
+
+def test_a_transposed_input_written_in_place_and_returned_twice():
+    """x.t().relu_() returned beside its transpose back, with dynamic dims (seed 29 program 289,
+    minimised; seed 7 program 265, an integer clamp_ whose new value is returned, is the same
+    case): after canonicalization the input's new value is also another result, and written
+    into the input while returned it failed to bufferize ("cannot avoid RaW conflict"), so the
+    region ran eagerly. A copy of it now goes into the input (codegen/written_inputs.py)."""
+    def fn(x0):
+        v0 = x0.transpose(1, 0)
+        v2 = v0.relu_()
+        return (v2, v0.transpose(0, -1))
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((3, 5), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)

@@ -297,6 +297,29 @@ func.func @main(%x: tensor<f32> {bufferization.writable = false}) -> (tensor<f32
 }
 
 // -----
+// cpu-write-inputs-in-place: the written input's new value is also a result of its own (two
+// results canonicalization made one value: x.t().relu_() returned beside its transpose back,
+// fuzz seed 29 program 289). The op writes its own buffer, returned; a copy goes into the
+// argument. Written into the argument and returned too, it failed to bufferize (RaW conflict).
+// INPLACE: func.func @main(%arg0: tensor<4xf32> {bufferization.writable = true}) -> tensor<4xf32> attributes {dynamo_mlir.written_arguments = array<i64: 0>} {
+// INPLACE: %[[E:[0-9]+]] = tensor.empty() : tensor<4xf32>
+// INPLACE-NEXT: %[[NEW:[0-9]+]] = linalg.generic {{.*}} ins(%arg0 : tensor<4xf32>) outs(%[[E]] : tensor<4xf32>)
+// INPLACE: %[[COPY:[0-9]+]] = bufferization.alloc_tensor() copy(%[[NEW]]) : tensor<4xf32>
+// INPLACE-NEXT: bufferization.materialize_in_destination %[[COPY]] in %arg0
+// INPLACE-NEXT: return %[[NEW]] : tensor<4xf32>
+#id = affine_map<(d0) -> (d0)>
+func.func @main(%x: tensor<4xf32> {bufferization.writable = false}) -> (tensor<4xf32>, tensor<4xf32>) attributes {dynamo_mlir.written_inputs = [[1, 0]]} {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.maximumf %a, %c0 : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  return %r, %r : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
 
 // cpu-collapse-narrow-elementwise: SGD's momentum update of a 3x3 convolution's weight (an
 // innermost loop of 3) runs over rows x one flat dim of 4608, through one view per buffer
