@@ -60,12 +60,13 @@ def _has_node(arg) -> bool:
     return False
 
 
-def _view_chain(node) -> tuple[fx.Node | None, list[fx.Node]]:
+def _view_chain(node, symbolic: bool = False) -> tuple[fx.Node | None, list[fx.Node]]:
     """(the input, the view ops from it to `node` in order) when `node` is reached from a
-    graph input through static view ops only; (None, []) otherwise."""
+    graph input through view ops only, of static arguments unless `symbolic`; (None, [])
+    otherwise."""
     chain = []
     while isinstance(node, fx.Node) and node.op == "call_function" and node.target in VIEW_OPS:
-        if _has_node(node.args[1:]) or _has_node(node.kwargs):  # a symbolic size: left alone
+        if not symbolic and (_has_node(node.args[1:]) or _has_node(node.kwargs)):  # a symbolic size: left alone
             return None, []
         chain.append(node)
         node = node.args[0]
@@ -89,6 +90,23 @@ def mark_input_view(node: fx.Node) -> fx.Node:
     return node
 
 
+def eager_view_of_input(graph: fx.Graph, value: fx.Node, before: fx.Node, symbolic: bool = True,
+                        written: frozenset = frozenset()) -> fx.Node | None:
+    """An eager copy (marked) of the view ops that take `value` from a graph input not in
+    `written`, placed before `before` (with `symbolic`, views whose sizes are the graph's own
+    SymInts too); None where `value` is no such view."""
+    root, chain = _view_chain(value, symbolic)
+    if root is None or root in written:
+        return None
+    last = root
+    with graph.inserting_before(before):
+        for node in chain:
+            copy = graph.node_copy(node, lambda a, n=node, last=last: last if a is n.args[0] else a)
+            copy.meta = dict(node.meta)
+            last = mark_input_view(copy)
+    return last
+
+
 def split_output_views(gm: fx.GraphModule, written: frozenset, trailing: int = 0) -> int:
     """Give each output that is a view chain of an input not in `written` an eager copy of the
     chain (see the module's docstring). `trailing`: how many last outputs to leave alone
@@ -102,17 +120,10 @@ def split_output_views(gm: fx.GraphModule, written: frozenset, trailing: int = 0
         return 0
     results, made, done = list(results), {}, 0
     for i, value in enumerate(results[:len(results) - trailing]):
-        root, chain = _view_chain(value)
-        if root is None or root in written:
-            continue
         if value not in made:
-            with graph.inserting_before(output):
-                last = root
-                for node in chain:
-                    copy = graph.node_copy(node, lambda a, n=node, last=last: last if a is n.args[0] else a)
-                    copy.meta = dict(node.meta)
-                    last = mark_input_view(copy)
-            made[value] = last
+            made[value] = eager_view_of_input(graph, value, output, symbolic=False, written=written)
+        if made[value] is None:
+            continue
         results[i] = made[value]
         done += 1
     if done:

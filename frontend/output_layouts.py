@@ -30,7 +30,7 @@ import torch
 import torch.fx as fx
 from torch._functorch._aot_autograd.schemas import OutputType
 
-from .input_views import is_input_view, mark_input_view
+from .input_views import eager_view_of_input, is_input_view, mark_input_view
 
 aten = torch.ops.aten
 
@@ -111,6 +111,10 @@ def _laid_out(value: fx.Node, k: int) -> bool:
     return kind == OutputType.alias_of_input and symbolic and value.target not in PERMUTES
 
 
+def _is_alias(k: int) -> bool:
+    return torch._guards.TracingContext.try_get().fw_metadata.output_info[k].output_type == OutputType.alias_of_input
+
+
 def keep_output_layouts(gm: fx.GraphModule, positions: range) -> int:
     """Each output at `positions` that eager returns dense but permuted (dense_order) computed in
     that order and handed back through an eager permute (see the module's docstring). Returns how
@@ -125,6 +129,17 @@ def keep_output_layouts(gm: fx.GraphModule, positions: range) -> int:
         value = results[i] if i < len(results) else None
         if not isinstance(value, fx.Node) or value.op != "call_function" or is_input_view(value) or not _laid_out(value, k):
             continue
+        if _is_alias(k) and value not in made:
+            # A view of an input reached through view ops: the same views, eagerly, give
+            # AOTAutograd eager's size, strides and offset whatever they are (a strided bool
+            # input's reshape(-1), read through our contiguous copy's strides, was a wrong
+            # answer: fuzz seed 37 program 258).
+            made[value] = eager_view_of_input(graph, value, output)
+            if made[value] is None:
+                del made[value]
+            else:
+                results[i] = made[value]
+                continue
         order = dense_order(value.meta.get("val"))
         if order is None:
             continue

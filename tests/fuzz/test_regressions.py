@@ -255,3 +255,19 @@ def test_a_transposed_input_written_in_place_and_returned_twice():
         return [torch.randn((3, 5), device=device)]
 
     check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_a_view_of_a_strided_input_returned_with_dynamic_dims():
+    """reshape(-1) of a strided bool input ([1::2] of 7) returned, with dynamic dims (seed 37
+    program 258, minimised): the output is a view of the input, which AOTAutograd regenerates
+    from the input with the size, strides and offset of the tensor the graph returned. The
+    region returned a contiguous copy, so the input was read at stride 1 from offset 0: 2 of 3
+    elements wrong. The view is now taken eagerly (output_layouts.py)."""
+    def fn(x0, x1):
+        return (x0.reshape(-1), x1 * 2)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(7305)
+        return [(torch.rand((7,), device=device) < 0.5)[1::2], torch.randn(3, device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
