@@ -273,12 +273,13 @@ class ImportContext:
 
 
 def _stretched(size, target) -> bool:
-    """Whether an operand's symbolic size broadcasts against a different symbolic result size:
-    then it is 1 (the example sizes Dynamo traced with tell which way its guard went)."""
-    if not (isinstance(size, torch.SymInt) and isinstance(target, torch.SymInt)):
+    """Whether an operand's symbolic size broadcasts against a different result size, symbolic
+    or static (`(s0*s1)//15` against 3): then it is 1 (the example sizes Dynamo traced with tell
+    which way its guard went)."""
+    if not isinstance(size, torch.SymInt):
         return False
-    hint = lambda s: getattr(s.node, "hint", None)  # noqa: E731
-    return expr_of(size) != expr_of(target) and hint(size) == 1 and hint(target) != 1
+    hint = lambda s: getattr(s.node, "hint", None) if isinstance(s, torch.SymInt) else int(s)  # noqa: E731
+    return expr_of(size) != expr_of(target) and hint(size) == 1 and hint(target) not in (1, None)
 
 
 def node_location(node: fx.Node) -> ir.Location:

@@ -271,3 +271,20 @@ def test_a_view_of_a_strided_input_returned_with_dynamic_dims():
         return [(torch.rand((7,), device=device) < 0.5)[1::2], torch.randn(3, device=device)]
 
     check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_a_symbolic_size_broadcast_against_a_static_one():
+    """reshape(3, -1, 1, 5) of a [s0, s1] input has the size (s0*s1)//15, 1 in the example;
+    its squeeze broadcast against the view makes that dim 3 (seed 37 program 6, minimised).
+    The operand's `?` dim read as the result's 3 was read past its end (values of 1e37); an
+    operand's symbolic size broadcast against a different static one is 1 (Dynamo guarded it
+    so), pinned to 1 before the broadcast (importer._stretched)."""
+    def fn(x0):
+        v1 = x0.reshape(3, -1, 1, 5)
+        return (v1.squeeze(2) * v1,)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(874)
+        return [torch.randn((5, 3), device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=False)
