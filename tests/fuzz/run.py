@@ -134,7 +134,7 @@ def run_programs(args, indices) -> Tally:
             tally.save(args.tally)
         if args.verbose or status == "failed":
             print(f"[{index}] {status} ({time.time() - started:.0f} s)", flush=True)
-        if status == "rejected" and message.startswith("eager on the device differs"):  # torch's to report
+        if status == "rejected" and message.startswith(("eager on the device differs", "torch.compile(backend=")):  # torch's
             print(f"[{index}] rejected: {first_line(message)}", flush=True)
         if any(f in message for f in FATAL):  # ours (failed) or eager's own kernel (rejected)
             print(f"[{index}] {status}: {first_line(message)}\nthe CUDA context is gone: stopping this process",
@@ -194,7 +194,7 @@ def report_failure(args, index, program, message) -> str:
 def summarize(tally: Tally, seconds: float) -> None:
     c = tally.counts
     print(f"\n{sum(c.values())} programs in {seconds:.0f} s: {c['ok']} passed, {c['failed']} failed, "
-          f"{c['crashed']} crashed the process, {c['rejected']} rejected (eager refused them)")
+          f"{c['crashed']} crashed the process, {c['rejected']} rejected (eager refused them, or torch differs from itself)")
     by_signature = collections.defaultdict(list)
     for index, signature in tally.failures:
         by_signature[signature].append(index)
