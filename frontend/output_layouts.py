@@ -21,6 +21,11 @@ view, input_views.py's marking) hands it back with eager's strides. The permute 
 the region writes `v`: no extra pass over memory. Symbolic sizes are ordered by their traced
 values and the strides checked as expressions (dense_order). A result not dense (a slice of a
 larger intermediate) is left contiguous.
+
+An alias of an input with symbolic sizes reached from the input through view ops only takes
+those views eagerly instead (input_views.eager_view_of_input): the graph returns a real view,
+whose size, strides and offset are eager's whatever they are, dense or not (a strided input's
+view, returned through a contiguous copy, was read wrongly: seed 37 program 258).
 """
 
 from __future__ import annotations
@@ -117,28 +122,28 @@ def _is_alias(k: int) -> bool:
 
 def keep_output_layouts(gm: fx.GraphModule, positions: range) -> int:
     """Each output at `positions` that eager returns dense but permuted (dense_order) computed in
-    that order and handed back through an eager permute (see the module's docstring). Returns how
-    many outputs were laid out so."""
+    that order and handed back through an eager permute, and each that is a view of an input
+    with symbolic sizes taken by the same views eagerly (see the module's docstring). Returns how
+    many outputs the region computes in eager's layout (the views run no kernel: not counted)."""
     graph = gm.graph
     output = next(n for n in reversed(graph.nodes) if n.op == "output")
     results = output.args[0]
     if not isinstance(results, (tuple, list)):
         return 0
-    results, made = list(results), {}
+    results, made, views = list(results), {}, {}
     for k, i in enumerate(positions):
         value = results[i] if i < len(results) else None
         if not isinstance(value, fx.Node) or value.op != "call_function" or is_input_view(value) or not _laid_out(value, k):
             continue
-        if _is_alias(k) and value not in made:
+        if _is_alias(k):
             # A view of an input reached through view ops: the same views, eagerly, give
             # AOTAutograd eager's size, strides and offset whatever they are (a strided bool
             # input's reshape(-1), read through our contiguous copy's strides, was a wrong
             # answer: fuzz seed 37 program 258).
-            made[value] = eager_view_of_input(graph, value, output)
-            if made[value] is None:
-                del made[value]
-            else:
-                results[i] = made[value]
+            if value not in views:
+                views[value] = eager_view_of_input(graph, value, output)
+            if views[value] is not None:
+                results[i] = views[value]
                 continue
         order = dense_order(value.meta.get("val"))
         if order is None:
@@ -146,7 +151,7 @@ def keep_output_layouts(gm: fx.GraphModule, positions: range) -> int:
         if value not in made:
             made[value] = _permuted_copy(graph, output, value, order)
         results[i] = made[value]
-    if made:
+    if made or any(v is not None for v in views.values()):
         output.args = (type(output.args[0])(results),)
         gm.recompile()
     return len(made)
