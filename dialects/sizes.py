@@ -6,7 +6,8 @@ tensor has as one of its dims, e.g. the T of a [B*T, C] input that is reshaped t
 Arithmetic on sizes is upstream `arith` on `index` (muli, addi, floordivsi, remsi): it needs no
 lowering, and canonicalization folds it. Ops that make dynamic dims take such values as their
 `sizes` operands (`dynamo.reshape`, `dynamo.broadcast`); `dynamo.numel` multiplies sizes into a
-0-d tensor (a mean's divisor).
+0-d tensor (a mean's divisor), and `dynamo.size_tensor` makes one size a 0-d tensor (a SymInt
+operand of an elementwise op: `x / (2 * s0)`).
 """
 
 from torch_mlir import ir
@@ -55,3 +56,19 @@ class NumelOp(Dynamo.Operation, name="numel", traits=[Pure]):
     def verify_invariants(self):
         _require(shape_of(self.out) == [], "result must be 0-d")
         _require(all(0 <= d < len(shape_of(self.x)) for d in int_list(self.dims)), "dims out of range")
+
+
+class SizeTensorOp(Dynamo.Operation, name="size_tensor", traits=[Pure]):
+    """The index `n` as a 0-d tensor of the result's element type, converted as torch converts
+    a Python int (a SymInt operand of an elementwise op: `x / (x.shape[0] * 2)`).
+
+    Example:
+      %t = "dynamo.size_tensor"(%n) : (index) -> tensor<f32>
+    """
+
+    n: Operand[ir.IndexType]
+    out: Result[ir.RankedTensorType]
+
+    @_checked
+    def verify_invariants(self):
+        _require(shape_of(self.out) == [], "result must be 0-d")

@@ -155,6 +155,14 @@ class ImportContext:
             attr = ir.DenseElementsAttr.get(np.array(number, dtype=np_type), type=t.element_type, shape=[])
         return dy.ConstantOp(attr, out=t).out
 
+    def size_tensor(self, arg: fx.Node, dtype: torch.dtype) -> ir.Value:
+        """A SymInt node's value as a 0-d tensor of dtype: the region's `index` argument for it,
+        or its expression built from the sizes the region has (`2 * s0` from x's dim)."""
+        n = self.values.get(arg)
+        if n is None or not isinstance(n.type, ir.IndexType):
+            n = self.sizes.index(arg.meta["val"])
+        return dy.SizeTensorOp(n, out=dtypes.tensor_type([], dtype)).out
+
     def full(self, number, shape, dtype: torch.dtype) -> ir.Value:
         if any(isinstance(s, torch.SymInt) for s in shape):  # a dynamic fill: broadcast a scalar
             return self.broadcast(self.scalar(number, dtype), shape)
@@ -226,15 +234,18 @@ class ImportContext:
     def like_of(self, args, shape) -> ir.Value | None:
         """A tensor among `args` whose shape is `shape`: where broadcasts read dynamic sizes."""
         for a in args:
-            if isinstance(a, fx.Node) and a in self.values and self.shape_of(self.values[a]) == list(shape):
-                return self.values[a]
+            value = self.values.get(a) if isinstance(a, fx.Node) else None
+            if value is not None and isinstance(value.type, ir.RankedTensorType) and self.shape_of(value) == list(shape):
+                return value
         return None
 
     def operand(self, arg, dtype: torch.dtype, shape, like: ir.Value | None = None, fused: bool = False) -> ir.Value:
         """An elementwise operand: a tensor node or Python number, cast to dtype, broadcast to shape.
         fused: a continuous float op, which reads a rounded chain result unrounded (`rounded`)."""
         source = None
-        if isinstance(arg, fx.Node):
+        if isinstance(arg, fx.Node) and isinstance(arg.meta.get("val"), torch.SymInt):
+            value = self.size_tensor(arg, dtype)
+        elif isinstance(arg, fx.Node):
             value = self.opmath(self.tensor(arg), dtype) if fused else self.cast(self.tensor(arg), dtype)
             val = arg.meta.get("val")
             source = list(val.shape) if isinstance(val, torch.Tensor) else None

@@ -168,6 +168,30 @@ def test_a_symbolic_slice_bound_compiles_on_the_cuda_target(tmp_path):
     assert "%1: index" in host and "muli(%1, 64):index" in host, host  # k, and the slice's offset k * 64
 
 
+@pytest.mark.parametrize("name, fn", [
+    ("float", lambda x: (x / (x.shape[0] * 2)).exp()),
+    ("int", lambda x: (x.int() * (x.shape[0] + 1)) - 3),
+    ("reversed", lambda x: (x.shape[1] - x) * 2),
+])
+def test_a_size_as_an_elementwise_operand_is_compiled(name, fn):
+    """A SymInt operand of an elementwise op (`x / (2 * s0)`, a hand-written mean) was 'no
+    imported value' and ran eagerly: it is dynamo.size_tensor of the size the region builds
+    from its inputs' dims, converted as torch converts the Python int."""
+    _run_sizes(fn, lambda n: (torch.randn(n, n + 2),), "aten.mul.Tensor" if name == "int" else
+               "aten.div.Tensor" if name == "float" else "aten.sub.Tensor")
+
+
+def test_a_size_as_an_elementwise_operand_compiles_on_the_cuda_target(tmp_path):
+    """The same on the cuda target, every stage generated here (strict: a stage failing raises;
+    with no GPU the run raises at the end): the size's conversion is a host step."""
+    options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": str(tmp_path), "cache": False, "strict": True}
+    with pytest.raises(Exception, match="not a CUDA device"):
+        torch.compile(lambda x: (x.int() * (x.shape[0] + 1)) - 3, backend="mlir", dynamic=True,
+                      options=options)(torch.randn(5, 4))
+    assert dynamo_mlir.stats()["fallback_ops"] == {}, dynamo_mlir.explain()
+    assert "size_tensor" in "\n".join(p.read_text() for p in tmp_path.glob("*.dynamo.mlir"))
+
+
 def test_padding_by_a_symbolic_amount_is_fills_concatenated_around_the_tensor(tmp_path):
     """A mask padded up to a multiple of 8 along its symbolic length (what SDPA's memory-efficient
     kernel asks of its bias on CUDA): the amount is a size expression, so constant_pad_nd becomes

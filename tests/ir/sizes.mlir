@@ -39,6 +39,20 @@ func.func @main(%arg0: tensor<4x?xf32>) -> tensor<f32> {
 }
 
 // -----
+// dynamo.size_tensor: a size as a 0-d tensor (a SymInt operand of an elementwise op, x / (2 * s0)):
+// one index_cast for an integer type, through i64 for a float or bool one.
+// CHECK: %[[A:[0-9]+]] = arith.index_cast %arg0 : index to i32
+// CHECK-NEXT: tensor.from_elements %[[A]] : tensor<i32>
+// CHECK: %[[I:[0-9]+]] = arith.index_cast %arg0 : index to i64
+// CHECK-NEXT: %[[F:[0-9]+]] = arith.sitofp %[[I]] : i64 to f32
+// CHECK-NEXT: tensor.from_elements %[[F]] : tensor<f32>
+func.func @main(%arg0: index) -> (tensor<i32>, tensor<f32>) {
+  %0 = "dynamo.size_tensor"(%arg0) : (index) -> tensor<i32>
+  %1 = "dynamo.size_tensor"(%arg0) : (index) -> tensor<f32>
+  return %0, %1 : tensor<i32>, tensor<f32>
+}
+
+// -----
 // dynamo.dim is tensor.dim; size arithmetic stays upstream arith on index; a reshape to a `?`
 // dim builds its shape operand from those values.
 // CHECK: %[[D:dim[_0-9]*]] = tensor.dim %arg0, %c1 : tensor<2x?x64xf32>
