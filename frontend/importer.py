@@ -53,16 +53,7 @@ def is_symbolic(t: torch.Tensor) -> bool:
 def static_shape(t: torch.Tensor) -> tuple[int, ...]:
     """t's sizes, DYN (MLIR's `?`) for symbolic ones. Only rules of ops in
     partition.DYNAMIC_SHAPE_OPS see symbolic sizes: the partitioner keeps the others eager."""
-    return tuple(_static_size(s) for s in t.shape)
-
-
-def _static_size(s) -> int:
-    """A size, a SymInt a later guard fixed (an input's `s0` after `reshape(5, 1, 7)` made it 7:
-    the tensors traced after it carry the 7, so the input must too), or DYN."""
-    if isinstance(s, int):
-        return s
-    fixed = s.node.maybe_as_int() if isinstance(s, torch.SymInt) else None
-    return DYN if fixed is None else fixed
+    return tuple(s if isinstance(s, int) else DYN for s in t.shape)
 
 
 class ImportContext:

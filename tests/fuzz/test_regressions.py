@@ -222,23 +222,6 @@ def test_a_0d_input_returned_as_its_mean_beside_its_in_place_square():
     check(fn, make_inputs, dynamic=True, grad=False)
 
 
-def test_a_symbolic_size_a_later_reshape_fixes():
-    """reshape(5, 1, 7) of a [s0, 5] input makes s0 7 (seed 29 program 265, minimised): the
-    tensors traced after that guard carry a 7 where the input still carried s0, so the layer
-    norm's saved mean, computed from the input as ?x1, was expected as 7x1 and the region ran
-    eagerly. A size a guard fixed is static (importer.static_shape)."""
-    def fn(x0):
-        v0 = x0.reshape(5, 1, 7)
-        v1 = F.layer_norm(x0, (5,), None, None)
-        return (v0 * 2, v1)
-
-    def make_inputs(device="cpu"):
-        torch.manual_seed(0)
-        return [torch.randn((7, 5), device=device)]
-
-    check(fn, make_inputs, dynamic=True, grad=True)
-
-
 def test_a_transposed_input_written_in_place_and_returned_twice():
     """x.t().relu_() returned beside its transpose back, with dynamic dims (seed 29 program 289,
     minimised; seed 7 program 265, an integer clamp_ whose new value is returned, is the same
