@@ -27,11 +27,20 @@ def _is_zero_size(t: ir.Type) -> bool:
 
 def uses_bare_pointers(module: ir.Module) -> bool:
     """Whether convert-func-to-llvm gets the bare-pointer convention (stages.loops_to_llvm):
-    static shapes only. With a `?` dim in any function's arguments every memref is a descriptor."""
+    static shapes only. With a `?` dim in any function's arguments, or an `index` argument (a
+    size the graph passes: the cpu runtime calls such a function as one of symbolic sizes,
+    DynamicCpuFunction), every memref is a descriptor. Static memrefs beside an `index`
+    argument were compiled for bare pointers and called with descriptors: the call read its
+    buffers from the wrong slots and crashed the process (`BIAS[k:k + 4] + x` with k a
+    dynamic int; fuzz seed 53 program 195's backward)."""
     for op in module.body.operations:
         if op.operation.name == "func.func":
+            # a library function's declaration takes sizes too (the cpu's conv calls): only the
+            # module's own public functions are called by the runtime
+            called = "sym_visibility" not in op.attributes and len(op.regions[0].blocks) > 0
             for t in ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs:
-                if isinstance(t, ir.MemRefType) and not ir.MemRefType(t).has_static_shape:
+                if (called and isinstance(t, ir.IndexType)) or (isinstance(t, ir.MemRefType)
+                                                                and not ir.MemRefType(t).has_static_shape):
                     return False
     return True
 

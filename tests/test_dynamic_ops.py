@@ -149,6 +149,24 @@ def test_slice_bounds_of_unknown_sign_follow_python_at_run_time(step):
             torch.testing.assert_close(_run_slice_ir(text, step, x, lo, hi), x[lo:hi:step], msg=f"x[{lo}:{hi}:{step}]")
 
 
+def test_a_static_tensor_beside_a_size_argument_on_the_cpu():
+    """bias[k : k + 4] * 2 + x with x static and k a dynamic int: the region's tensors are all
+    static and k is an `index` argument. The code was compiled for bare pointers (static
+    memrefs) and called with memref descriptors (a size argument makes the runtime's function
+    one of symbolic sizes): it read its buffers from the wrong slots and crashed the process
+    (codegen/zero_size.uses_bare_pointers)."""
+    def f(x, k):
+        return BIAS[0, 0, k : k + 4] * 2 + x
+
+    x = torch.randn(4, 64)
+    torch._dynamo.mark_static(x)
+    compiled = torch.compile(f, backend="mlir", dynamic=True)
+    for k in (3, 5, 9, 20):
+        torch.testing.assert_close(compiled(x, k), f(x, k))
+    s = dynamo_mlir.stats()
+    assert s["fallback_ops"] == {} and s["ops_compiled"] >= 3 and s["graphs"] == 1, dynamo_mlir.explain()
+
+
 def test_a_symbolic_slice_bound_compiles_on_the_cuda_target(tmp_path):
     """bias[k : k + 4] has static tensors but a SymInt bound, which makes index values in the IR:
     the cuda target takes k as an `index` argument of the host schedule, the slice's offset an
