@@ -320,7 +320,8 @@ class GraphedFunction:
     # is a pass over the output's memory on every later call. Past it, a held output leaves its
     # replay busy and the call takes (or captures) another. GPT-2's logits, 8 x 256 x 50257
     # floats, kept by a caller once (a list of a sweep's outputs) were cloned at every length of
-    # every later sweep, 1.2 ms of a 46 ms sweep on an H100 (benchmarks/bench_models.py --scale).
+    # every later sweep: the benchmark's sweep took 46.3 ms on an H100 where one keeping no
+    # outputs took 45.1 (bench_models.py --scale and replay_latency.py in one device call).
     KEEP_BY_CLONE_BYTES = 16 << 20
 
     def __init__(self, fn: CudaFunction):
