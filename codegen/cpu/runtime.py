@@ -183,9 +183,9 @@ class DynamicCpuFunction:
         # An input of static shape comes contiguous (Dynamo's guards, or the caller's copy): its
         # sizes and strides are written once per frame, its address per call. GPT-2's 150
         # parameters beside input ids of symbolic length were described whole every call.
-        fixed = [i for i, spec in enumerate(signature.inputs) if not isinstance(spec, SizeSpec) and spec.is_static]
-        self._fixed = [(i, self._bases[i]) for i in fixed]
-        self._described = [(i, self._bases[i]) for i in range(self._n_in) if i not in set(fixed)]
+        fixed = {i for i, spec in enumerate(signature.inputs) if not isinstance(spec, SizeSpec) and spec.is_static}
+        self._fixed = [(i, self._bases[i]) for i in sorted(fixed)]
+        self._described = [(i, self._bases[i]) for i in range(self._n_in) if i not in fixed]
         self._out_dtypes = [spec.dtype for spec in signature.outputs]
         self.workspace_bytes = workspace_bytes
         self._frames = _Frames(self._frame)
