@@ -9,6 +9,8 @@
 #   PART=checks    benchmarks/cuda_trust_checks.py (conv_transpose3d and TF32, flash attention's rng_state)
 #   PART=scale     bench_models.py --device cuda --scale (ONLY: workload names, REPEATS)
 #   PART=profile   profile_scale.py for each of PROFILE (workload names; PROFILE_ARGS: its options)
+#   PART=kernels   bench_cuda.py: the kernel cases against the copy's bandwidth (static and symbolic sizes)
+#   PART=models    bench_models.py --device cuda: the small models, default and reduce-overhead (ONLY)
 #   PART=rowvectors  cuda_row_vectors: row_vectors.py (the row cases with it off and on, inductor's
 #                  beside), then the dynamic sweeps with it on (ONLY, REPEATS)
 # Results and logs in $OUT.
@@ -67,6 +69,11 @@ case "$part" in
     for w in ${PROFILE}; do
       timeout ${PROFILE_TIMEOUT:-240} python3 benchmarks/profile_scale.py $w ${PROFILE_ARGS} 2>&1 | grep -v Warning | tee -a $OUT/profile_scale.log | tail -40
     done ;;
+  kernels)
+    timeout ${KERNELS_TIMEOUT:-300} python3 benchmarks/bench_cuda.py --device cuda --out $OUT/bench_cuda.md 2>&1 | grep -v Warning | tail -30 ;;
+  models)
+    timeout ${MODELS_TIMEOUT:-400} python3 benchmarks/bench_models.py --device cuda --only ${ONLY:-mlp,cnn,gpt2,bert,llama} \
+      --reduce-overhead --repeats ${REPEATS:-20} --out $OUT/models_cuda.md 2>&1 | grep -v Warning | tail -30 ;;
   rowvectors)
     timeout ${ROW_TIMEOUT:-240} python3 benchmarks/row_vectors.py --out $OUT/row_vectors.md 2>&1 | grep -v Warning | tail -12
     DYNAMO_MLIR_CUDA_ROW_VECTORS=1 timeout ${SCALE_TIMEOUT:-570} python3 benchmarks/bench_models.py --device cuda --scale \
