@@ -14,6 +14,8 @@ result viewed as [B, L, V]. The producers then write a view of the out-param wit
 temporary's sizes (`memref.reinterpret_cast`), which has the temporary's type where every stride
 but the outermost is static: both are contiguous and row-major over the same elements. Static
 results take this path too (bufferization hoists only an allocation that is returned itself).
+The reshape may also be read before the copy (a training forward's bf16 logits, saved for the
+backward as [B*L, V] and read by the loss there): it stays, a view of the out-param's view.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def _temporary(src: ir.Value) -> tuple[ir.Operation, ir.Operation | None] | None
         return None
     reshape = None
     if owner.name in RESHAPES:
-        if len(list(src.uses)) != 1 or isinstance(owner.operands[0].owner, ir.Block):
+        if isinstance(owner.operands[0].owner, ir.Block):
             return None
         reshape, owner = owner, owner.operands[0].owner
         t = owner.results[0].type
@@ -77,6 +79,9 @@ def _forwardable(copy, at: int, ops: list, func_op) -> bool:
     alloc, reshape = found
     if reshape is None and ir.MemRefType(src.type).has_static_shape:
         return False  # buffer-results-to-out-params hoisted those
+    if reshape is not None and any(_index_of(_top_level(use.owner, func_op), ops) > at
+                                   for use in src.uses if use.owner != copy):
+        return False  # the reshape read after the copy (or copied again): the out-param may be written by then
     for use in alloc.results[0].uses:
         owner = use.owner
         if owner == copy or (reshape is not None and owner == reshape) or owner.name == "memref.dealloc":
@@ -123,13 +128,14 @@ def results_into_out_params(module: ir.Module) -> int:
             target = dst if reshape is None else _out_param_view(alloc, dst)
             buffer = alloc.results[0]
             frees = [use.owner for use in buffer.uses if use.owner.name == "memref.dealloc"]
+            keep = reshape is not None and any(use.owner != copy for use in src.uses)  # read before the copy
             for use in list(buffer.uses):
-                if use.owner != copy and (reshape is None or use.owner != reshape) and use.owner.name != "memref.dealloc":
+                if use.owner != copy and (keep or reshape is None or use.owner != reshape) and use.owner.name != "memref.dealloc":
                     use.owner.operands[use.operand_number] = target
             copy.erase()
             for free in frees:
                 free.erase()
-            if reshape is not None:
+            if reshape is not None and not keep:
                 shape = reshape.operands[1] if reshape.name == "memref.reshape" else None
                 reshape.erase()
                 _erase_if_write_only(shape)

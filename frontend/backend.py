@@ -31,6 +31,7 @@ from .aten.elementwise import BINARY, UNARY
 from .aten.elementwise import decompositions as elementwise_decompositions
 from .aten.max_pool_backward import mark_window_indices
 from .stats import REGISTRY, GraphReport, op_name
+from .recomputed_pointwise import recompute_pointwise
 from .saved_log_softmax import save_log_softmax_statistics
 
 log = logging.getLogger("dynamo_mlir")
@@ -261,9 +262,13 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, min_cut: bool =
     on the joint graph what only it shows (a max-pool backward's indices are its forward's:
     max_pool_backward.py; node.meta is copied into the forward and backward graphs) and making
     the backward read a log_softmax's row statistics instead of the saved matrix
-    (saved_log_softmax.py)."""
+    (saved_log_softmax.py) and recompute pointwise values from what is saved anyway
+    (recomputed_pointwise.py)."""
     mark_window_indices(joint_module.graph)
-    if save_log_softmax_statistics(joint_module.graph, kwargs["num_fwd_outputs"]):
+    rewritten = save_log_softmax_statistics(joint_module.graph, kwargs["num_fwd_outputs"])
+    if not min_cut:  # the min-cut partitioner makes these choices itself
+        rewritten += recompute_pointwise(joint_module.graph, kwargs["num_fwd_outputs"])
+    if rewritten:
         joint_module.recompile()
     split = min_cut_rematerialization_partition if min_cut else default_partition
     return split(joint_module, joint_inputs, **kwargs)

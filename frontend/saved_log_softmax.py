@@ -26,6 +26,8 @@ from __future__ import annotations
 import torch
 import torch.fx
 
+from .joint_graph import backward_copy, backward_reads, forward_nodes
+
 aten, prims = torch.ops.aten, torch.ops.prims
 
 UPCASTS = (aten._to_copy.default, prims.convert_element_type.default)
@@ -34,7 +36,7 @@ UPCASTS = (aten._to_copy.default, prims.convert_element_type.default)
 def save_log_softmax_statistics(graph: torch.fx.Graph, num_fwd_outputs: int) -> int:
     """Rewrite, on a joint graph whose first `num_fwd_outputs` outputs are the forward's, each
     log_softmax the backward reads; returns how many were rewritten."""
-    forward = _forward_nodes(graph, num_fwd_outputs)
+    forward = forward_nodes(graph, num_fwd_outputs)
     rewritten = 0
     for node in list(graph.nodes):
         if node.target is aten._log_softmax.default and node in forward and _rewrite(graph, node, forward):
@@ -44,44 +46,9 @@ def save_log_softmax_statistics(graph: torch.fx.Graph, num_fwd_outputs: int) -> 
     return rewritten
 
 
-def _forward_nodes(graph: torch.fx.Graph, num_fwd_outputs: int) -> set[torch.fx.Node]:
-    """The nodes the partitioner puts in the forward. The default partitioner keeps the traced
-    order: every node up to the last one AOTAutograd tagged as traced in the forward (a saved
-    alias the backward alone reads is one of them); without tags, those the forward outputs
-    depend on."""
-    nodes = list(graph.nodes)
-    tagged = [i for i, n in enumerate(nodes) if n.meta.get("partitioner_tag") == "is_forward"]
-    if tagged:
-        return {n for n in nodes[:tagged[-1] + 1] if not _is_tangent(n)}
-    seen: set[torch.fx.Node] = set()
-    stack = [n for n in graph.output_node().args[0][:num_fwd_outputs] if isinstance(n, torch.fx.Node)]
-    while stack:
-        node = stack.pop()
-        if node not in seen:
-            seen.add(node)
-            stack.extend(node.all_input_nodes)
-    return seen
-
-
-def _is_tangent(node: torch.fx.Node) -> bool:
-    return node.op == "placeholder" and "tangents" in str(node.target)
-
-
-def _backward_reads(node: torch.fx.Node, forward: set) -> list[tuple[torch.fx.Node, torch.fx.Node]]:
-    """(backward node, the node it reads): the backward's reads of `node`, directly or through
-    forward aliases of it (the value autograd saved)."""
-    reads = []
-    for user in node.users:
-        if user not in forward:
-            reads.append((user, node))
-        elif user.target is aten.alias.default:
-            reads.extend(_backward_reads(user, forward))
-    return reads
-
-
 def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node, forward: set) -> bool:
     x, dim, half_to_float = node.args
-    reads = _backward_reads(node, forward)
+    reads = backward_reads(node, forward)
     if half_to_float or not reads or not _float_tensor(x):
         return False
     chain = _chain(graph, node, [(aten.amax.default, "x", [dim], True), (aten.sub.Tensor, "x", 0),
@@ -137,9 +104,7 @@ def _recast(graph: torch.fx.Graph, x: torch.fx.Node) -> torch.fx.Node:
     source = x.args[0]
     if not (_float_tensor(source) and source.meta["val"].dtype.itemsize < x.meta["val"].dtype.itemsize):
         return x
-    again = graph.call_function(x.target, x.args, dict(x.kwargs))
-    again.meta.update({k: v for k, v in x.meta.items() if k != "partitioner_tag"})  # not the forward's
-    return again
+    return backward_copy(graph, x, lambda a: a)
 
 
 def _call(graph: torch.fx.Graph, target, *args) -> torch.fx.Node:

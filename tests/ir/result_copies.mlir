@@ -24,3 +24,45 @@ module {
     return
   }
 }
+
+// -----
+
+// A result that is a reshape of a temporary also read before the copy (a training forward's
+// logits: saved as [B*L, V] and read by the loss): the producer writes a view of the out-param,
+// the reshape stays for its reader, and no copy is left. A reshape also read after the copy
+// keeps its copy (the out-param could be written by then).
+// CHECK-LABEL: func.func @read_before
+// CHECK: %[[VIEW:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [2, 3], strides: [3, 1]
+// CHECK-NOT: memref.alloc()
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[VIEW]] : memref<2x3xf32>)
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[VIEW]]
+// CHECK: memref.load %[[FLAT]]
+// CHECK-NOT: memref.copy
+// CHECK: return
+// CHECK-LABEL: func.func @read_after
+// CHECK: memref.alloc()
+// CHECK: memref.copy
+module {
+  func.func @read_before(%out: memref<6xf32>, %sum: memref<f32>) {
+    %c = arith.constant 1.0 : f32
+    %i = arith.constant 4 : index
+    %alloc = memref.alloc() : memref<2x3xf32>
+    linalg.fill ins(%c : f32) outs(%alloc : memref<2x3xf32>)
+    %flat = memref.collapse_shape %alloc [[0, 1]] : memref<2x3xf32> into memref<6xf32>
+    %v = memref.load %flat[%i] : memref<6xf32>
+    memref.store %v, %sum[] : memref<f32>
+    memref.copy %flat, %out : memref<6xf32> to memref<6xf32>
+    return
+  }
+  func.func @read_after(%out: memref<6xf32>, %sum: memref<f32>) {
+    %c = arith.constant 1.0 : f32
+    %i = arith.constant 4 : index
+    %alloc = memref.alloc() : memref<2x3xf32>
+    linalg.fill ins(%c : f32) outs(%alloc : memref<2x3xf32>)
+    %flat = memref.collapse_shape %alloc [[0, 1]] : memref<2x3xf32> into memref<6xf32>
+    memref.copy %flat, %out : memref<6xf32> to memref<6xf32>
+    %v = memref.load %flat[%i] : memref<6xf32>
+    memref.store %v, %sum[] : memref<f32>
+    return
+  }
+}

@@ -1,0 +1,140 @@
+"""Pointwise values the backward reads, computed again there from what the forward saves anyway.
+
+Why. AOTAutograd's default partitioner saves every forward value a backward node reads. A
+GELU written as torch ops (GPT-2's `0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3)))`) has its
+backward read `0.5 * x`, `tanh(...)` and `1 + tanh(...)` besides x: the forward writes three
+more [tokens, 4 * width] tensors a layer that no forward op needs in memory (our kernels fuse
+the chain), and the backward reads them back. Computed again from x inside the backward's own
+fused kernel, they cost neither. Inductor's min-cut partitioner makes such choices for every
+value; its choices cost this project more elsewhere (the `partitioner` option), so the default
+partitioner is given a joint graph in which the backward already recomputes these.
+
+What. On the joint graph before it is split (backend._partition), a saved value is recomputed
+when
+- it and the ops between it and its sources are pointwise (torch.Tag.pointwise, not random),
+  at most MAX_OPS of them, and it is no forward output;
+- its sources are values saved anyway (or scalars), no larger in bytes than it: the backward
+  reads no more than before;
+- every backward node that reads it is pointwise too, so the recomputation fuses into the
+  kernel that reads it instead of being written there.
+The copies go just before the first backward reader, one copy of each forward node however many
+recomputed values share it.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+from .joint_graph import backward_copy, backward_reads, forward_nodes, forward_outputs
+
+MAX_OPS = 12  # ops recomputed for one saved value
+
+
+def recompute_pointwise(graph: torch.fx.Graph, num_fwd_outputs: int) -> int:
+    """Rewrite the joint graph so the backward recomputes the pointwise values it may; returns
+    how many saved values it no longer reads."""
+    forward = forward_nodes(graph, num_fwd_outputs)
+    outputs = set(forward_outputs(graph, num_fwd_outputs))
+    saved = [n for n in graph.nodes if n in forward and backward_reads(n, forward)]
+    kept = set(saved)
+    plans: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+    for value in saved:
+        if value in outputs or not _pointwise(value):
+            continue
+        if not all(_reads_pointwise(user) for user, _ in backward_reads(value, forward)):
+            continue
+        chain = _chain(value, kept - {value}, forward)
+        if chain is None or _bytes(_sources(chain)) > _bytes([value]):
+            continue
+        kept.discard(value)
+        plans[value] = chain
+    if plans:
+        _rewrite(graph, plans, forward)
+    return len(plans)
+
+
+def _pointwise(node: torch.fx.Node) -> bool:
+    target = node.target
+    if node.op != "call_function" or not isinstance(node.meta.get("val"), torch.Tensor):
+        return False
+    if target is torch.ops.aten._to_copy.default:  # a cast (AMP's), untagged
+        return _same_device_cast(node)
+    return (isinstance(target, torch._ops.OpOverload) and torch.Tag.pointwise in target.tags
+            and torch.Tag.nondeterministic_seeded not in target.tags)
+
+
+def _same_device_cast(node: torch.fx.Node) -> bool:
+    source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return (isinstance(source, torch.Tensor) and source.device == node.meta["val"].device
+            and set(node.kwargs) <= {"dtype", "layout", "device"} and node.kwargs.get("layout", torch.strided) == torch.strided)
+
+
+def _reads_pointwise(node: torch.fx.Node) -> bool:
+    """A pointwise node, or an alias (the backward's view of a saved value) only such nodes read."""
+    if node.target is torch.ops.aten.alias.default:
+        return all(_reads_pointwise(user) for user in node.users)
+    return _pointwise(node)
+
+
+def _scalar(node: torch.fx.Node) -> bool:
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.dim() == 0
+
+
+def _chain(value: torch.fx.Node, available: set, forward: set) -> list[torch.fx.Node] | None:
+    """The pointwise nodes that compute `value` from `available` nodes and scalars, in graph
+    order, or None when there is none of at most MAX_OPS."""
+    chain: set[torch.fx.Node] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if node in chain:
+            continue
+        chain.add(node)
+        if len(chain) > MAX_OPS:
+            return None
+        for arg in node.all_input_nodes:
+            if arg in available or _scalar(arg) or arg in chain:
+                continue
+            if arg not in forward or not _pointwise(arg):
+                return None
+            stack.append(arg)
+    order = {n: i for i, n in enumerate(value.graph.nodes)}
+    return sorted(chain, key=order.__getitem__)
+
+
+def _sources(chain: list[torch.fx.Node]) -> list[torch.fx.Node]:
+    inside = set(chain)
+    return list({a: None for n in chain for a in n.all_input_nodes if a not in inside})
+
+
+def _bytes(nodes) -> int:
+    """Their bytes, a symbolic size at the value it was traced with."""
+    total = 0
+    for n in nodes:
+        val = n.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            total += _hint(val.numel()) * val.element_size()
+    return total
+
+
+def _hint(size) -> int:
+    return size if isinstance(size, int) else size.node.hint if size.node.has_hint() else 0
+
+
+def _rewrite(graph: torch.fx.Graph, plans: dict, forward: set) -> None:
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    readers = {value: backward_reads(value, forward) for value in plans}
+    first = min((user for reads in readers.values() for user, _ in reads), key=order.__getitem__)
+    if any(order[s] > order[first] for chain in plans.values() for s in _sources(chain)):
+        return  # a graph whose forward and backward interleave: left as it is
+    copies: dict[torch.fx.Node, torch.fx.Node] = {}
+    nodes = sorted({n for chain in plans.values() for n in chain}, key=order.__getitem__)
+    with graph.inserting_before(first):
+        for node in nodes:
+            copies[node] = backward_copy(graph, node, lambda a: copies.get(a, a))
+    for value, reads in readers.items():
+        for user, read in reads:
+            user.replace_input_with(read, copies[value])
+    graph.lint()
