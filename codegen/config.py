@@ -24,7 +24,7 @@ from .options import ENV_PREFIX, OptionError, OptionSet, TargetOptions, env_var,
 
 log = logging.getLogger("dynamo_mlir")
 
-PARTITIONERS = ("default", "min_cut")
+PARTITIONERS = ("default", "min_cut", "save_all")
 # torch.compile's modes this backend implements (torch passes no mode for "default").
 MODES = (None, "default", "reduce-overhead")
 # Modes that would otherwise be accepted and silently do nothing: refused, with what to use.
@@ -51,7 +51,11 @@ class Options(OptionSet):
                                  "are not frozen.")
     fuse_elementwise: bool = option(True, "Fuse producer/consumer elementwise linalg ops before bufferizing.")
     partitioner: str = option("default", "Training graphs: how AOTAutograd splits forward from backward. default: "
-                                         "the forward saves what the backward reads. min_cut: its min-cut "
+                                         "its default partitioner, after the backward is made to recompute what is "
+                                         "cheap to (a log_softmax from its row statistics, pointwise values from "
+                                         "values saved anyway: frontend/saved_log_softmax.py, "
+                                         "recomputed_pointwise.py). save_all: the forward saves every value the "
+                                         "backward reads, as traced. min_cut: its min-cut "
                                          "rematerialization (inductor's), log_softmax decomposed so that it can "
                                          "take part: the forward saves fewer bytes and the backward recomputes "
                                          "cheap elementwise ops (a cross-entropy saves its bf16 logits, not float32 "

@@ -257,7 +257,7 @@ def _eager_graph_report(gm: torch.fx.GraphModule, reason: str, options: config.O
     return report
 
 
-def _partition(joint_module: torch.fx.GraphModule, joint_inputs, min_cut: bool = False, **kwargs):
+def _partition(joint_module: torch.fx.GraphModule, joint_inputs, partitioner: str = "default", **kwargs):
     """AOTAutograd's min-cut or default partitioner (the `partitioner` option), after marking
     on the joint graph what only it shows (a max-pool backward's indices are its forward's:
     max_pool_backward.py; node.meta is copied into the forward and backward graphs) and making
@@ -265,12 +265,14 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, min_cut: bool =
     (saved_log_softmax.py) and recompute pointwise values from what is saved anyway
     (recomputed_pointwise.py)."""
     mark_window_indices(joint_module.graph)
-    rewritten = save_log_softmax_statistics(joint_module.graph, kwargs["num_fwd_outputs"])
-    if not min_cut:  # the min-cut partitioner makes these choices itself
+    rewritten = 0
+    if partitioner != "save_all":
+        rewritten += save_log_softmax_statistics(joint_module.graph, kwargs["num_fwd_outputs"])
+    if partitioner == "default":  # the min-cut partitioner makes these choices itself
         rewritten += recompute_pointwise(joint_module.graph, kwargs["num_fwd_outputs"])
     if rewritten:
         joint_module.recompile()
-    split = min_cut_rematerialization_partition if min_cut else default_partition
+    split = min_cut_rematerialization_partition if partitioner == "min_cut" else default_partition
     return split(joint_module, joint_inputs, **kwargs)
 
 
@@ -291,7 +293,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         fw_compiler=_compiler("forward", options),
         bw_compiler=_compiler("backward", options),
         inference_compiler=_compiler("inference", options, path, state),
-        partition_fn=functools.partial(_partition, min_cut=min_cut),
+        partition_fn=functools.partial(_partition, partitioner=options.partitioner),
         decompositions=decompositions(min_cut),
         keep_inference_input_mutations=True,  # written back by the graph: input_mutations.py
     )

@@ -88,3 +88,10 @@ def test_random_ops_are_never_recomputed():
     tanh = graph.call_function(torch.ops.aten.tanh.default, (x,))
     tanh.meta["val"] = torch.empty(4)
     assert _pointwise(tanh)
+
+
+def test_save_all_saves_the_intermediates(tmp_path):
+    w1, w2, fn = _mlp(torch.float32)
+    compiled = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path), "partitioner": "save_all"})
+    _gradients(compiled, w1, w2, torch.randn(ROWS, WIDTH))
+    assert len(_wide(str(tmp_path))) > 4

@@ -83,3 +83,12 @@ def test_log_probabilities_read_whole_in_the_forward_are_right_too(tmp_path):
     torch.testing.assert_close(grad, expected_grad, rtol=HALF_RTOL[torch.bfloat16], atol=1e-6)
     assert_all_compiled(min_ops=10)
     assert f"f32[{ROWS}, {CLASSES}]" not in _backward_inputs(str(tmp_path))
+
+
+def test_save_all_saves_the_log_probabilities(tmp_path):
+    """partitioner="save_all": AOTAutograd's default split as traced, the matrix saved."""
+    fn = lambda x, t: F.cross_entropy(x.float(), t)  # noqa: E731
+    logits = torch.randn(ROWS, CLASSES, dtype=torch.bfloat16, requires_grad=True)
+    compiled = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path), "partitioner": "save_all"})
+    compiled(logits, _labels()).backward()
+    assert f"f32[{ROWS}, {CLASSES}]" in _backward_inputs(str(tmp_path))
