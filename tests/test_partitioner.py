@@ -2,7 +2,9 @@
 
 min_cut (opt-in) is AOTAutograd's min-cut rematerialization, with log_softmax decomposed so that
 a cross-entropy's forward saves its logits and row statistics and the backward recomputes the
-log-probabilities; default saves what the backward reads."""
+log-probabilities; default is AOTAutograd's default split after our own recomputations (the
+log-probabilities from the same statistics: saved_log_softmax.py); save_all saves what the
+backward reads, as traced."""
 
 import glob
 import os
@@ -33,7 +35,7 @@ def _graph_text(folder, kind: str) -> str:
     return open(path).read()
 
 
-@pytest.mark.parametrize("partitioner", ["min_cut", "default"])
+@pytest.mark.parametrize("partitioner", ["min_cut", "default", "save_all"])
 def test_a_cross_entropy_trains_as_eager_under_either_partitioner(tmp_path, partitioner):
     dynamo_mlir.reset()
     torch._dynamo.reset()
@@ -50,20 +52,21 @@ def test_a_cross_entropy_trains_as_eager_under_either_partitioner(tmp_path, part
     assert_fallbacks({}, min_ops=20, library={"aten.mm.default": 3})  # the matmuls as library calls on cpu
     forward, backward = _graph_text(tmp_path, "forward"), _graph_text(tmp_path, "backward")
     saved = forward[forward.index("return ("):]
-    if partitioner == "min_cut":
+    if partitioner == "save_all":
+        assert "_log_softmax" in saved and "aten.exp.default" in backward  # the backward's softmax
+    else:
         # log_softmax as ops: the backward recomputes the log-probabilities from the saved row max
         # and log-sum (an exp of its own), the forward saves none.
         assert "aten._log_softmax" not in forward and "amax" in saved and "log" in saved, saved
         assert "aten.exp.default" in backward, backward
-    else:
-        assert "_log_softmax" in saved and "aten.exp.default" in backward  # the backward's softmax
 
 
-def test_the_default_partitioner_saves_what_the_backward_reads(tmp_path):
+def test_save_all_saves_what_the_backward_reads(tmp_path):
     dynamo_mlir.reset()
     torch._dynamo.reset()
     h, w, target = _inputs()
-    torch.compile(_loss, backend="mlir", options={"dump_dir": str(tmp_path), "cache": False})(h, w, target).backward()
+    options = {"dump_dir": str(tmp_path), "cache": False, "partitioner": "save_all"}
+    torch.compile(_loss, backend="mlir", options=options)(h, w, target).backward()
     forward = _graph_text(tmp_path, "forward")
     assert "_log_softmax" in forward[forward.index("return ("):]
 
