@@ -13,8 +13,9 @@ What. On the joint graph before it is split (backend._partition), a saved value 
 when
 - it and the ops between it and its sources are pointwise (torch.Tag.pointwise, not random),
   at most MAX_OPS of them, and it is no forward output;
-- its sources are values saved anyway (or scalars), no larger in bytes than it: the backward
-  reads no more than before;
+- its sources are values saved anyway (or scalars the graph computes), no larger in bytes than
+  it: the backward reads no more than before, and no graph input it did not read before (the
+  step may mutate one after the forward: a step count);
 - every backward node that reads it is pointwise too, so the recomputation fuses into the
   kernel that reads it instead of being written there.
 The copies go just before the first backward reader, one copy of each forward node however many
@@ -95,8 +96,8 @@ def _chain(value: torch.fx.Node, available: set, forward: set) -> list[torch.fx.
         if len(chain) > MAX_OPS:
             return None
         for arg in node.all_input_nodes:
-            if arg in available or _scalar(arg) or arg in chain:
-                continue
+            if arg in available or arg in chain or (_scalar(arg) and arg.op != "placeholder"):
+                continue  # a graph input not saved already may be one the step mutates (a step count)
             if arg not in forward or not _pointwise(arg):
                 return None
             stack.append(arg)

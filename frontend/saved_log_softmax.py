@@ -51,10 +51,14 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node, forward: set) -> bool:
     reads = backward_reads(node, forward)
     if half_to_float or not reads or not _float_tensor(x):
         return False
-    chain = _chain(graph, node, [(aten.amax.default, "x", [dim], True), (aten.sub.Tensor, "x", 0),
-                                 (aten.exp.default, 1), (aten.sum.dim_IntList, 2, [dim], True),
-                                 (aten.log.default, 3), (aten.sub.Tensor, 1, 4)], x)
-    m, logs, logp = chain[0], chain[4], chain[5]
+    with graph.inserting_before(node.next):  # in this order, after the log_softmax
+        m = _call(graph, aten.amax.default, x, [dim], True)
+        shifted = _call(graph, aten.sub.Tensor, x, m)
+        total = _call(graph, aten.sum.dim_IntList, _call(graph, aten.exp.default, shifted), [dim], True)
+        logs = _call(graph, aten.log.default, total)
+        logp = _call(graph, aten.sub.Tensor, shifted, logs)
+    for new in (m, shifted, total, total.args[0], logs, logp):  # its source (stack trace, module), its tag
+        new.meta.update({k: v for k, v in node.meta.items() if k not in ("val", "tensor_meta")})
     order = {n: i for i, n in enumerate(graph.nodes)}
     with graph.inserting_before(min((user for user, _ in reads), key=order.__getitem__)):
         again = _recast(graph, x)
@@ -66,21 +70,6 @@ def _rewrite(graph: torch.fx.Graph, node: torch.fx.Node, forward: set) -> bool:
     node.replace_all_uses_with(logp)
     graph.erase_node(node)
     return True
-
-
-def _chain(graph: torch.fx.Graph, node: torch.fx.Node, steps, x: torch.fx.Node) -> list[torch.fx.Node]:
-    """The forward's decomposition of `node`, after it: each step (target, operands...), an int
-    operand naming an earlier step's node, "x" the input; node.meta (its source) on each."""
-    made: list[torch.fx.Node] = []
-    at = node
-    for target, *operands in steps:
-        args = [x if a == "x" else made[a] if isinstance(a, int) and not isinstance(a, bool) else a
-                for a in operands]
-        with graph.inserting_after(at):
-            at = _call(graph, target, *args)
-        at.meta.update({k: v for k, v in node.meta.items() if k not in ("val", "tensor_meta")})
-        made.append(at)
-    return made
 
 
 def _erase_unused_aliases(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
