@@ -66,7 +66,15 @@ def test_save_all_saves_what_the_backward_reads(tmp_path):
     torch._dynamo.reset()
     h, w, target = _inputs()
     options = {"dump_dir": str(tmp_path), "cache": False, "partitioner": "save_all"}
-    torch.compile(_loss, backend="mlir", options=options)(h, w, target).backward()
+    got = torch.compile(_loss, backend="mlir", options=options)(h, w, target)
+    got.backward()
+    grads = (h.grad.clone(), w.grad.clone())
+    h.grad = w.grad = None
+    eager = _loss(h, w, target)
+    eager.backward()
+    torch.testing.assert_close(got, eager)
+    torch.testing.assert_close(grads, (h.grad, w.grad))
+    assert_fallbacks({}, min_ops=20, library={"aten.mm.default": 3})
     forward = _graph_text(tmp_path, "forward")
     assert "_log_softmax" in forward[forward.index("return ("):]
 

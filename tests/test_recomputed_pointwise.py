@@ -72,6 +72,7 @@ def test_half_gelu_tanh_gradients_match_with_the_casts_recomputed(tmp_path):
     torch.testing.assert_close(loss, expected, rtol=HALF_RTOL[torch.bfloat16] * 4, atol=1e-3)
     for got, want in zip(grads, expected_grads):
         torch.testing.assert_close(got.float(), want, rtol=HALF_RTOL[torch.bfloat16] * 4, atol=2e-3)
+    assert_all_compiled(min_ops=10, library={"aten.mm.default": 5})
     wide = _wide(str(tmp_path))
     assert len(wide) == 4 and not any(n.startswith(("tanh", "add", "alias")) for n in wide), wide
 
@@ -92,6 +93,11 @@ def test_random_ops_are_never_recomputed():
 
 def test_save_all_saves_the_intermediates(tmp_path):
     w1, w2, fn = _mlp(torch.float32)
+    x = torch.randn(ROWS, WIDTH)
     compiled = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path), "partitioner": "save_all"})
-    _gradients(compiled, w1, w2, torch.randn(ROWS, WIDTH))
+    loss, grads = _gradients(compiled, w1, w2, x)
+    expected, expected_grads = _gradients(fn, w1, w2, x)
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(grads, expected_grads)
+    assert_all_compiled(min_ops=10, library={"aten.mm.default": 5})
     assert len(_wide(str(tmp_path))) > 4

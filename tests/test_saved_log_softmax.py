@@ -27,8 +27,8 @@ def _labels():
     return labels
 
 
-def _train(fn, logits, labels, tmp_path):
-    compiled = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path)})
+def _train(fn, logits, labels, tmp_path, compiled=None):
+    compiled = compiled or torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path)})
     leaf = logits.detach().clone().requires_grad_()
     loss = compiled(leaf, labels)
     loss.backward()
@@ -88,7 +88,11 @@ def test_log_probabilities_read_whole_in_the_forward_are_right_too(tmp_path):
 def test_save_all_saves_the_log_probabilities(tmp_path):
     """partitioner="save_all": AOTAutograd's default split as traced, the matrix saved."""
     fn = lambda x, t: F.cross_entropy(x.float(), t)  # noqa: E731
-    logits = torch.randn(ROWS, CLASSES, dtype=torch.bfloat16, requires_grad=True)
-    compiled = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path), "partitioner": "save_all"})
-    compiled(logits, _labels()).backward()
+    logits = torch.randn(ROWS, CLASSES, dtype=torch.bfloat16)
+    compiled = lambda x, t: torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path),  # noqa: E731
+                                                                     "partitioner": "save_all"})(x, t)
+    loss, grad, expected, expected_grad = _train(fn, logits, _labels(), tmp_path, compiled)
+    torch.testing.assert_close(loss, expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(grad, expected_grad, rtol=HALF_RTOL[torch.bfloat16], atol=1e-6)
+    assert_all_compiled(min_ops=10)
     assert f"f32[{ROWS}, {CLASSES}]" in _backward_inputs(str(tmp_path))
