@@ -212,3 +212,29 @@ def test_a_planned_buffer_is_marked_not_guessed_from_its_shape():
         ws = ops[1].operands[0]
         assert memory_plan.planned_span(ops[1].result) == (ws, 64, 128)
         assert memory_plan.planned_span(ops[2].result) is None
+
+
+def test_buffers_of_one_row_count_share_bytes_only_whole_unless_a_call_lies_between():
+    """parallel.py runs consecutive row-wise nests row block by row block on several threads, and
+    keeps nests apart whose buffers share bytes row for row differently (a thread's later nest
+    would write bytes another's earlier nest still reads). So the planner gives buffers of one
+    row count, none live at once, one offset only when they have one size too (row i of one is
+    then row i of the other); with a library call between them (no group spans one) any bytes."""
+    from dynamo_mlir.codegen.cpu.memory_plan import Buffer, _assign_offsets
+
+    def plan(breaks):
+        sums = Buffer(None, 16 << 10, 0, 2, rows=4096)         # a layer norm's row sums, [4096]
+        partials = Buffer(None, 256 << 10, 3, 5, rows=4096)    # the squares' partial sums, [4096, 1, 16]
+        again = Buffer(None, 16 << 10, 6, 7, rows=4096)        # the next row sums
+        other = Buffer(None, 16 << 10, 3, 5, rows=64)           # of another row count, live with partials
+        total = _assign_offsets([sums, partials, again, other], breaks)
+        return total, sums, partials, again, other
+
+    total, sums, partials, again, other = plan(breaks=[])
+    assert partials.offset >= sums.offset + sums.size or partials.offset + partials.size <= sums.offset
+    assert again.offset == sums.offset  # the same rows, the same size: the same bytes
+    assert other.offset == sums.offset  # another row count: any bytes
+    assert total == (256 + 16) << 10
+    _, sums, partials, again, _ = plan(breaks=[2])  # a call right after the row sums' last use
+    assert partials.offset == sums.offset == 0  # the call ends their group: any bytes
+    assert again.offset >= partials.offset + partials.size  # no call between the partials and these

@@ -73,3 +73,22 @@ def test_sum_over_a_dynamic_dim():
         torch.testing.assert_close(fn(x).double(), x.double().mean(dim=1), rtol=RTOL, atol=0)
     assert_all_compiled(min_ops=1)
     assert dynamo_mlir.stats()["graphs"] == 1
+
+
+@pytest.mark.parametrize("value", [1.3, -2.7, 100.1])
+def test_a_layer_norm_over_constant_rows_centers_them_to_exactly_zero(value):
+    """Each row one repeated value: the first mean's rounding used to be the centered value, which
+    rsqrt(var + eps) ~ 316 scaled up (1e-4 off eager's exact 0; fuzz seed 19 program 45). The
+    corrected two-pass variance (frontend/aten/reduction.py _variance) takes it back out."""
+    dynamo_mlir.reset()
+    torch._dynamo.reset()
+    x = torch.full((6, 147), value)
+    x[3] = torch.randn(147)  # one ordinary row beside them
+    w, b = torch.randn(147), torch.randn(147)
+    fn = lambda x, w, b: torch.nn.functional.layer_norm(x, (147,), w, b)  # noqa: E731
+    got = torch.compile(fn, backend="mlir")(x, w, b)
+    want = fn(x.double(), w.double(), b.double()).float()
+    constant = [0, 1, 2, 4, 5]
+    torch.testing.assert_close(got[constant], b.expand(5, 147), rtol=0, atol=0)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert_all_compiled(min_ops=3)

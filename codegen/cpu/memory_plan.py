@@ -13,7 +13,8 @@ block gets a live interval: the positions (in that block) of the first and last 
 any value derived from it (views, casts, pointers taken of it, the results of a loop or branch
 holding a use; a use inside a loop counts at the loop; a buffer behind a torch handle lives as
 long as the handle's slot is used: attribute dynamo_mlir.retains). Buffers whose intervals do not overlap may
-share bytes; offsets are chosen greedily, largest buffer first, each at the lowest
+share bytes (those of one row count with no library call between them only whole, for
+parallel.py's row-wise groups: `_assign_offsets`); offsets are chosen greedily, largest buffer first, each at the lowest
 64-byte-aligned offset free of every placed buffer live at the same time. Each alloc becomes `memref.view` of one `memref<N x i8>` workspace, a new
 last argument of the function; the module records N in `dynamo_mlir.workspace_bytes` (runtime.py
 passes a workspace of that size, kept between calls: no malloc, no page fault per call).
@@ -44,10 +45,14 @@ class Buffer:
     size: int  # bytes, rounded up to ALIGNMENT
     start: int  # first and last position in the top-level block of a use
     end: int
+    rows: int  # the first dim (1 for a 0-d buffer)
     offset: int = -1
 
     def overlaps(self, other: "Buffer") -> bool:
         return self.start <= other.end and other.start <= self.end
+
+    def ends(self) -> tuple[int, int]:
+        return self.offset, self.offset + self.size
 
 
 def data_bytes(t: ir.MemRefType) -> int | None:
@@ -142,19 +147,62 @@ def live_interval(alloc: ir.Operation, positions: dict) -> tuple[int, int] | Non
     return (min(used), max(used)) if used else None
 
 
-def _assign_offsets(buffers: list[Buffer]) -> int:
-    """Greedy offsets, largest first; returns the workspace's size."""
+# Ops that end a run of row-wise nests parallel.py may group: library calls (those already made,
+# and the contractions call-blas / call-onednn-linear make of named linalg ops after planning).
+_GROUP_BREAKS = ("func.call", "linalg.matmul", "linalg.batch_matmul", "linalg.conv")
+
+
+def _breaks_groups(op) -> bool:
+    return op.name.startswith(_GROUP_BREAKS)
+
+
+def _assign_offsets(buffers: list[Buffer], breaks: list[int] = ()) -> int:
+    """Greedy offsets, largest first; returns the workspace's size.
+
+    Buffers of one row count with no library call between them share bytes only whole, at one
+    offset with one size. parallel.py runs consecutive row-wise nests row block by row block on
+    several threads, so two buffers never live at once may still be used by one such group:
+    where their rows differ, one thread's later nest would write bytes of a row another
+    thread's earlier nest still reads, and parallel.py keeps the nests apart (a layer norm's
+    row sums, [R], and its squares' partial sums, [R, 1, 16]: three parallel regions instead of
+    one). At one offset with one size, row i of one is row i of the other, which one thread
+    touches. `breaks`: positions of ops no group spans."""
     placed: list[Buffer] = []
     for buf in sorted(buffers, key=lambda b: (-b.size, b.start)):
-        busy = sorted((p.offset, p.offset + p.size) for p in placed if p.overlaps(buf))
-        offset = 0
-        for lo, hi in busy:
-            if offset + buf.size <= lo:
-                break
-            offset = max(offset, hi)
-        buf.offset = offset
+        live = [p for p in placed if p.overlaps(buf)]
+        rows = [p for p in placed if p.rows == buf.rows and not p.overlaps(buf) and not _apart(p, buf, breaks)]
+        whole = [p.offset for p in rows if p.size == buf.size]
+        buf.offset = next((o for o in sorted(whole) if _free(buf.size, o, live, rows)), None)
+        if buf.offset is None:
+            buf.offset = _lowest_gap(buf.size, [p.ends() for p in live + rows])
         placed.append(buf)
     return max((b.offset + b.size for b in buffers), default=0)
+
+
+def _apart(a: Buffer, b: Buffer, breaks: list[int]) -> bool:
+    """Whether an op no group spans lies between a's uses and b's (they do not overlap)."""
+    first, second = (a, b) if a.end < b.start else (b, a)
+    return any(first.end <= k <= second.start for k in breaks)
+
+
+def _free(size: int, offset: int, live: list[Buffer], rows: list[Buffer]) -> bool:
+    """Whether [offset, offset + size) misses every live buffer, and meets buffers of the same
+    rows only where one lies exactly there."""
+    hit = lambda p: p.offset < offset + size and offset < p.offset + p.size  # noqa: E731
+    return not any(hit(p) for p in live) and all(p.ends() == (offset, offset + size) for p in rows if hit(p))
+
+
+def _lowest_gap(size: int, busy: list[tuple[int, int]]) -> int:
+    offset = 0
+    for lo, hi in sorted(busy):
+        if offset + size <= lo:
+            break
+        offset = max(offset, hi)
+    return offset
+
+
+def _group_breaks(fn) -> list[int]:
+    return [k for k, op in enumerate(fn.regions[0].blocks[0].operations) if _breaks_groups(op.operation)]
 
 
 def _plannable(fn) -> list[Buffer]:
@@ -164,10 +212,11 @@ def _plannable(fn) -> list[Buffer]:
     for op in block.operations:
         if op.name != "memref.alloc" or len(op.operands):
             continue
-        size = _planned_size(ir.MemRefType(op.result.type))
+        t = ir.MemRefType(op.result.type)
+        size = _planned_size(t)
         interval = live_interval(op, positions) if size else None
         if interval is not None:
-            buffers.append(Buffer(op, size, *interval))
+            buffers.append(Buffer(op, size, *interval, rows=t.shape[0] if t.rank else 1))
     return buffers
 
 
@@ -194,7 +243,7 @@ def plan_memory(module: ir.Module) -> int:
         return 0
     fn = public[0]
     buffers = _plannable(fn)
-    total = _assign_offsets(buffers)
+    total = _assign_offsets(buffers, _group_breaks(fn))
     if total:
         _rewrite(fn, buffers, total)
         module.operation.attributes[ATTRIBUTE] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), total)

@@ -10,6 +10,7 @@ from ..attributes import HANDED_RESULTS, INPUT_COUNT, NOALIAS, PLANNED, READ, RE
 from ..half_bits import bf16_as_bits
 from ..memref_copies import copies_to_linalg
 from ..scalar_hoist import hoist_invariant_scalars
+from ..sibling_reductions import fuse_sibling_reductions
 from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..channels_last import keep_channels_last
 from ..zero_size import distinct_results, widen_zero_size_arguments
@@ -27,6 +28,14 @@ def _pass(name, run, doc, **contract) -> Pass:
 def _vectorize_lanes(module, options):
     if lane_vectors.vectorize_lane_loops(module):  # rewrote loops: fold what it left
         return run_pipeline(module, "canonicalize, cse", "cpu-lane-vectors", options)
+    return module
+
+
+def _fuse_sibling_reductions(module, options):
+    # A producer the siblings both read has one reader after the merge: fuse it in.
+    if fuse_sibling_reductions(module):
+        return run_pipeline(module, "linalg-fuse-elementwise-ops, canonicalize, cse",
+                            "cpu-fuse-sibling-reductions", options)
     return module
 
 
@@ -85,6 +94,10 @@ LOOPS = (
           options=("fuse_elementwise",), enabled=_fusing),
     upstream("cpu-fuse-elementwise", "linalg-fuse-elementwise-ops", "Producer/consumer elementwise fusion.",
              options=("fuse_elementwise",), enabled=_fusing),
+    _pass("fuse-sibling-reductions", _fuse_sibling_reductions,
+          "Reductions of one iteration space reading a common input (a variance's centered sum and sum of "
+          "squares) merged into one loop with a result each, then what they read fused into it.",
+          options=("fuse_elementwise",), enabled=_fusing, requires=("cpu-fuse-elementwise",)),
     _pass("hoist-invariant-scalars", lambda m, o: hoist_invariant_scalars(m),
           "Scalar math every iteration of a fused loop computes alike (an optimizer's bias corrections) "
           "computed once, in a 0-d op before it.", options=("fuse_elementwise",), enabled=_fusing,

@@ -99,19 +99,32 @@ def _argmax(ctx, node):
 
 
 def _variance(ctx, x, dims, correction, keep):
-    """(var, mean kept over dims) in two passes: the mean, then the centered squares."""
+    """(var, mean kept over dims) by the corrected two-pass algorithm: a first mean m, then, in
+    one pass over the centered values c = x - m, their sum and their sum of squares; the mean is
+    m + sum(c) / n and the sum of squares about it sum(c^2) - sum(c) * sum(c) / n. The
+    correction is what the first mean's rounding left: without it a row of one repeated value (a
+    layer norm over a constant row) centered to that rounding error, which rsqrt(var + eps)
+    scaled up (1e-4 off eager's exact zero, found by the fuzzer); with it, to exactly 0."""
     shape, dtype = ctx.shape_of(x), ctx.dtype_of(x)
     n = element_count(ctx, x, dims, dtype)  # a constant, or read off x where a dim is symbolic
-    mean_k = reduce(ctx, x, "sum", dims, True)
+    first = reduce(ctx, x, "sum", dims, True)
     # like=: a scalar divisor broadcast to a shape with `?` dims reads them off the dividend
-    mean_k = emit_like(ctx, "div", mean_k, ctx.broadcast(n, ctx.shape_of(mean_k), like=mean_k))
-    centered = emit_like(ctx, "sub", x, ctx.broadcast(mean_k, shape))
-    sq = reduce(ctx, emit_like(ctx, "mul", centered, centered), "sum", dims, keep)
+    first = emit_like(ctx, "div", first, ctx.broadcast(n, ctx.shape_of(first), like=first))
+    centered = emit_like(ctx, "sub", x, ctx.broadcast(first, shape))
+    residue = reduce(ctx, centered, "sum", dims, True)
+    sq = reduce(ctx, emit_like(ctx, "mul", centered, centered), "sum", dims, True)
+    shift = emit_like(ctx, "div", residue, ctx.broadcast(n, ctx.shape_of(residue), like=residue))
+    mean_k = emit_like(ctx, "add", first, shift)
+    sq = emit_like(ctx, "sub", sq, emit_like(ctx, "mul", residue, shift))
+    sq = emit_like(ctx, "max", sq, like(ctx, 0.0, sq))  # rounding may leave -0.0..-ulp where sq is 0
     if all(shape[d] != DYN for d in dims):
         dof = ctx.scalar(max(numel([shape[d] for d in dims]) - correction, 0), dtype)
     else:  # max(n - correction, 0), as eager's divisor
         dof = emit_like(ctx, "max", emit_like(ctx, "sub", n, ctx.scalar(correction, dtype)), ctx.scalar(0, dtype))
-    return emit_like(ctx, "div", sq, ctx.broadcast(dof, ctx.shape_of(sq), like=sq)), mean_k
+    var = emit_like(ctx, "div", sq, ctx.broadcast(dof, ctx.shape_of(sq), like=sq))
+    if not keep:
+        var = ctx.reshape(var, [s for d, s in enumerate(shape) if d not in dims])
+    return var, mean_k
 
 
 @import_rule(aten.var_mean.correction, aten.var.correction)

@@ -1,0 +1,169 @@
+"""Sibling reductions over the same values merged into one linalg.generic with a result each.
+
+A variance taken by the corrected two-pass algorithm sums the centered values and their squares
+(frontend/aten/reduction.py `_variance`): two reductions of one iteration space reading the same
+tensor. As two linalg.generic ops the loops stage makes two loop nests, each reading the input
+again, and, because the centered values then have two readers, upstream elementwise fusion
+(which fuses a producer only into its single user) writes them to memory for both to read back.
+Merged into one generic with two results, one loop nest computes both sums from one load, the
+centered values have one reader again, and a second round of elementwise fusion folds them into
+it: the loops read the input once, as the uncorrected variance did. (Where both started from one
+fill, CSE's, bufferization gives the second result a copy of it: a row's partials, not a row.)
+
+The rule is structural, not tied to the variance: two linalg.generic ops with a reduction loop,
+the same indexing maps, operand types and iterator types (so the same loop ranges), at least one
+input value in common at the same position (binding every loop of a dynamic size), and neither
+reading the other's results. The merged op is built where the earlier one was if the later
+one's operands are defined by then, else where the later one was if every use of the earlier
+one comes after it. Inputs the two share are read once.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+from torch_mlir.dialects import linalg
+
+from .walk import ops_where
+
+_REDUCTION = "#linalg.iterator_type<reduction>"
+
+
+def _maps(op) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _n_inputs(op) -> int:
+    return len(op.operands) - len(op.results)
+
+
+def _candidate(op) -> bool:
+    """A linalg.generic on tensors with a reduction loop and a flat body (its ops are copied as they are)."""
+    return (op.name == "linalg.generic" and len(op.regions[0].blocks) == 1
+            and all(isinstance(r.type, ir.RankedTensorType) for r in op.results)
+            and any(str(t) == _REDUCTION for t in ir.ArrayAttr(op.attributes["iterator_types"]))
+            and all(len(inner.operation.regions) == 0 for inner in op.regions[0].blocks[0].operations))
+
+
+def _key(op) -> tuple:
+    """What two siblings must have alike: maps, iterator types and operand types, in order."""
+    return (str(op.attributes["indexing_maps"]), str(op.attributes["iterator_types"]),
+            tuple(str(v.type) for v in op.operands), len(op.results))
+
+
+def _shared_inputs(a, b) -> list[int]:
+    """Positions where a and b read the same input value."""
+    return [i for i, (x, y) in enumerate(zip(list(a.operands)[:_n_inputs(a)], list(b.operands)[:_n_inputs(b)]))
+            if x == y]
+
+
+def _plain_dims(m: ir.AffineMap, shape=None) -> set[int]:
+    """The loop dims m maps to a whole operand dim (of `shape`: only where that dim is dynamic)."""
+    return {e.position for k, e in enumerate(m.results)
+            if isinstance(e, ir.AffineDimExpr) and (shape is None or shape[k] == ir.ShapedType.get_dynamic_size())}
+
+
+def _same_ranges(a, shared: list[int]) -> bool:
+    """Whether a's and its sibling's loops have the same ranges. Their operand types are alike, so
+    a loop bound to static sizes has; one bound to a dynamic size must be bound to a shared input."""
+    maps = _maps(a)
+    dynamic = set().union(*(_plain_dims(m, ir.ShapedType(v.type).shape) for m, v in zip(maps, a.operands)))
+    return dynamic <= set().union(*(_plain_dims(maps[i]) for i in shared))
+
+
+def _uses_after(a, b) -> bool:
+    """Every use of a's results sits after b in b's block: the merged op can stand where b does."""
+    for result in a.results:
+        for use in result.uses:
+            user = use.owner.operation if isinstance(use.owner, ir.OpView) else use.owner
+            if user.block != b.block or not b.is_before_in_block(user):
+                return False
+    return True
+
+
+def _defined_before(b, a) -> bool:
+    """Every operand of b is defined before a (or outside a's block): the merged op can stand where a does."""
+    for v in b.operands:
+        owner = v.owner
+        if isinstance(owner, ir.Block):
+            continue
+        owner = owner.operation
+        if owner.block == a.block and not owner.is_before_in_block(a):
+            return False
+    return True
+
+
+def _site(a, b):
+    """Where the merged op can be built (before a, else before b), or None where a and b depend on each other."""
+    if a.block != b.block:
+        return None
+    return a if _defined_before(b, a) else b if _uses_after(a, b) else None
+
+
+def _copy_body(op, block: ir.Block, args: list[ir.Value]) -> list[ir.Value]:
+    """op's region cloned into block, its block arguments read as args; returns what it yields."""
+    mapping = dict(zip(op.regions[0].blocks[0].arguments, args))
+    with ir.InsertionPoint(block):
+        for inner in op.regions[0].blocks[0].operations:
+            inner = inner.operation
+            if inner.name == "linalg.yield":
+                return [mapping.get(v, v) for v in inner.operands]
+            copy = inner.clone()
+            for i, v in enumerate(copy.operands):
+                if v in mapping:
+                    copy.operands[i] = mapping[v]
+            mapping.update(zip(inner.results, copy.results))
+    raise AssertionError(f"'{op.name}' has no linalg.yield")
+
+
+def _merge(a, b, site) -> None:
+    """One generic computing a's and b's results, built right before site; both erased."""
+    maps, n_a, n_b = _maps(a), _n_inputs(a), _n_inputs(b)
+    a_in, b_in = list(a.operands)[:n_a], list(b.operands)[:n_b]
+    extra = [i for i in range(n_b) if b_in[i] != a_in[i]]  # b's inputs a does not read at that position
+    ip = ir.InsertionPoint(site)
+    inputs = a_in + [b_in[i] for i in extra]
+    outputs = list(a.operands)[n_a:] + list(b.operands)[n_b:]
+    out_maps = maps[n_a:]
+    all_maps = maps[:n_a] + [maps[i] for i in extra] + out_maps + out_maps
+    merged = linalg.GenericOp([v.type for v in outputs], inputs, outputs,
+                              ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in all_maps]),
+                              a.attributes["iterator_types"], ip=ip)
+    types = [ir.RankedTensorType(v.type).element_type for v in inputs + outputs]
+    block = merged.regions[0].blocks.append(*types)
+    args = list(block.arguments)
+    n_in, n_out = len(inputs), len(a.results)
+    a_args = args[:n_a] + args[n_in:n_in + n_out]
+    position = {i: n_a + k for k, i in enumerate(extra)}
+    b_args = [args[position.get(i, i)] for i in range(n_b)] + args[n_in + n_out:]
+    yielded = _copy_body(a, block, a_args) + _copy_body(b, block, b_args)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp(yielded)
+    results = list(merged.results)
+    for old, new in zip(list(a.results) + list(b.results), results):
+        old.replace_all_uses_with(new)
+    a.erase()
+    b.erase()
+
+
+def _one_merge(module: ir.Module) -> bool:
+    """Merge the first pair of siblings found; whether there was one."""
+    groups: dict[tuple, list] = {}
+    for op in ops_where(module, _candidate):
+        groups.setdefault(_key(op), []).append(op.operation)
+    for ops in groups.values():
+        for j, b in enumerate(ops):
+            for a in ops[:j]:
+                shared = _shared_inputs(a, b)
+                site = _site(a, b) if shared and _same_ranges(a, shared) else None
+                if site is not None:
+                    _merge(a, b, site)
+                    return True
+    return False
+
+
+def fuse_sibling_reductions(module: ir.Module) -> int:
+    """Merge sibling reductions (module docstring) until none is left; returns how many merges."""
+    merges = 0
+    while _one_merge(module):
+        merges += 1
+    return merges
