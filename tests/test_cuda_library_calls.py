@@ -451,3 +451,62 @@ def test_an_evaluation_loss_matches_eager_on_the_gpu():
     torch.testing.assert_close(got, _evaluation_loss(logits, target), rtol=1e-5, atol=1e-5)
     s = dynamo_mlir.stats()
     assert s["fallback_ops"] == {} and s["ops_compiled"] >= 10, dynamo_mlir.explain()
+
+
+class AutocastMLP(nn.Module):
+    """Two linear layers with a tanh GELU between them, run under autocast to bfloat16 (AMP)."""
+
+    def __init__(self, d=64, hidden=128, n=40):
+        super().__init__()
+        self.up, self.down, self.bad = nn.Linear(d, hidden), nn.Linear(hidden, d), nn.Linear(d, n)
+
+    def forward(self, x):
+        with torch.autocast(x.device.type, dtype=torch.bfloat16):
+            h = self.down(F.gelu(self.up(x), approximate="tanh"))
+            return self.bad(h + x).float().sum(-1) + h.float().mean(-1)
+
+
+def test_an_autocast_linear_is_one_half_addmm(tmp_path):
+    """codegen/cuda/matmul_bias.py, the AMP form: the bf16 product summed in float32 plus the bias
+    rounded to bf16, rounded once to the bf16 output, is one torch.addmm writing bf16 (cuBLASLt's
+    epilogue), not a GEMM writing float32 and a kernel reading it back. Left as GEMMs: the down
+    projection, whose float32 sums feed a residual add in float32 (the bias add is part of that
+    kernel), and the 40-wide head (N not a multiple of 8: a padded matmul)."""
+    torch.manual_seed(0)
+    options = {"target": "cuda", "cuda_arch": "sm_90", "strict": True, "dump_dir": str(tmp_path)}
+    with zeros_runtime("cuda"):
+        torch.compile(AutocastMLP(), backend="mlir", options=options)(torch.randn(32, 64)).sum().backward()
+    assert dynamo_mlir.stats()["ops_fallback"] == 0, dynamo_mlir.explain()
+    forward = "".join(p.read_text() for p in tmp_path.glob("*_forward_*.host.*"))
+    calls = [re.findall(r"(%\d+)\[([0-9x]+)\|", line) for line in forward.splitlines() if "torch torch.addmm(" in line]
+    assert [call[-1][1] for call in calls] == ["32x128"], forward  # (a, b, bias, out): the output's shape
+    types = dict(re.findall(r"(%\d+): [0-9x]+x([a-z0-9]+)", forward.splitlines()[0]))
+    types |= dict(re.findall(r"(%\d+) = empty\(\d+, (\w+)\)", forward))
+    assert [types[call[-1][0]] for call in calls] == ["bfloat16"], forward
+    assert forward.count("linalg.matmul(") == 2, forward
+
+
+@on_gpu
+def test_an_autocast_mlp_matches_eager_on_the_gpu():
+    """The AMP MLP's loss and gradients: at most 3x eager's error against a float64 copy, with
+    its up projection run as a half addmm."""
+    torch.manual_seed(0)
+    model, x = AutocastMLP().cuda(), torch.randn(256, 64, device="cuda")
+    reference = AutocastMLP().cuda().double()
+    reference.load_state_dict(model.state_dict())
+
+    def step(m, x):
+        m.zero_grad()
+        loss = m(x).pow(2).mean()
+        loss.backward()
+        return [loss] + [p.grad.clone() for p in m.parameters()]
+
+    got = step(torch.compile(model, backend="mlir"), x)
+    s = dynamo_mlir.stats()
+    assert s["ops_fallback"] == 0 and s["library_ops"].get("aten.mm.default", 0) >= 2, dynamo_mlir.explain()
+    eager = step(model, x)
+    with torch.autocast("cuda", enabled=False):
+        want = [t.double() for t in step(reference, x.double())]
+    for mine, theirs, ref in zip(got, eager, want):
+        error = lambda t: (t.double() - ref).pow(2).mean().sqrt().item()  # noqa: E731
+        assert error(mine) <= 3 * error(theirs) + 1e-6, (error(mine), error(theirs))

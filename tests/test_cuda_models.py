@@ -48,17 +48,24 @@ LIBRARY = {
     "transformer_block": {"aten.bmm.default": 8, "aten.mm.default": 16},
     "gpt2": {"aten.bmm.default": 16, "aten.mm.default": 36, "aten.index_put.default": 2},
 }
-# float32 bias adds that run in their matmul's epilogue (one torch.addmm, codegen/cuda/matmul_bias.py),
-# in the inference and forward graphs: those no elementwise op after them was fused with (a GELU,
-# a residual add: codegen/reshape_hoist.py). A bfloat16 matmul accumulates in float32, which
-# cuBLASLt's bias epilogue does not take: its adds stay in our kernels.
-BIAS_IN_EPILOGUE = {"mlp": 2, "cnn": 2, "transformer_block": 3, "gpt2": 6}
+# Bias adds that run in their matmul's epilogue (one torch.addmm, codegen/cuda/matmul_bias.py), in
+# the inference and forward graphs: those no elementwise op after them was fused with (a GELU, a
+# residual add: codegen/reshape_hoist.py). In bfloat16 the same linears (the mlp's and cnn's
+# bias adds share a kernel with their ReLU): the half product summed in float32, the bias added
+# and the sum rounded once, which is cuBLASLt's epilogue; each such call also runs the graph's
+# two casts of its add (aten._to_copy: to float32 and back).
+BIAS_IN_EPILOGUE = {torch.float32: {"mlp": 2, "cnn": 2, "transformer_block": 3, "gpt2": 6},
+                    torch.bfloat16: {"transformer_block": 3, "gpt2": 6}}
+CASTS_PER_HALF_BIAS = 2
 
 
 def _library(name, dtype) -> dict:
     library = dict(LIBRARY_ON_GPU.get((name, dtype), LIBRARY[name]))
-    if dtype == torch.float32:
-        library["aten.add.Tensor"] = BIAS_IN_EPILOGUE[name]
+    adds = BIAS_IN_EPILOGUE[dtype].get(name, 0)
+    if adds:
+        library["aten.add.Tensor"] = adds
+    if adds and dtype != torch.float32:
+        library["aten._to_copy.default"] = CASTS_PER_HALF_BIAS * adds
     return library
 
 

@@ -265,8 +265,9 @@ def _attention_grad(step: Library, grad, q, k, v, *bias_then_outs):
 
 
 def _addmm(step: Library, a, b, bias, out):
-    """out = a @ b + bias by cuBLASLt, the bias added in the GEMM's epilogue (matmul_bias.py)."""
-    torch.addmm(bias, a, b, out=out)
+    """out = a @ b + bias by cuBLASLt, the bias added in the GEMM's epilogue (matmul_bias.py). A
+    float32 bias of a half product is rounded to the half type first, as the graph does."""
+    torch.addmm(bias.to(out.dtype), a, b, out=out)
 
 
 RUNNERS = {

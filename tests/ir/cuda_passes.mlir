@@ -230,6 +230,58 @@ func.func @main(%a: memref<?x16xf32>, %b: memref<16x32xf32>, %bias: memref<32xf3
 
 // -----
 
+// cuda-fold-bias-into-matmuls, an autocast linear: bf16 operands, the product summed into a
+// float32 C, the float32 bias rounded to bf16 and added, the sum rounded to the bf16 output. One
+// torch.addmm writing the bf16 output (cuBLASLt's epilogue computes exactly that), C gone. Left
+// alone: a bias added unrounded (the graph's sum is not the half addmm's), and a product whose
+// N (36) is no multiple of 8 (library.py pads those for cuBLAS's aligned kernels).
+// BIAS: func.func private @dynamo_cuda_addmm_0(memref<?x16xbf16>, memref<16x32xbf16>, memref<32xf32>, memref<?x32xbf16>)
+// BIAS-LABEL: func.func @autocast
+// BIAS-NEXT: arith.constant
+// BIAS-NEXT: memref.dim
+// BIAS-NEXT: call @dynamo_cuda_addmm_0(%arg0, %arg1, %arg2, %arg3) {dynamo_mlir.library_call = "torch.addmm"}
+// BIAS-NEXT: memref.alloc
+// BIAS-NEXT: linalg.matmul {dynamo_mlir.overwrite} ins(%arg0, %arg1
+// BIAS: linalg.matmul {dynamo_mlir.overwrite} ins(%arg0, %arg5
+#amp_id = affine_map<(d0, d1) -> (d0, d1)>
+#amp_col = affine_map<(d0, d1) -> (d1)>
+func.func @autocast(%a: memref<?x16xbf16>, %b: memref<16x32xbf16>, %bias: memref<32xf32>, %out: memref<?x32xbf16>,
+                    %out2: memref<?x32xbf16>, %b36: memref<16x36xbf16>, %bias36: memref<36xf32>, %out3: memref<?x36xbf16>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %a, %c0 : memref<?x16xbf16>
+  %t = memref.alloc(%n) : memref<?x32xf32>
+  linalg.matmul {dynamo_mlir.overwrite} ins(%a, %b : memref<?x16xbf16>, memref<16x32xbf16>) outs(%t : memref<?x32xf32>)
+  linalg.generic {indexing_maps = [#amp_id, #amp_col, #amp_id], iterator_types = ["parallel", "parallel"]} ins(%t, %bias : memref<?x32xf32>, memref<32xf32>) outs(%out : memref<?x32xbf16>) {
+  ^bb0(%x: f32, %y: f32, %o: bf16):
+    %r = arith.truncf %y : f32 to bf16
+    %w = arith.extf %r : bf16 to f32
+    %s = arith.addf %x, %w : f32
+    %h = arith.truncf %s : f32 to bf16
+    linalg.yield %h : bf16
+  }
+  %u = memref.alloc(%n) : memref<?x32xf32>
+  linalg.matmul {dynamo_mlir.overwrite} ins(%a, %b : memref<?x16xbf16>, memref<16x32xbf16>) outs(%u : memref<?x32xf32>)
+  linalg.generic {indexing_maps = [#amp_id, #amp_col, #amp_id], iterator_types = ["parallel", "parallel"]} ins(%u, %bias : memref<?x32xf32>, memref<32xf32>) outs(%out2 : memref<?x32xbf16>) {
+  ^bb0(%x: f32, %y: f32, %o: bf16):
+    %s = arith.addf %x, %y : f32
+    %h = arith.truncf %s : f32 to bf16
+    linalg.yield %h : bf16
+  }
+  %v = memref.alloc(%n) : memref<?x36xf32>
+  linalg.matmul {dynamo_mlir.overwrite} ins(%a, %b36 : memref<?x16xbf16>, memref<16x36xbf16>) outs(%v : memref<?x36xf32>)
+  linalg.generic {indexing_maps = [#amp_id, #amp_col, #amp_id], iterator_types = ["parallel", "parallel"]} ins(%v, %bias36 : memref<?x36xf32>, memref<36xf32>) outs(%out3 : memref<?x36xbf16>) {
+  ^bb0(%x: f32, %y: f32, %o: bf16):
+    %r = arith.truncf %y : f32 to bf16
+    %w = arith.extf %r : bf16 to f32
+    %s = arith.addf %w, %x : f32
+    %h = arith.truncf %s : f32 to bf16
+    linalg.yield %h : bf16
+  }
+  return
+}
+
+// -----
+
 // cuda-hoist-reshapes: the bias add's [?, 8] result, reshaped to [2, ?, 8] for the tanh after it,
 // becomes a bias add over the reshaped input (the bias's map now reads the last of three dims), so
 // elementwise fusion can make one kernel of both. A reshape that only a return reads stays.
