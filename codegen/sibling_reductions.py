@@ -127,7 +127,8 @@ def _merge(a, b, site) -> None:
     all_maps = maps[:n_a] + [maps[i] for i in extra] + out_maps + out_maps
     merged = linalg.GenericOp([v.type for v in outputs], inputs, outputs,
                               ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in all_maps]),
-                              a.attributes["iterator_types"], ip=ip)
+                              a.attributes["iterator_types"], ip=ip,
+                              loc=ir.Location.fused([a.location, b.location]))  # both ops' graph nodes
     types = [ir.RankedTensorType(v.type).element_type for v in inputs + outputs]
     block = merged.regions[0].blocks.append(*types)
     args = list(block.arguments)
