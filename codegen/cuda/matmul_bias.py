@@ -99,7 +99,8 @@ def _adds_row(generic, c: ir.Value) -> ir.Value | None:
 
 
 def _aligned_half(types: list[ir.MemRefType]) -> bool:
-    """Operands, bias and output of one half type, C float32, K and N static multiples of 8."""
+    """Operands and output of one half type, the bias of it or float32 (rounded to it in the body),
+    C float32, K and N static multiples of 8."""
     a, b, c, bias, d = types
     half = a.element_type
     if not isinstance(half, (ir.BF16Type, ir.F16Type)) or not isinstance(c.element_type, ir.F32Type):
