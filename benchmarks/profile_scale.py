@@ -4,7 +4,7 @@ calls of each backend asked for, the kernels (and library calls) by total CUDA t
     python benchmarks/profile_scale.py WORKLOAD [--backends eager,mlir] [--calls 3] [--top 15] [--trace DIR] [--gaps] [--shapes] [--lead]
 
 --trace writes each backend's Chrome trace (DIR/WORKLOAD_BACKEND.json): every kernel in launch
-order with its grid and block, to be matched with the host schedules of a DYNAMO_MLIR_DUMP_DIR
+order with its grid and block, and the host's torch ops with their shapes (which op issued a copy), to be matched with the host schedules of a DYNAMO_MLIR_DUMP_DIR
 dump (which kernel of which region took the time).
 --shapes adds each listed kernel's launch shapes (grid x block, the distinct ones).
 --gaps prints where the GPU sat idle between the profiled calls' first and last kernel: the
@@ -24,6 +24,7 @@ import sys
 import tempfile
 
 import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 import dynamo_mlir
@@ -61,7 +62,9 @@ def main(argv=None) -> None:
             torch.cuda.synchronize()
             if args.lead:
                 print_lead(fn, inputs, backend, args.calls)
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            # A trace also holds the host's torch ops (with shapes), which name what issued each copy.
+            host = [ProfilerActivity.CPU] if args.trace else []
+            with profile(activities=[*host, ProfilerActivity.CUDA], record_shapes=bool(args.trace)) as prof:
                 for _ in range(args.calls):
                     fn(*inputs)
                 torch.cuda.synchronize()
@@ -70,7 +73,7 @@ def main(argv=None) -> None:
             prof.export_chrome_trace(os.path.join(args.trace, f"{args.workload}_{backend}.json"))
         if args.gaps:
             print_gaps(prof, backend, args.calls, args.top)
-        events = [e for e in prof.key_averages() if e.device_time_total > 0]
+        events = [e for e in prof.key_averages() if e.device_time_total > 0 and e.device_type == DeviceType.CUDA]
         total = sum(e.device_time_total for e in events) / args.calls / 1e3
         print(f"## {args.workload}, {backend}: {total:.2f} ms of kernels per call")
         shapes = launch_shapes(trace_events(prof)) if args.shapes else {}

@@ -29,3 +29,20 @@ def copies_to_linalg(module: ir.Module) -> ir.Module:
             linalg.copy(src, outs=[dst])
         op.erase()
     return module
+
+
+def erase_self_copies(module: ir.Module) -> int:
+    """Every memref.copy of a buffer onto itself erased (one-shot bufferization leaves one for an
+    insert_slice whose source was computed in place: codegen/padded_producers.py; this MLIR's
+    canonicalizer keeps them). Returns how many."""
+    copies = []
+
+    def visit(op):
+        if op.name == "memref.copy" and op.operands[0] == op.operands[1]:
+            copies.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for op in copies:
+        op.erase()
+    return len(copies)

@@ -163,3 +163,10 @@ class TargetOptions(OptionSet):
         cuda target's library calls, the cpu target's call of torch's CPU kernel. `symbolic`: the
         graph has symbolic sizes; `half`: a float16/bfloat16 input. Default: no, the math form."""
         return False
+
+    def matmul_padding(self, dtype) -> tuple[int, int] | None:
+        """(multiple, least) for a 2-D matmul of `dtype` (a torch dtype) operands: one with a dim
+        of at least `least` that is not a multiple of `multiple` is computed on operands
+        zero-padded to multiples of it (frontend/padded_matmuls.py: the vendor library's fast
+        kernels need aligned dims). Default: None, never padded."""
+        return None

@@ -1,4 +1,5 @@
-"""A reshape of a slice that only splits dims, as tensor.expand_shape: a view, not a copy.
+"""A reshape of a slice that only splits dims, as tensor.expand_shape: a view, not a copy (and a
+reshape of a slice to its own shape, as the slice).
 
 Every dynamo.reshape lowers to tensor.reshape, whose buffer form (memref.reshape) needs a
 row-major source; bufferizing one of a slice therefore copies the slice first. Attention's
@@ -51,14 +52,21 @@ def split_groups(source: list[int], result: list[int]) -> list[list[int]] | None
 
 
 def expand_reshapes_of_slices(module: ir.Module) -> int:
-    """Every tensor.reshape of a tensor.extract_slice that split_groups accepts -> expand_shape.
-    Returns how many were rewritten."""
+    """Every tensor.reshape of a tensor.extract_slice that split_groups accepts -> expand_shape,
+    and one to the slice's own static shape (canonicalize leaves a view there and back: the
+    logits flattened after frontend/padded_matmuls.py's slice) -> the slice. Returns how many
+    were rewritten."""
     count = 0
     for op in ops_where(module, lambda o: o.operation.name == "tensor.reshape"):
         source = op.operands[0]
         if not isinstance(source.owner, ir.OpView) or source.owner.operation.name != "tensor.extract_slice":
             continue
         src_type, out_type = ir.RankedTensorType(source.type), ir.RankedTensorType(op.results[0].type)
+        if src_type == out_type and src_type.has_static_shape:
+            op.results[0].replace_all_uses_with(source)
+            op.erase()
+            count += 1
+            continue
         groups = split_groups(list(src_type.shape), list(out_type.shape))
         if groups is None:
             continue

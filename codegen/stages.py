@@ -26,7 +26,7 @@ from .half_bits import bf16_as_bits
 from .identical_kernels import merge_identical_kernels
 from .kernel_names import name_kernels
 from .llvm_text import to_llvmlite_text
-from .memref_copies import copies_to_linalg
+from .memref_copies import copies_to_linalg, erase_self_copies
 from .result_copies import results_into_out_params
 from .passes import CompileError, Pass, get_pass, register_pass, run_pipeline, upstream
 from .zero_size import distinct_results, uses_bare_pointers, widen_zero_size_arguments
@@ -233,7 +233,7 @@ def buffer_passes(target: str, deallocate: bool = False, written_inputs: bool = 
     -distinct-results (the linalg stage's, again: a target's fusion and that canonicalize can
     still merge two results, and buffer-results-to-out-params crashes the process on a value
     returned twice), with `written_inputs` (the target's capability) -write-inputs-in-place,
-    then -bufferize and -results-into-out-params."""
+    then -bufferize, -results-into-out-params and -erase-self-copies."""
     from .written_inputs import write_inputs_in_place
 
     in_place = (_registered(target, "write-inputs-in-place", write_inputs_in_place,
@@ -255,6 +255,9 @@ def buffer_passes(target: str, deallocate: bool = False, written_inputs: bool = 
                  requires=(f"{target}-read-only-arguments", f"{target}-distinct-results")),
         _registered(target, "results-into-out-params", lambda m, o: results_into_out_params(m),
                     "A result of symbolic size computed into its out-param, not into a temporary copied there.",
+                    requires=(f"{target}-bufferize",)),
+        _registered(target, "erase-self-copies", lambda m, o: erase_self_copies(m),
+                    "Copies of a buffer onto itself (an insert_slice of a value computed in place) erased.",
                     requires=(f"{target}-bufferize",)),
     )
 

@@ -32,6 +32,7 @@ from .aten.elementwise import decompositions as elementwise_decompositions
 from .aten.max_pool_backward import mark_window_indices
 from .stats import REGISTRY, GraphReport, op_name
 from .recomputed_pointwise import recompute_pointwise
+from .padded_matmuls import pad_matmuls
 from .saved_log_softmax import save_log_softmax_statistics
 
 log = logging.getLogger("dynamo_mlir")
@@ -195,6 +196,8 @@ def _compiler(kind: str, options: config.Options, path: InferencePath | None = N
     def compile_fn(gm: torch.fx.GraphModule, example_inputs):
         frozen = freezing.freeze_inference(gm, example_inputs, *state) if state else None
         graph, inputs = (frozen.graph, frozen.example_inputs) if frozen else (gm, example_inputs)
+        if kind == "inference" and _pad_matmuls(graph, inputs, options):  # training: in _partition
+            graph.recompile()
         fused = compile_graph(graph, inputs, kind, options)
         fn = direct_call(fused, guarded_inputs=kind != "backward") or fused
         report = fused.meta["dynamo_mlir_report"]
@@ -257,19 +260,34 @@ def _eager_graph_report(gm: torch.fx.GraphModule, reason: str, options: config.O
     return report
 
 
-def _partition(joint_module: torch.fx.GraphModule, joint_inputs, partitioner: str = "default", **kwargs):
+def _pad_matmuls(gm: torch.fx.GraphModule, example_inputs, options: config.Options,
+                 num_fwd_outputs: int | None = None) -> int:
+    """The matmuls gm's target computes on padded operands, padded in the graph (padded_matmuls.py)."""
+    try:
+        target = choose_target(gm, example_inputs, options)
+    except NoTargetForDevice:
+        return 0
+    padding = config.bind(options, target).target_options.matmul_padding
+    return pad_matmuls(gm.graph, padding, num_fwd_outputs)
+
+
+def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config.Options, **kwargs):
     """AOTAutograd's min-cut or default partitioner (the `partitioner` option), after marking
     on the joint graph what only it shows (a max-pool backward's indices are its forward's:
     max_pool_backward.py; node.meta is copied into the forward and backward graphs) and making
     the backward read a log_softmax's row statistics instead of the saved matrix
-    (saved_log_softmax.py) and recompute pointwise values from what is saved anyway
-    (recomputed_pointwise.py)."""
+    (saved_log_softmax.py), recompute pointwise values from what is saved anyway
+    (recomputed_pointwise.py) and share the padded operands of unaligned half matmuls
+    (padded_matmuls.py)."""
+    partitioner = options.partitioner
     mark_window_indices(joint_module.graph)
     rewritten = 0
     if partitioner != "save_all":
         rewritten += save_log_softmax_statistics(joint_module.graph, kwargs["num_fwd_outputs"])
     if partitioner == "default":  # the min-cut partitioner makes these choices itself
         rewritten += recompute_pointwise(joint_module.graph, kwargs["num_fwd_outputs"])
+    # Last: the backward reads the rewrites above add are given their own slices of a padded product.
+    rewritten += _pad_matmuls(joint_module, joint_inputs, options, kwargs["num_fwd_outputs"])
     if rewritten:
         joint_module.recompile()
     split = min_cut_rematerialization_partition if partitioner == "min_cut" else default_partition
@@ -293,7 +311,7 @@ def mlir_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
         fw_compiler=_compiler("forward", options),
         bw_compiler=_compiler("backward", options),
         inference_compiler=_compiler("inference", options, path, state),
-        partition_fn=functools.partial(_partition, partitioner=options.partitioner),
+        partition_fn=functools.partial(_partition, options=options),
         decompositions=decompositions(min_cut),
         keep_inference_input_mutations=True,  # written back by the graph: input_mutations.py
     )

@@ -1,6 +1,6 @@
 """AOTAutograd's joint graph (forward and backward in one, before the partitioner splits it):
 which nodes go to the forward, and where the backward reads them. Shared by the rewrites that
-change what the forward saves (saved_log_softmax.py, recomputed_pointwise.py)."""
+change what the forward saves (saved_log_softmax.py, recomputed_pointwise.py, padded_matmuls.py)."""
 
 from __future__ import annotations
 
@@ -56,3 +56,12 @@ def backward_copy(graph: torch.fx.Graph, node: torch.fx.Node, args_map) -> torch
     new = graph.node_copy(node, args_map)
     new.meta.pop("partitioner_tag", None)
     return new
+
+
+def call_with_val(graph: torch.fx.Graph, target, *args) -> torch.fx.Node:
+    """A new node of `target` at the graph's insertion point, its `val` evaluated on its
+    arguments' fake tensors (what the partitioner and the importer read)."""
+    node = graph.call_function(target, args)
+    fake = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args]
+    node.meta["val"] = target(*fake)
+    return node

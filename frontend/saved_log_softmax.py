@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from .joint_graph import backward_copy, backward_reads, forward_nodes
+from .joint_graph import backward_copy, backward_reads, call_with_val as _call, forward_nodes
 
 aten, prims = torch.ops.aten, torch.ops.prims
 
@@ -94,11 +94,3 @@ def _recast(graph: torch.fx.Graph, x: torch.fx.Node) -> torch.fx.Node:
     if not (_float_tensor(source) and source.meta["val"].dtype.itemsize < x.meta["val"].dtype.itemsize):
         return x
     return backward_copy(graph, x, lambda a: a)
-
-
-def _call(graph: torch.fx.Graph, target, *args) -> torch.fx.Node:
-    """A new node of `target`, its `val` evaluated on its arguments' fake tensors."""
-    node = graph.call_function(target, args)
-    fake = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args]
-    node.meta["val"] = target(*fake)
-    return node

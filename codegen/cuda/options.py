@@ -70,6 +70,12 @@ class CUDAOptions(TargetOptions):
                                        "...) channels-last, NHWC, and the ops between them too, so cuDNN runs its NHWC "
                                        "kernels and no transpose sits between them (codegen/channels_last.py); off: "
                                        "every convolution NCHW.")
+    cuda_padded_matmuls: bool = option(True, "With library_matmul: a half-precision 2-D matmul with a dim of at least 128 "
+                                             "that is not a multiple of 8 (a 50257-token vocabulary) computed in the "
+                                             "graph on operands zero-padded to multiples of 8, written padded by the "
+                                             "kernels that make them, its product read through a slice "
+                                             "(frontend/padded_matmuls.py); off: the library call pads and copies per "
+                                             "call.")
     cuda_library_attention: bool = option(True, "Run F.scaled_dot_product_attention as one torch call (its fused "
                                                 "flash/efficient/cuDNN kernel; stats: ops_library), and in training "
                                                 "its backward as one call of that kernel's backward: the attention "
@@ -84,6 +90,16 @@ class CUDAOptions(TargetOptions):
     def keeps_fused_attention(self, symbolic: bool = False, half: bool = False, training: bool = False) -> bool:
         """Whether a graph keeps F.scaled_dot_product_attention whole (frontend/backend.py)."""
         return self.cuda_library_attention
+
+    def matmul_padding(self, dtype) -> tuple[int, int] | None:
+        """cuBLAS's half-precision kernels for dims that are multiples of 8, where torch runs the
+        matmul (library_matmul): the sizes codegen/cuda/library.py pads to at run time."""
+        if not (self.library_matmul and self.cuda_padded_matmuls):
+            return None
+        from .library import MIN_PADDED, PAD_TO  # torch, imported only when a graph is compiled
+
+        multiple = PAD_TO.get(dtype)
+        return None if multiple is None else (multiple, MIN_PADDED)
 
     def gpu_arch(self) -> str:
         """The architecture the kernels are built for: what codegen/gpu's strategies read the

@@ -22,6 +22,7 @@ from ..gathered_producers import compute_gathered_elements
 from ..identical_kernels import merge_identical_kernels
 from ..kernel_names import name_kernels
 from ..own_inits import own_inits
+from ..padded_producers import fuse_pads_into_producers
 from ..recompute_producers import recompute_cheap_producers
 from ..reshape_hoist import hoist_reshapes
 from ..scalar_operands import read_scalars_directly
@@ -90,6 +91,10 @@ LINALG = (
     _pass("compute-gathered-elements", lambda m, o: compute_gathered_elements(m),
           "An elementwise producer read only by gathers (a cross-entropy's log_softmax, read at each row's "
           "target) computed at the gathered elements inside the gather: the full tensor is never written.",
+          requires=("cuda-linalg-cleanup",)),
+    _pass("fuse-pads-into-producers", lambda m, o: fuse_pads_into_producers(m),
+          "A pad of an elementwise op's result (a half matmul's operand padded to a multiple of 8) written by "
+          "that op into the padded tensor's interior, zeros around it: no fill and copy of the whole.",
           requires=("cuda-linalg-cleanup",)),
     # After the last CSE: it would merge the inits again.
     _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose",)),
