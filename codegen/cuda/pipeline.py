@@ -32,6 +32,7 @@ from ..gpu.kernel_abi import extern_dynamic_shared
 from ..gpu.loopnest import Unsupported
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import library_calls, ptx, schedule, to_gpu
+from .forwarded_copies import forward_copies
 from .matmul_bias import fold_bias_into_matmuls
 from .widened_matmuls import widened_matmuls_on_half
 
@@ -112,6 +113,10 @@ GPU = (
           options=("library_matmul",), enabled=_library, consumes=(LIBRARY_CALL,)),
     _pass("fold-transposes-of-attention", _per_host(to_gpu.fold_transposes_of_attention),
           "Transposes around a library attention call read as strided views.", consumes=(LIBRARY_CALL,)),
+    _pass("forward-copies", _per_host(forward_copies),
+          "A buffer only written, then copied whole into a view of another (a concatenation's pieces, "
+          "attention_grad's dq/dk/dv): its writers write that view, and the copy goes.",
+          requires=("cuda-fold-transposes-of-attention",)),
     _pass("erase-empty-loop-nests", _per_host(to_gpu.erase_empty_loop_nests),
           "Loop nests over a zero-size operand (no trips) erased."),
     _pass("generalize-library-ops", _per_host(to_gpu.generalize_library_ops),

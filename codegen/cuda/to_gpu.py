@@ -85,7 +85,7 @@ def fold_transposes_into_matmuls(func_op) -> int:
         if any(written_between(root_of(view.input), op, reader) for reader in users if reader != op):
             continue
         with ir.InsertionPoint(op), op.location:  # where the copy was: a fill before a matmul stays next to it
-            transposed = _transposed_view(view.input, permutation)
+            transposed = transposed_view(view.input, permutation)
         for user in users:
             if user.name in MATMULS or _is_attention(user):
                 for k, operand in enumerate(user.operands):
@@ -135,9 +135,11 @@ def _only_read_as_views(buffer: ir.Value, users: list, transpose, permutation: l
 
 def fold_transposes_of_attention(func_op) -> int:
     """A library attention's result [B, H, L, E] that only a transpose reads (back to
-    [B, L, H, E], before the heads are merged): the call writes a transposed view of the
-    transpose's buffer instead, as eager's fused kernels lay their output out, so the
-    transpose costs no kernel. Returns how many were folded."""
+    [B, L, H, E], before the heads are merged), or one of its backward's dq, dk, dv: the call
+    writes a transposed view of the transpose's buffer instead, as eager's fused kernels lay
+    their output out, so the transpose costs no kernel (attention_grad's runner copies each
+    gradient into its view: one pass instead of a copy and a transpose). Returns how many were
+    folded."""
     folded = 0
     for op in [o.operation for o in func_op.regions[0].blocks[0].operations]:
         if op.name != "linalg.transpose":
@@ -150,8 +152,9 @@ def fold_transposes_of_attention(func_op) -> int:
                 or not _defined_before(dest, writer):
             continue
         with ir.InsertionPoint(writer), op.location:
-            writer.operands[len(writer.operands) - 1] = _transposed_view(dest, _inverse(permutation))
-        _query_laid_out_as(writer, permutation)
+            writer.operands[list(writer.operands).index(source)] = transposed_view(dest, _inverse(permutation))
+        if is_call(writer, ATTENTION):
+            _query_laid_out_as(writer, permutation)
         retype(writer)
         _erase_with_buffer(op, source)
         folded += 1
@@ -179,7 +182,7 @@ def _query_laid_out_as(call, permutation: list[int]) -> None:
     alloc = query.owner
     with ir.InsertionPoint(alloc), alloc.location:
         base = memref.alloc(ir.MemRefType.get([t.shape[p] for p in permutation], t.element_type), [], [])
-        view = _transposed_view(base, _inverse(permutation))
+        view = transposed_view(base, _inverse(permutation))
     for sub in [u for u in users if u.name == "memref.subview"]:
         with ir.InsertionPoint(sub), sub.location:
             part = memref.subview(view, *(list(ir.DenseI64ArrayAttr(sub.attributes[k]))
@@ -211,12 +214,13 @@ def _takes_any_layout(op, buffer: ir.Value) -> bool:
 
 
 def _sole_attention_writer(buffer: ir.Value, transpose):
-    """The library attention call writing `buffer` (an alloc) when that call and `transpose`
-    are its only users besides deallocs, else None."""
+    """The library attention call (or its backward) writing `buffer` (an alloc) when that call
+    and `transpose` are its only users besides deallocs, else None."""
     if op_name(buffer) != "memref.alloc":
         return None
     others = [u for u in _users(buffer) if u != transpose and u.name != "memref.dealloc"]
-    if len(others) != 1 or not is_call(others[0], ATTENTION) or list(others[0].operands)[-1] != buffer:
+    if len(others) != 1 or not _is_attention(others[0]) or buffer not in written_operands(others[0]) \
+            or list(others[0].operands).count(buffer) != 1:
         return None
     return others[0]
 
@@ -240,7 +244,7 @@ def _inverse(permutation: list[int]) -> list[int]:
     return inverse
 
 
-def _transposed_view(source: ir.Value, permutation: list[int]) -> ir.Value:
+def transposed_view(source: ir.Value, permutation: list[int]) -> ir.Value:
     """memref.transpose of `source`: dims permuted, strides with them (no data moved)."""
     t = ir.MemRefType(source.type)
     strides, offset = t.get_strides_and_offset()
