@@ -32,6 +32,7 @@ from .aten.elementwise import decompositions as elementwise_decompositions
 from .aten.max_pool_backward import mark_window_indices
 from .stats import REGISTRY, GraphReport, op_name
 from .recomputed_pointwise import recompute_pointwise
+from .recomputed_views import recompute_views
 from .padded_matmuls import pad_matmuls
 from .saved_log_softmax import save_log_softmax_statistics
 
@@ -260,15 +261,14 @@ def _eager_graph_report(gm: torch.fx.GraphModule, reason: str, options: config.O
     return report
 
 
-def _pad_matmuls(gm: torch.fx.GraphModule, example_inputs, options: config.Options,
-                 num_fwd_outputs: int | None = None) -> int:
+def _pad_matmuls(gm: torch.fx.GraphModule, example_inputs, options: config.Options) -> int:
     """The matmuls gm's target computes on padded operands, padded in the graph (padded_matmuls.py)."""
     try:
         target = choose_target(gm, example_inputs, options)
     except NoTargetForDevice:
         return 0
     padding = config.bind(options, target).target_options.matmul_padding
-    return pad_matmuls(gm.graph, padding, num_fwd_outputs)
+    return pad_matmuls(gm.graph, padding)
 
 
 def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config.Options, **kwargs):
@@ -277,8 +277,8 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config
     max_pool_backward.py; node.meta is copied into the forward and backward graphs) and making
     the backward read a log_softmax's row statistics instead of the saved matrix
     (saved_log_softmax.py), recompute pointwise values from what is saved anyway
-    (recomputed_pointwise.py) and share the padded operands of unaligned half matmuls
-    (padded_matmuls.py)."""
+    (recomputed_pointwise.py), share the padded operands of unaligned half matmuls
+    (padded_matmuls.py) and take saved views again in the backward (recomputed_views.py)."""
     partitioner = options.partitioner
     mark_window_indices(joint_module.graph)
     rewritten = 0
@@ -286,8 +286,9 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config
         rewritten += save_log_softmax_statistics(joint_module.graph, kwargs["num_fwd_outputs"])
     if partitioner == "default":  # the min-cut partitioner makes these choices itself
         rewritten += recompute_pointwise(joint_module.graph, kwargs["num_fwd_outputs"])
-    # Last: the backward reads the rewrites above add are given their own slices of a padded product.
-    rewritten += _pad_matmuls(joint_module, joint_inputs, options, kwargs["num_fwd_outputs"])
+    rewritten += _pad_matmuls(joint_module, joint_inputs, options)
+    if partitioner != "min_cut":  # last: the saved views the rewrites above leave (a padded product's slice)
+        rewritten += recompute_views(joint_module.graph, kwargs["num_fwd_outputs"])
     if rewritten:
         joint_module.recompile()
     split = min_cut_rematerialization_partition if partitioner == "min_cut" else default_partition

@@ -15,7 +15,8 @@ shape, as inductor's pad_mm does. In the graph the pads and slices are ops the c
   one padded gradient (a pad of a transpose is the transpose of the pad: `_Pads`);
 - the slice of the padded product is a strided view its readers take: the product is never
   copied. A training forward's product that the backward reads is saved whole, and the backward
-  takes its own slice of it (a saved slice would be copied out as the forward's result).
+  takes its own slice of it (recomputed_views.py, run after this pass: a saved slice would be
+  copied out as the forward's result).
 A graph's result that is such a slice is still returned contiguous (one copy, as before).
 
 Which matmuls: the target's `TargetOptions.matmul_padding(dtype)` (the cuda target: half
@@ -29,27 +30,20 @@ from typing import Callable
 import torch
 import torch.fx
 
-from .joint_graph import backward_copy, backward_reads, call_with_val, forward_nodes
+from .joint_graph import call_with_val
 
 aten = torch.ops.aten
 
 Padding = Callable[[torch.dtype], "tuple[int, int] | None"]
 _TRANSPOSES = (aten.t.default, aten.permute.default)
-# Ops whose result is a view of their first argument (what the backward can take again for free).
-_VIEWS = (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.alias.default,
-          aten.slice.Tensor, aten.permute.default, aten.t.default, aten.transpose.int, aten.unsqueeze.default,
-          aten.squeeze.dim, aten.squeeze.dims, aten.expand.default)
 
 
-def pad_matmuls(graph: torch.fx.Graph, padding: Padding, num_fwd_outputs: int | None = None) -> int:
-    """Rewrite the matmuls of `graph` that `padding` asks to pad; returns how many. On a joint
-    graph (`num_fwd_outputs` given) a forward product the backward reads is saved whole."""
-    forward = forward_nodes(graph, num_fwd_outputs) if num_fwd_outputs is not None else None
+def pad_matmuls(graph: torch.fx.Graph, padding: Padding) -> int:
+    """Rewrite the matmuls of `graph` that `padding` asks to pad; returns how many."""
     pads = _Pads(graph)
     rewritten = 0
     for node in list(graph.nodes):
-        if node.op == "call_function" and node.target is aten.mm.default and _rewrite(graph, node, padding, pads,
-                                                                                      forward):
+        if node.op == "call_function" and node.target is aten.mm.default and _rewrite(graph, node, padding, pads):
             rewritten += 1
     if rewritten:
         graph.lint()
@@ -71,7 +65,7 @@ def _padded_sizes(node: torch.fx.Node, padding: Padding) -> tuple[int, int, int,
     return (*sizes, *(-(-s // multiple) * multiple for s in sizes))
 
 
-def _rewrite(graph, node, padding: Padding, pads: "_Pads", forward: set | None) -> bool:
+def _rewrite(graph, node, padding: Padding, pads: "_Pads") -> bool:
     sizes = _padded_sizes(node, padding)
     if sizes is None:
         return False
@@ -83,12 +77,8 @@ def _rewrite(graph, node, padding: Padding, pads: "_Pads", forward: set | None) 
         result = _sliced(graph, product, (m, n))
     for new in _chain(result, product):
         _take_meta(new, node)
-    in_forward = forward is not None and node in forward
     node.replace_all_uses_with(result)
     graph.erase_node(node)
-    if in_forward and result is not product:
-        forward.update(_chain(result, product))
-        _slice_again_in_backward(graph, result, product, (m, n), forward)
     return True
 
 
@@ -107,35 +97,6 @@ def _chain(result: torch.fx.Node, product: torch.fx.Node) -> list[torch.fx.Node]
     while chain[-1] is not product:
         chain.append(chain[-1].args[0])
     return chain
-
-
-def _slice_again_in_backward(graph, result, product, shape, forward: set) -> None:
-    """The backward's readers of the sliced product, or of a forward view of it (the logits
-    flattened), read views the backward takes itself, so that the partitioner saves the dense
-    product (the default partitioner saves what the backward reads; a slice would be returned,
-    so copied, by the forward)."""
-    reads = []  # (backward user, the forward view it reads)
-    stack = [result]
-    while stack:
-        node = stack.pop()
-        reads.extend(backward_reads(node, forward))
-        stack.extend(u for u in node.users if u in forward and u.target in _VIEWS and u.args[0] is node)
-    if not reads:
-        return
-    order = {x: i for i, x in enumerate(graph.nodes)}
-    again: dict[torch.fx.Node, torch.fx.Node] = {}
-    with graph.inserting_before(min((user for user, _ in reads), key=order.__getitem__)):
-        again[result] = _sliced(graph, product, shape)
-        for user, read in sorted(dict.fromkeys(reads), key=lambda r: order[r[1]]):
-            user.replace_input_with(read, _view_again(graph, read, again))
-
-
-def _view_again(graph, view: torch.fx.Node, again: dict) -> torch.fx.Node:
-    """The backward's copy of a forward view chain that starts at a node `again` maps."""
-    if view not in again:
-        source = _view_again(graph, view.args[0], again)
-        again[view] = backward_copy(graph, view, lambda a: source if a is view.args[0] else a)
-    return again[view]
 
 
 class _Pads:

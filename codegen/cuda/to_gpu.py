@@ -26,7 +26,7 @@ from ..attributes import OVERWRITE  # set on a library op whose accumulator was 
 from ..passes import CompileError
 from ..provenance import location_with_body
 from .host_ops import host_ops, output_of, touches, used_between, written_between
-from ..gpu.loopnest import LOOP_NESTS, LoopNest, Unsupported, op_name, root_of
+from ..gpu.loopnest import LOOP_NESTS, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
 from ..gpu import tiled
 from ..gpu.capabilities import capabilities_for
 from ..gpu.kernel_abi import split_dynamic_buffers
@@ -226,14 +226,19 @@ def _sole_attention_writer(buffer: ir.Value, transpose):
 
 
 def _defined_before(dest: ir.Value, call) -> bool:
-    """Whether `dest` is available at `call`: a function argument, or an alloc (moved there)."""
+    """Whether `dest` is available at `call`: a function argument, an alloc (moved there), or a
+    static view of one of those (a result out-param reinterpreted in the shape it is written in)."""
     if isinstance(dest.owner, ir.Block):
         return True
-    if op_name(dest) != "memref.alloc":
+    op = dest.owner.operation
+    if op.name in VIEW_OPS:
+        if list(op.operands)[1:] or not _defined_before(op.operands[0], call):
+            return False
+    elif op.name != "memref.alloc":
         return False
     ops = [o.operation for o in call.block.operations]
-    if ops.index(dest.owner.operation) > ops.index(call):  # never later: earlier users must keep it
-        dest.owner.move_before(call)
+    if ops.index(op) > ops.index(call):  # never later: earlier users must keep it
+        op.move_before(call)
     return True
 
 
