@@ -4,10 +4,12 @@ CSE makes one `tensor.empty` (and one zero `linalg.fill` of it) of every shape, 
 start from it: the k and v projections of an attention layer share their weights' transposes'
 empty and their products' zero fill. One-shot bufferization then gives those ops one buffer
 (the second transpose writes where the first did) or copies a shared fill into each op's
+buffer; every layer's concatenation of an attention backward's dq, dk and dv went into one
 buffer. A GPU target that hands these ops to a library reads a transpose as a strided view
-only if nothing else writes its buffer, and folds a zero fill into the library call only when
-the fill writes the op's own buffer; `own_inits` gives each op its own empty (and fill) again,
-cloned right before it, and erases what no op reads any more.
+only if nothing else writes its buffer, folds a zero fill into the library call only when the
+fill writes the op's own buffer, and writes a concatenation's pieces in place only into a
+buffer written once (codegen/cuda/forwarded_copies.py); `own_inits` gives each op its own
+empty (and fill) again, cloned right before it, and erases what no op reads any more.
 """
 
 from __future__ import annotations
@@ -29,12 +31,19 @@ def _shared(op) -> bool:
     if producer is None:
         return False
     if producer.name == "tensor.empty":
+        if op.name == "tensor.insert_slice" and not all(_concatenated_into(u) for u in init.uses):
+            return False  # an empty also sliced (a pad written in place, padded_producers.py) stays one buffer
         return len(list(init.uses)) > 1
     if producer.name == "linalg.fill":
         empty = _producer(producer.operands[1])
         return empty is not None and empty.name == "tensor.empty" and (
             len(list(init.uses)) > 1 or len(list(producer.operands[1].uses)) > 1)
     return False
+
+
+def _concatenated_into(use) -> bool:
+    owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+    return owner.name == "tensor.insert_slice" and use.operand_number == 1
 
 
 def _give_own(op) -> None:

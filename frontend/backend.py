@@ -12,6 +12,7 @@ import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
+from torch._functorch.compile_utils import fx_graph_cse
 from torch._functorch.partitioners import default_partition, min_cut_rematerialization_partition
 
 from ..codegen import config, driver
@@ -272,7 +273,8 @@ def _pad_matmuls(gm: torch.fx.GraphModule, example_inputs, options: config.Optio
 
 
 def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config.Options, **kwargs):
-    """AOTAutograd's min-cut or default partitioner (the `partitioner` option), after marking
+    """AOTAutograd's min-cut or default partitioner (the `partitioner` option), after common
+    subexpressions are merged (as the min-cut partitioner does), marking
     on the joint graph what only it shows (a max-pool backward's indices are its forward's:
     max_pool_backward.py; node.meta is copied into the forward and backward graphs) and making
     the backward read a log_softmax's row statistics instead of the saved matrix
@@ -280,6 +282,9 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config
     (recomputed_pointwise.py), share the padded operands of unaligned half matmuls
     (padded_matmuls.py) and take saved views again in the backward (recomputed_views.py)."""
     partitioner = options.partitioner
+    if partitioner != "min_cut":  # (which runs it itself) one node per value: each layer's copy of an
+        joint_module.graph = fx_graph_cse(joint_module.graph)  # attention mask would be saved once a layer
+        joint_module.recompile()
     mark_window_indices(joint_module.graph)
     rewritten = 0
     if partitioner != "save_all":
