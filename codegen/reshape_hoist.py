@@ -20,12 +20,17 @@ g' the same body over the reshaped loops, when
   dims the reshape keeps as they are, so its map carries over (a bias indexed by the column).
 Operands read whole are reshaped themselves (a view of the same elements); the move repeats up a
 chain of such producers and stops at anything else (the matmul keeps its 2-D result).
+
+The other way round, a reshape that merges dims (a layer norm's [B, L, E] rows viewed as the
+[B*L, E] operand of a matmul) moves below an elementwise consumer that reads it alone (AMP's cast
+of those rows to bf16): the cast then fuses into the norm's kernel, which writes the bf16 rows
+only, not float32 rows a second kernel reads back (twice a layer in GPT-2's AMP step).
 """
 
 from __future__ import annotations
 
 from torch_mlir import ir
-from torch_mlir.dialects import linalg, tensor
+from torch_mlir.dialects import arith, linalg, tensor
 
 from .walk import ops_where
 
@@ -173,15 +178,81 @@ def _hoist(reshape, g, plans) -> None:
 
 
 def hoist_reshapes(module: ir.Module) -> int:
-    """Every movable reshape of `module` moved above its producer, repeatedly; returns how many
-    moves were made."""
+    """Every movable reshape of `module` moved above its producer, repeatedly, then every one
+    that merges dims below a consumer that reads it alone (`_sinkable`); returns how many moves
+    were made."""
     moved = 0
     while True:
         plans = [(r, _plan(r)) for r in ops_where(module, lambda op: op.name == "tensor.reshape")]
         plans = [(r, p) for r, p in plans if p is not None]
         if not plans:
-            return moved
+            break
         reshape, (g, inputs) = plans[0]  # one at a time: a move changes what the others see
         with module.context:
             _hoist(reshape, g, inputs)
         moved += 1
+    for reshape in ops_where(module, lambda op: op.name == "tensor.reshape" and _sinkable(op) is not None):
+        with module.context:
+            _sink(reshape, _sinkable(reshape))
+        moved += 1
+    return moved
+
+
+def _sinkable(reshape) -> ir.Operation | None:
+    """The consumer `reshape` (static, merging dims) moves below: its only user, an all-parallel
+    linalg.generic with one result whose only tensor input is the reshape, every map the
+    identity, and no read of loop indices or of its init. A layer norm's rows [B, L, E] merged into the [B*L, E] operand of a
+    matmul, then cast to its half type: the cast moves above the merge, where elementwise fusion
+    makes it part of the norm's kernel, and the float32 rows are not written."""
+    uses = list(reshape.results[0].uses)
+    if len(uses) != 1 or uses[0].owner.name != "linalg.generic":
+        return None
+    src, dst = ir.RankedTensorType(reshape.operands[0].type), ir.RankedTensorType(reshape.results[0].type)
+    if dst.rank >= src.rank or not (src.has_static_shape and dst.has_static_shape):
+        return None  # a split moves up instead (_plan); symbolic sizes: the result reshaped into
+        # its out-param would be a copy (codegen/result_copies.py writes only the op's own result)
+    c = uses[0].owner.operation
+    n_inputs = len(c.operands) - len(c.results)
+    if len(c.results) != 1 or n_inputs != 1 or uses[0].operand_number != 0:
+        return None
+    if any(str(t) != _PARALLEL for t in ir.ArrayAttr(c.attributes["iterator_types"])):
+        return None
+    if any(m != ir.AffineMap.get_identity(m.n_dims) for m in _maps(c)):
+        return None
+    block = c.regions[0].blocks[0]
+    if list(block.arguments[-1].uses) or any(o.operation.name == "linalg.index" for o in block.operations):
+        return None
+    return c
+
+
+def _sink(reshape, c) -> None:
+    src = ir.RankedTensorType(reshape.operands[0].type)
+    out = ir.RankedTensorType(c.results[0].type)
+    # At the reshape, right after what it reshapes: the row fusion groups ops in program order.
+    with ir.InsertionPoint(reshape), ir.Location.fused([reshape.location, c.location]):
+        result_type = ir.RankedTensorType.get(src.shape, out.element_type)
+        sizes = [tensor.dim(reshape.operands[0], _index(i)) for i, n in enumerate(src.shape) if n == _DYN]
+        init = tensor.empty(_mixed(list(src.shape), sizes), out.element_type)
+        identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(src.rank))
+        new = linalg.GenericOp([result_type], [reshape.operands[0]], [init], ir.ArrayAttr.get([identity, identity]),
+                               ir.ArrayAttr.get([ir.Attribute.parse(_PARALLEL)] * src.rank))
+        moved = tensor.reshape(out, new.results[0], reshape.operands[1])
+    old_block = c.regions[0].blocks[0]
+    block = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
+    for old, arg in zip(old_block.arguments, block.arguments):
+        old.replace_all_uses_with(arg)
+    at = ir.InsertionPoint(block)
+    for op in list(old_block.operations):
+        at.insert(op.operation.detach_from_parent())
+    c.results[0].replace_all_uses_with(moved)
+    c.erase()
+    reshape.erase()
+
+
+def _index(i: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), i)
+
+
+def _mixed(shape: list[int], sizes: list[ir.Value]) -> list:
+    dynamic = iter(sizes)
+    return [next(dynamic) if n == _DYN else n for n in shape]

@@ -70,7 +70,8 @@ LINALG = (
           "strided view of the slice, not a copy of it.", requires=("cuda-linalg-cleanup",)),
     _pass("hoist-reshapes", lambda m, o: hoist_reshapes(m),
           "A reshape between two elementwise ops moved above the first (a linear's bias add and the GELU "
-          "after its view), so that elementwise fusion makes them one kernel; matmuls keep their shape.",
+          "after its view), or below the second where it merges dims (a layer norm's rows and their cast for "
+          "a matmul), so that elementwise fusion makes them one kernel; matmuls keep their shape.",
           options=("fuse_elementwise",), enabled=_fusing),
     upstream("cuda-fuse-elementwise", "linalg-fuse-elementwise-ops, canonicalize, cse",
              "Producer/consumer elementwise fusion.", options=("fuse_elementwise",), enabled=_fusing),

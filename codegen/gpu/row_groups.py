@@ -137,7 +137,10 @@ def _row_span(value: ir.Value, p: int, classes: SizeClasses):
         return None
     v = value
     while v != root_of(value):
-        if op_name(v) not in ("memref.reshape", "memref.expand_shape", "memref.collapse_shape"):
+        # (a reinterpret_cast of identity layout: a row-major reshape, as bufferization writes a
+        # result reshaped for a matmul into its out-param)
+        if op_name(v) not in ("memref.reshape", "memref.expand_shape", "memref.collapse_shape",
+                              "memref.reinterpret_cast"):
             return None
         v = v.owner.operands[0]
     count, symbolic = 1, []

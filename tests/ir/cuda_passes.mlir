@@ -282,6 +282,38 @@ func.func @autocast(%a: memref<?x16xbf16>, %b: memref<16x32xbf16>, %bias: memref
 
 // -----
 
+// cuda-hoist-reshapes, the other way: a layer norm's [2, 4, 8] rows merged into the [8, 8]
+// operand of a matmul, then cast to bf16. The cast moves above the merge (over [2, 4, 8]) and the
+// merge below it, so that elementwise fusion makes the norm and the cast one kernel writing bf16.
+// HOIST-LABEL: func.func @merged_then_cast
+// HOIST: %[[N:.+]] = linalg.generic {{.*}} ins(%arg0 : tensor<2x4x8xf32>) outs(%{{.*}} : tensor<2x4x8xf32>)
+// HOIST: %[[C:.+]] = linalg.generic {{.*}} ins(%[[N]] : tensor<2x4x8xf32>) outs(%{{.*}} : tensor<2x4x8xbf16>)
+// HOIST-NEXT: ^bb0
+// HOIST-NEXT: arith.truncf
+// HOIST: tensor.reshape %[[C]](%arg1) : (tensor<2x4x8xbf16>, tensor<2xi64>) -> tensor<8x8xbf16>
+#s_id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#s_id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @merged_then_cast(%x: tensor<2x4x8xf32>, %s: tensor<2xi64>) -> tensor<8x8xbf16> {
+  %e = tensor.empty() : tensor<2x4x8xf32>
+  %n = linalg.generic {indexing_maps = [#s_id3, #s_id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x4x8xf32>) outs(%e : tensor<2x4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %y = arith.negf %a : f32
+    linalg.yield %y : f32
+  } -> tensor<2x4x8xf32>
+  %r = tensor.reshape %n(%s) : (tensor<2x4x8xf32>, tensor<2xi64>) -> tensor<8x8xf32>
+  %e2 = tensor.empty() : tensor<8x8xbf16>
+  %c = linalg.generic {indexing_maps = [#s_id2, #s_id2], iterator_types = ["parallel", "parallel"]}
+      ins(%r : tensor<8x8xf32>) outs(%e2 : tensor<8x8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %t = arith.truncf %a : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<8x8xbf16>
+  return %c : tensor<8x8xbf16>
+}
+
+// -----
+
 // cuda-hoist-reshapes: the bias add's [?, 8] result, reshaped to [2, ?, 8] for the tanh after it,
 // becomes a bias add over the reshaped input (the bias's map now reads the last of three dims), so
 // elementwise fusion can make one kernel of both. A reshape that only a return reads stays.
