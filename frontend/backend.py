@@ -12,7 +12,6 @@ import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
-from torch._functorch.compile_utils import fx_graph_cse
 from torch._functorch.partitioners import default_partition, min_cut_rematerialization_partition
 
 from ..codegen import config, driver
@@ -32,6 +31,7 @@ from .aten.elementwise import BINARY, UNARY
 from .aten.elementwise import decompositions as elementwise_decompositions
 from .aten.max_pool_backward import mark_window_indices
 from .stats import REGISTRY, GraphReport, op_name
+from .joint_graph import merge_forward_duplicates
 from .recomputed_pointwise import recompute_pointwise
 from .recomputed_views import recompute_views
 from .padded_matmuls import pad_matmuls
@@ -273,8 +273,8 @@ def _pad_matmuls(gm: torch.fx.GraphModule, example_inputs, options: config.Optio
 
 
 def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config.Options, **kwargs):
-    """AOTAutograd's min-cut or default partitioner (the `partitioner` option), after common
-    subexpressions are merged (as the min-cut partitioner does), marking
+    """AOTAutograd's min-cut or default partitioner (the `partitioner` option), after merging
+    the forward's duplicate values (joint_graph.merge_forward_duplicates), marking
     on the joint graph what only it shows (a max-pool backward's indices are its forward's:
     max_pool_backward.py; node.meta is copied into the forward and backward graphs) and making
     the backward read a log_softmax's row statistics instead of the saved matrix
@@ -282,11 +282,10 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config
     (recomputed_pointwise.py), share the padded operands of unaligned half matmuls
     (padded_matmuls.py) and take saved views again in the backward (recomputed_views.py)."""
     partitioner = options.partitioner
-    if partitioner != "min_cut":  # (which runs it itself) one node per value: each layer's copy of an
-        joint_module.graph = fx_graph_cse(joint_module.graph)  # attention mask would be saved once a layer
-        joint_module.recompile()
     mark_window_indices(joint_module.graph)
     rewritten = 0
+    if partitioner != "min_cut":  # (which merges them itself)
+        rewritten += merge_forward_duplicates(joint_module.graph, kwargs["num_fwd_outputs"])
     if partitioner != "save_all":
         rewritten += save_log_softmax_statistics(joint_module.graph, kwargs["num_fwd_outputs"])
     if partitioner == "default":  # the min-cut partitioner makes these choices itself

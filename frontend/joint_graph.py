@@ -4,6 +4,8 @@ change what the forward saves (saved_log_softmax.py, recomputed_pointwise.py, pa
 
 from __future__ import annotations
 
+import operator
+
 import torch
 import torch.fx
 
@@ -65,3 +67,43 @@ def call_with_val(graph: torch.fx.Graph, target, *args) -> torch.fx.Node:
     fake = [a.meta["val"] if isinstance(a, torch.fx.Node) else a for a in args]
     node.meta["val"] = target(*fake)
     return node
+
+
+def merge_forward_duplicates(graph: torch.fx.Graph, num_fwd_outputs: int) -> int:
+    """Forward nodes that compute what an earlier forward node computes (the same pure op on the
+    same arguments: each attention layer's copy of the additive mask) replaced by it, so that it
+    is saved once. Backward nodes are left alone: a backward that recomputes a forward value
+    (frontend/half_attention.py's attention probabilities) does so not to save it. Returns how
+    many were merged."""
+    forward = forward_nodes(graph, num_fwd_outputs)
+    seen: dict = {}
+    merged = 0
+    for node in list(graph.nodes):
+        if node not in forward or node.op != "call_function" or node.is_impure() or not _pure(node.target):
+            continue
+        try:
+            key = (node.target, _frozen(node.args), _frozen(node.kwargs))
+            hash(key)
+        except TypeError:  # an unhashable argument: left as it is
+            continue
+        if key in seen:
+            node.replace_all_uses_with(seen[key])
+            graph.erase_node(node)
+            merged += 1
+        else:
+            seen[key] = node
+    return merged
+
+
+def _pure(target) -> bool:
+    if not isinstance(target, torch._ops.OpOverload):
+        return target is operator.getitem
+    return torch.Tag.nondeterministic_seeded not in target.tags
+
+
+def _frozen(value):
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_frozen(v) for v in value))
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    return value
