@@ -164,6 +164,14 @@ class TargetOptions(OptionSet):
         graph has symbolic sizes; `half`: a float16/bfloat16 input. Default: no, the math form."""
         return False
 
+    def retakes_saved_views(self) -> bool:
+        """Whether a training graph's saved views are taken again in the backward from what they
+        view (frontend/recomputed_views.py), so the forward saves the viewed tensor instead of
+        writing each view out. Default: no (the cpu target's saved activations keep the layouts
+        its regions computed them in: frontend/saved_layouts.py; re-taken, its ResNet-50 step
+        was 5% slower)."""
+        return False
+
     def matmul_padding(self, dtype) -> tuple[int, int] | None:
         """(multiple, least) for a 2-D matmul of `dtype` (a torch dtype) operands: one with a dim
         of at least `least` that is not a multiple of `multiple` is computed on operands

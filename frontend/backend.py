@@ -198,7 +198,7 @@ def _compiler(kind: str, options: config.Options, path: InferencePath | None = N
     def compile_fn(gm: torch.fx.GraphModule, example_inputs):
         frozen = freezing.freeze_inference(gm, example_inputs, *state) if state else None
         graph, inputs = (frozen.graph, frozen.example_inputs) if frozen else (gm, example_inputs)
-        if kind == "inference" and _pad_matmuls(graph, inputs, options):  # training: in _partition
+        if kind == "inference" and _pad_matmuls(graph, _target_options(graph, inputs, options)):  # training: _partition
             graph.recompile()
         fused = compile_graph(graph, inputs, kind, options)
         fn = direct_call(fused, guarded_inputs=kind != "backward") or fused
@@ -262,14 +262,17 @@ def _eager_graph_report(gm: torch.fx.GraphModule, reason: str, options: config.O
     return report
 
 
-def _pad_matmuls(gm: torch.fx.GraphModule, example_inputs, options: config.Options) -> int:
-    """The matmuls gm's target computes on padded operands, padded in the graph (padded_matmuls.py)."""
+def _target_options(gm: torch.fx.GraphModule, example_inputs, options: config.Options):
+    """The bound options of gm's target (what it asks of the graph), or None if none serves it."""
     try:
-        target = choose_target(gm, example_inputs, options)
+        return config.bind(options, choose_target(gm, example_inputs, options)).target_options
     except NoTargetForDevice:
-        return 0
-    padding = config.bind(options, target).target_options.matmul_padding
-    return pad_matmuls(gm.graph, padding)
+        return None
+
+
+def _pad_matmuls(gm: torch.fx.GraphModule, target_options) -> int:
+    """The matmuls gm's target computes on padded operands, padded in the graph (padded_matmuls.py)."""
+    return pad_matmuls(gm.graph, target_options.matmul_padding) if target_options is not None else 0
 
 
 def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config.Options, **kwargs):
@@ -280,7 +283,8 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config
     the backward read a log_softmax's row statistics instead of the saved matrix
     (saved_log_softmax.py), recompute pointwise values from what is saved anyway
     (recomputed_pointwise.py), share the padded operands of unaligned half matmuls
-    (padded_matmuls.py) and take saved views again in the backward (recomputed_views.py)."""
+    (padded_matmuls.py) and, where the target asks, take saved views again in the backward
+    (recomputed_views.py)."""
     partitioner = options.partitioner
     mark_window_indices(joint_module.graph)
     rewritten = 0
@@ -290,8 +294,10 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config
         rewritten += save_log_softmax_statistics(joint_module.graph, kwargs["num_fwd_outputs"])
     if partitioner == "default":  # the min-cut partitioner makes these choices itself
         rewritten += recompute_pointwise(joint_module.graph, kwargs["num_fwd_outputs"])
-    rewritten += _pad_matmuls(joint_module, joint_inputs, options)
-    if partitioner != "min_cut":  # last: the saved views the rewrites above leave (a padded product's slice)
+    target_options = _target_options(joint_module, joint_inputs, options)
+    rewritten += _pad_matmuls(joint_module, target_options)
+    # Last: the saved views the rewrites above leave (a padded product's slice).
+    if partitioner != "min_cut" and target_options is not None and target_options.retakes_saved_views():
         rewritten += recompute_views(joint_module.graph, kwargs["num_fwd_outputs"])
     if rewritten:
         joint_module.recompile()

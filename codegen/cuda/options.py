@@ -91,6 +91,11 @@ class CUDAOptions(TargetOptions):
         """Whether a graph keeps F.scaled_dot_product_attention whole (frontend/backend.py)."""
         return self.cuda_library_attention
 
+    def retakes_saved_views(self) -> bool:
+        """Yes: a saved view written out is a copy kernel (q, k, v out of the qkv projection, the
+        padded logits' slice)."""
+        return True
+
     def matmul_padding(self, dtype) -> tuple[int, int] | None:
         """cuBLAS's half-precision kernels for dims that are multiples of 8, where torch runs the
         matmul (library_matmul): the sizes codegen/cuda/library.py pads to at run time."""
