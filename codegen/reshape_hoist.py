@@ -30,7 +30,7 @@ only, not float32 rows a second kernel reads back (twice a layer in GPT-2's AMP 
 from __future__ import annotations
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, linalg, tensor
+from torch_mlir.dialects import linalg, tensor
 
 from .walk import ops_where
 
@@ -165,16 +165,21 @@ def _hoist(reshape, g, plans) -> None:
         maps = [ir.AffineMap.get_identity(rank) if p is None else p for p in plans] + [ir.AffineMap.get_identity(rank)]
         new = linalg.GenericOp([out_type], inputs, [init], ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
                                ir.ArrayAttr.get([ir.Attribute.parse(_PARALLEL)] * rank))
-    old_block = g.regions[0].blocks[0]
-    block = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
+    _move_body(g, new)
+    reshape.results[0].replace_all_uses_with(new.results[0])
+    reshape.erase()
+    g.erase()
+
+
+def _move_body(old_op, new_op) -> None:
+    """The payload of `old_op` moved into `new_op` (the same block arguments)."""
+    old_block = old_op.regions[0].blocks[0]
+    block = new_op.regions[0].blocks.append(*[a.type for a in old_block.arguments])
     for old, arg in zip(old_block.arguments, block.arguments):
         old.replace_all_uses_with(arg)
     at = ir.InsertionPoint(block)
     for op in list(old_block.operations):
         at.insert(op.operation.detach_from_parent())
-    reshape.results[0].replace_all_uses_with(new.results[0])
-    reshape.erase()
-    g.erase()
 
 
 def hoist_reshapes(module: ir.Module) -> int:
@@ -231,28 +236,12 @@ def _sink(reshape, c) -> None:
     # At the reshape, right after what it reshapes: the row fusion groups ops in program order.
     with ir.InsertionPoint(reshape), ir.Location.fused([reshape.location, c.location]):
         result_type = ir.RankedTensorType.get(src.shape, out.element_type)
-        sizes = [tensor.dim(reshape.operands[0], _index(i)) for i, n in enumerate(src.shape) if n == _DYN]
-        init = tensor.empty(_mixed(list(src.shape), sizes), out.element_type)
+        init = tensor.empty(list(src.shape), out.element_type)  # static (_sinkable)
         identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(src.rank))
         new = linalg.GenericOp([result_type], [reshape.operands[0]], [init], ir.ArrayAttr.get([identity, identity]),
                                ir.ArrayAttr.get([ir.Attribute.parse(_PARALLEL)] * src.rank))
         moved = tensor.reshape(out, new.results[0], reshape.operands[1])
-    old_block = c.regions[0].blocks[0]
-    block = new.regions[0].blocks.append(*[a.type for a in old_block.arguments])
-    for old, arg in zip(old_block.arguments, block.arguments):
-        old.replace_all_uses_with(arg)
-    at = ir.InsertionPoint(block)
-    for op in list(old_block.operations):
-        at.insert(op.operation.detach_from_parent())
+    _move_body(c, new)
     c.results[0].replace_all_uses_with(moved)
     c.erase()
     reshape.erase()
-
-
-def _index(i: int) -> ir.Value:
-    return arith.constant(ir.IndexType.get(), i)
-
-
-def _mixed(shape: list[int], sizes: list[ir.Value]) -> list:
-    dynamic = iter(sizes)
-    return [next(dynamic) if n == _DYN else n for n in shape]
