@@ -273,6 +273,17 @@ def _i32(spec) -> ir.Value:
     return arith.constant(i32, spec) if isinstance(spec, int) else arith.index_cast(i32, _index(spec))
 
 
+def _ld(spec) -> ir.Value:
+    """A leading dimension: at least 1, as BLAS checks, also where it is read at run time off a
+    size or stride that is 0 (a slice that came out empty: MKL refused the call, "Parameter 10
+    was incorrect", and left C unwritten; tests/fuzz seed 79 program 156). With K = 0 and
+    beta = 0 BLAS then writes C's zeros, as eager's matmul gives."""
+    if isinstance(spec, int):
+        return _i32(max(1, spec))
+    i32 = ir.IntegerType.get_signless(32)
+    return arith.maxsi(_i32(spec), arith.constant(i32, 1))
+
+
 def _batch_stride(t: ir.MemRefType, buffer: ir.Value):
     """Elements between two batches of a rank-3 memref: an int, ("stride", buffer, 0) read at run
     time off a buffer of identity layout, or None (BLAS cannot walk it)."""
@@ -319,10 +330,10 @@ def _emit_call(name, slots, op, layout_b, layout_a, ldc, sizes, batch_offsets=No
         _store(slots.trans[1], arith.constant(i8, ord(layout_a[0]))),
         *[_store(slot, _i32(v)) for slot, v in zip(slots.ints[:3], (n, m, k))],
         _store(slots.scalars[0], arith.constant(elem, 1.0)),
-        pointer_to(b, offsets[1]), _store(slots.ints[3], _i32(layout_b[1])),
-        pointer_to(a, offsets[0]), _store(slots.ints[4], _i32(layout_a[1])),
+        pointer_to(b, offsets[1]), _store(slots.ints[3], _ld(layout_b[1])),
+        pointer_to(a, offsets[0]), _store(slots.ints[4], _ld(layout_a[1])),
         _store(slots.scalars[1], arith.constant(elem, beta)),
-        pointer_to(c, offsets[2]), _store(slots.ints[5], _i32(ldc)),
+        pointer_to(c, offsets[2]), _store(slots.ints[5], _ld(ldc)),
     ]
     func.call([], name, args)
 

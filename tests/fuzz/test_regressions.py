@@ -271,3 +271,22 @@ def test_a_symbolic_size_broadcast_against_a_static_one():
         return [torch.randn((5, 3), device=device)]
 
     check(fn, make_inputs, dynamic=True, grad=False)
+
+
+def test_a_matmul_over_an_empty_slice_of_symbolic_length():
+    """addmm of a slice that comes out empty at run time (x3[-3:1:2] of a [4, 1] input with
+    dynamic dims: K = 0 in the gradient of the third operand; seed 79 program 156, minimised).
+    The leading dimension BLAS got was read off that empty dim, 0, which MKL refuses ("Parameter
+    10 was incorrect on entry to SGEMM"), leaving the gradient unwritten: garbage where eager
+    gives zeros. Run-time leading dimensions are now at least 1 (codegen/cpu/library.py _ld)."""
+    def fn(x3, x5, x6):
+        return (torch.addmm(x5, x3[-3:1:2], x6),)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(5617)
+        x3 = torch.randn((4, 1), dtype=torch.float32, device=device)
+        x5 = torch.randn((7,), dtype=torch.float32, device=device)[1::2]
+        x6 = torch.randn((1, 1), dtype=torch.float32, device=device).expand(1, 3)
+        return [x3, x5, x6]
+
+    check(fn, make_inputs, dynamic=True, grad=True)
