@@ -319,7 +319,7 @@ def zero_fill_before(op) -> ir.Operation | None:
 
 def _emit_call(name, slots, op, layout_b, layout_a, ldc, sizes, batch_offsets=None, beta=1.0) -> None:
     """One gemm_ call at the insertion point: C^T = op(B) . op(A), column-major (see above)."""
-    i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+    i8 = ir.IntegerType.get_signless(8)
     elem = ir.MemRefType(op.opview.outputs[0].type).element_type
     m, n, k = sizes
     a, b = op.opview.inputs
