@@ -72,14 +72,18 @@ def call_with_val(graph: torch.fx.Graph, target, *args) -> torch.fx.Node:
 def merge_forward_duplicates(graph: torch.fx.Graph, num_fwd_outputs: int) -> int:
     """Forward nodes that compute what an earlier forward node computes (the same pure op on the
     same arguments: each attention layer's copy of the additive mask) replaced by it, so that it
-    is saved once. Backward nodes are left alone: a backward that recomputes a forward value
+    is saved once. What the user gets back (or a view of it) is left alone: eager returns two
+    tensors there, not one twice. Backward nodes are left alone too: a backward that recomputes a forward value
     (frontend/half_attention.py's attention probabilities) does so not to save it. Returns how
     many were merged."""
     forward = forward_nodes(graph, num_fwd_outputs)
+    returned = _returned(forward_outputs(graph, num_fwd_outputs))
     seen: dict = {}
     merged = 0
     for node in list(graph.nodes):
         if node not in forward or node.op != "call_function" or node.is_impure() or not _pure(node.target):
+            continue
+        if node in returned:  # two results eager returns apart (x.sin(), x.sin()) must not alias
             continue
         try:
             key = (node.target, _frozen(node.args), _frozen(node.kwargs))
@@ -93,6 +97,25 @@ def merge_forward_duplicates(graph: torch.fx.Graph, num_fwd_outputs: int) -> int
         else:
             seen[key] = node
     return merged
+
+
+def _returned(outputs: list[torch.fx.Node]) -> set[torch.fx.Node]:
+    """The forward's results to the user and the nodes they are views of."""
+    returned, stack = set(), list(outputs)
+    while stack:
+        node = stack.pop()
+        if node in returned:
+            continue
+        returned.add(node)
+        if node.op == "call_function" and _returns_view(node.target) and isinstance(node.args[0], torch.fx.Node):
+            stack.append(node.args[0])
+    return returned
+
+
+def _returns_view(target) -> bool:
+    if target is operator.getitem:
+        return True  # a piece of a split (the split's schema says whether it views)
+    return isinstance(target, torch._ops.OpOverload) and any(r.alias_info is not None for r in target._schema.returns)
 
 
 def _pure(target) -> bool:

@@ -82,3 +82,26 @@ def test_save_all_saves_what_the_backward_reads(tmp_path):
 def test_an_unknown_partitioner_is_refused_naming_the_choices():
     with pytest.raises(OptionError, match="'partitioner'.*must be one of"):
         config.resolve({"partitioner": "greedy"})
+
+
+def test_equal_results_stay_two_tensors_and_equal_saved_values_one(tmp_path):
+    """joint_graph.merge_forward_duplicates: two equal values the backward reads are saved once
+    (each attention layer's mask), but two equal results the user gets are two tensors, as eager
+    returns them: writing one must not change the other."""
+    def fn(x):
+        return x.sin(), x.sin(), (x.cumsum(0) * x.cumsum(0)).sum()
+
+    x = torch.randn(6, requires_grad=True)
+    a, b, s = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path)})(x)
+    assert_all_compiled(min_ops=3)
+    assert a.data_ptr() != b.data_ptr()
+    with torch.no_grad():
+        b.mul_(0)
+    torch.testing.assert_close(a, x.detach().sin())
+    (a.sum() + s).backward()
+    c = x.detach().cumsum(0)
+    torch.testing.assert_close(x.grad, x.detach().cos() + (2 * c).flip(0).cumsum(0).flip(0))
+    (path,) = glob.glob(os.path.join(str(tmp_path), "*_backward.aten.txt"))
+    signature = open(path).read().split("def forward(self, ", 1)[1].split(")", 1)[0]
+    saved = [p for p in signature.split(", ") if not p.startswith("tangents")]
+    assert len(saved) == 2 and sum("cumsum" in p for p in saved) == 1, signature  # x (sin's) and one cumsum
