@@ -36,6 +36,7 @@ from .recomputed_pointwise import recompute_pointwise
 from .recomputed_views import recompute_views
 from .padded_matmuls import pad_matmuls
 from .saved_log_softmax import save_log_softmax_statistics
+from .sizes import specialize_settled_sizes
 
 log = logging.getLogger("dynamo_mlir")
 
@@ -286,6 +287,7 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config
     (padded_matmuls.py) and, where the target asks, take saved views again in the backward
     (recomputed_views.py)."""
     partitioner = options.partitioner
+    specialize_settled_sizes(joint_module)  # (the rewrites below read int sizes as static)
     mark_window_indices(joint_module.graph)
     rewritten = 0
     if partitioner != "min_cut":  # (which merges them itself)

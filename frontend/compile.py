@@ -29,6 +29,7 @@ from .saved_layouts import (free_outputs, report_output_strides, restride_inputs
 from .region_sizes import is_host_size_node, route_sizes
 from .registry import Unsupported
 from .seeding import is_seed_node, seed_random_ops
+from .sizes import specialize_settled_sizes
 from .stats import REGISTRY, GraphReport, PartitionReport, op_name
 from .storage_views import rebase_as_strided
 
@@ -229,6 +230,7 @@ def new_graph_name(kind: str) -> str:
 def compile_graph(gm: fx.GraphModule, example_inputs, kind: str, options: Options,
                   graph_name: str | None = None) -> fx.GraphModule:
     t0 = time.perf_counter()
+    specialize_settled_sizes(gm)
     target = choose_target(gm, example_inputs, options)
     options = config.bind(options, target)  # the target's own options: an error here is the user's
     name = graph_name or new_graph_name(kind)

@@ -130,3 +130,30 @@ class SizeBuilder:
         if self._missing is None:
             raise Unsupported(f"size symbol {symbol} is carried by no input of the region")
         return self._missing(symbol)
+
+
+def _settled(size):
+    """A size as an int where it is a number (an int, or a SymInt whose expression is one)."""
+    return int(size) if isinstance(size, int) or size.node.expr.is_number else size
+
+
+def specialize_settled_sizes(gm: torch.fx.GraphModule) -> int:
+    """Tensor values whose SymInt sizes Dynamo settled to a number after they were made (a
+    reshape to [5, 1, 7] guards the input's `s0` to 7) get plain int sizes; returns how many.
+
+    Ops traced after the guard already have ints, the placeholders made before it keep SymInts:
+    imported as `?` while what they feed is static, the two did not meet (`tensor<?x1xf32>`
+    where `tensor<7x1xf32>` was expected: the whole region ran eagerly)."""
+    changed = 0
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        if not isinstance(val, torch._subclasses.fake_tensor.FakeTensor):
+            continue
+        shape, stride = [_settled(s) for s in val.shape], [_settled(s) for s in val.stride()]
+        if all(a is b for a, b in zip((*shape, *stride), (*val.shape, *val.stride()))):
+            continue
+        with val.fake_mode:
+            settled = torch.empty_strided(shape, stride, dtype=val.dtype, device=val.device)
+        node.meta["val"] = settled.requires_grad_() if val.requires_grad else settled
+        changed += 1
+    return changed

@@ -290,3 +290,20 @@ def test_a_matmul_over_an_empty_slice_of_symbolic_length():
         return [x3, x5, x6]
 
     check(fn, make_inputs, dynamic=True, grad=True)
+
+
+def test_an_input_size_settled_by_a_later_reshape():
+    """fuzz seed 29 program 265: reshape(5, 1, 7) makes Dynamo guard x1's first size to 7 after
+    x1's placeholder was made, so the placeholder kept a SymInt (whose expression is 7) while the
+    ops after it had int 7: x1 was imported as `?x5`, the layer norm's mean came out `?x1` where
+    its node said `7x1`, and the whole forward region ran eagerly."""
+    def fn(x1):
+        v6 = x1.reshape(5, 1, 7)
+        v8 = F.layer_norm(x1, (5,), None, None)
+        return (v6, v8)
+
+    def make_inputs(device="cpu"):
+        torch.manual_seed(0)
+        return [torch.randn((7, 5), dtype=torch.float32, device=device)]
+
+    check(fn, make_inputs, dynamic=True, grad=True)
