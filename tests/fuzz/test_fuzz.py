@@ -12,6 +12,7 @@ import os
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import HealthCheck, Phase, given, reject, seed, settings
 
 from .check import Mismatch, Rejected, check, check_program
@@ -94,3 +95,19 @@ def test_checker_refuses_a_run_that_compiled_nothing():
 def test_half_precision_judged_against_float64():
     # bfloat16 rounding of a long sum differs by summation order; both are near the float64 value
     check(lambda x: (x.to(torch.bfloat16).sum(1) * 3,), seeded(8, 512), dynamic=False, grad=False)
+
+
+def test_checker_rejects_a_difference_eager_kernels_make_by_rounding():
+    """group_norm over groups of one element is exactly 0 as torch's decomposition computes it
+    (x - mean), while eager's kernel gives rounding noise (x * a - mean * a, -4.7e-15 in float64),
+    so `!= 0` of it is True in eager and in its float64 run. A compiled run that computes 0
+    matches eager judged against a float64 run of the decompositions: no finding (seed 101
+    program 90). A compiled run that is wrong against both still fails."""
+    norm = lambda x: F.group_norm(x, 3, x[0, :, 0])  # noqa: E731
+    assert bool((norm(seeded(7, 3, 1)()[0]) != 0).all()), "eager's kernel no longer rounds: pick another case"
+    exact = lambda x: (((x - x) != 0, x - x) if compiling() else (norm(x) != 0, norm(x)))  # noqa: E731
+    with pytest.raises(Rejected, match="decompositions"):
+        check(exact, seeded(7, 3, 1), dynamic=False, grad=False)
+    wrong = lambda x: (((x - x) != 0, x - x + 1e-3) if compiling() else (norm(x) != 0, norm(x)))  # noqa: E731
+    with pytest.raises(Mismatch, match="output 1"):
+        check(wrong, seeded(7, 3, 1), dynamic=False, grad=False)
