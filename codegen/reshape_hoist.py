@@ -24,7 +24,8 @@ chain of such producers and stops at anything else (the matmul keeps its 2-D res
 The other way round, a reshape that merges dims (a layer norm's [B, L, E] rows viewed as the
 [B*L, E] operand of a matmul) moves below an elementwise consumer that reads it alone (AMP's cast
 of those rows to bf16): the cast then fuses into the norm's kernel, which writes the bf16 rows
-only, not float32 rows a second kernel reads back (twice a layer in GPT-2's AMP step).
+only, not float32 rows a second kernel reads back (twice a layer in GPT-2's AMP step). So does
+one that only adds unit dims (a bias gradient's column sum viewed as [1, N] before its cast).
 """
 
 from __future__ import annotations
@@ -184,8 +185,8 @@ def _move_body(old_op, new_op) -> None:
 
 def hoist_reshapes(module: ir.Module) -> int:
     """Every movable reshape of `module` moved above its producer, repeatedly, then every one
-    that merges dims below a consumer that reads it alone (`_sinkable`); returns how many moves
-    were made."""
+    that merges dims (or adds unit dims) below a consumer that reads it alone (`_sinkable`),
+    repeatedly; returns how many moves were made."""
     moved = 0
     while True:
         plans = [(r, _plan(r)) for r in ops_where(module, lambda op: op.name == "tensor.reshape")]
@@ -196,15 +197,17 @@ def hoist_reshapes(module: ir.Module) -> int:
         with module.context:
             _hoist(reshape, g, inputs)
         moved += 1
-    for reshape in ops_where(module, lambda op: op.name == "tensor.reshape" and _sinkable(op) is not None):
+    while True:  # repeatedly: a sunk reshape may sink below the next cast too
+        sinkable = ops_where(module, lambda op: op.name == "tensor.reshape" and _sinkable(op) is not None)
+        if not sinkable:
+            return moved
         with module.context:
-            _sink(reshape, _sinkable(reshape))
+            _sink(sinkable[0], _sinkable(sinkable[0]))
         moved += 1
-    return moved
 
 
 def _sinkable(reshape) -> ir.Operation | None:
-    """The consumer `reshape` (static, merging dims) moves below: its only user, an all-parallel
+    """The consumer `reshape` (static, merging dims or adding unit dims) moves below: its only user, an all-parallel
     linalg.generic with one result whose only tensor input is the reshape, every map the
     identity, and no read of loop indices or of its init. A layer norm's rows [B, L, E] merged into the [B*L, E] operand of a
     matmul, then cast to its half type: the cast moves above the merge, where elementwise fusion
@@ -213,9 +216,11 @@ def _sinkable(reshape) -> ir.Operation | None:
     if len(uses) != 1 or uses[0].owner.name != "linalg.generic":
         return None
     src, dst = ir.RankedTensorType(reshape.operands[0].type), ir.RankedTensorType(reshape.results[0].type)
-    if dst.rank >= src.rank or not (src.has_static_shape and dst.has_static_shape):
-        return None  # a split moves up instead (_plan); symbolic sizes: the result reshaped into
-        # its out-param would be a copy (codegen/result_copies.py writes only the op's own result)
+    if not (src.has_static_shape and dst.has_static_shape):
+        return None  # symbolic sizes: the result reshaped into its out-param would be a copy
+        # (codegen/result_copies.py writes only the op's own result)
+    if dst.rank >= src.rank and not _adds_unit_dims(list(src.shape), list(dst.shape)):
+        return None  # a split moves up instead (_plan)
     c = uses[0].owner.operation
     n_inputs = len(c.operands) - len(c.results)
     if len(c.results) != 1 or n_inputs != 1 or uses[0].operand_number != 0:
@@ -228,6 +233,13 @@ def _sinkable(reshape) -> ir.Operation | None:
     if list(block.arguments[-1].uses) or any(o.operation.name == "linalg.index" for o in block.operations):
         return None
     return c
+
+
+def _adds_unit_dims(src: list[int], dst: list[int]) -> bool:
+    """Whether a reshape from src to dst only adds unit dims (a column sum's [768] viewed as the
+    [1, 768] that sum(0, keepdim=True) returns): nothing above it to move it to (a reduction), so
+    it moves below its cast instead, which then joins the reduction's kernel."""
+    return [s for s in src if s != 1] == [s for s in dst if s != 1]
 
 
 def _sink(reshape, c) -> None:

@@ -26,7 +26,7 @@ from ..attributes import OVERWRITE  # set on a library op whose accumulator was 
 from ..passes import CompileError
 from ..provenance import location_with_body
 from .host_ops import host_ops, output_of, touches, used_between, written_between
-from ..gpu.loopnest import LOOP_NESTS, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
+from ..gpu.loopnest import LOOP_NESTS, REDUCTION, VIEW_OPS, LoopNest, Unsupported, op_name, root_of
 from ..gpu import tiled
 from ..gpu.capabilities import capabilities_for
 from ..gpu.kernel_abi import split_dynamic_buffers
@@ -340,12 +340,12 @@ def build_kernels(func_op) -> list[str]:
     """Each op of LOOP_NESTS left in the host function -> a gpu.launch (kernels.py); library
     ops and launches made before are left as they are. Returns the schedule chosen per kernel.
 
-    A fill right before a row reduction into its buffer is folded here, not by a pass of its
+    A fill right before a reduction into its buffer is folded here, not by a pass of its
     own: its value, a scalar of the host function, becomes the initial accumulator inside the
     reduction's kernel as that kernel is built. Between two passes the fill would have to be
     gone while the reduction still read its output, with nothing in the IR to say it must not."""
     ops = host_ops(func_op)
-    init_of = {i + 1: ops[i].opview.inputs[0] for i in _fills_before_row_reductions(ops)}
+    init_of = {i + 1: ops[i].opview.inputs[0] for i in _fills_before_reductions(ops)}
     chosen = []
     for i, op in enumerate(ops):
         build = LOOP_NESTS.get(op.name)
@@ -367,15 +367,21 @@ def build_kernels(func_op) -> list[str]:
     return chosen
 
 
-def _fills_before_row_reductions(ops: list) -> list[int]:
-    """The indices of fills that the next op, a block row reduction into the fill's buffer, absorbs."""
+# Kernel strategies that take a folded fill's value as a reduction's initial accumulator.
+FOLDS_FILLS = ("row_reduce", "serial")
+
+
+def _fills_before_reductions(ops: list) -> list[int]:
+    """The indices of fills that the next op, a reduction of one output into the fill's buffer
+    (a row reduction, or a column sum's thread-per-column stage), absorbs."""
     found = []
     for i, (fill, op) in enumerate(zip(ops, ops[1:])):
         if op_name(fill) != "linalg.fill" or op.name not in LOOP_NESTS or output_of(op) != fill.opview.outputs[0]:
             continue
         if has_symbolic_sizes(fill) or has_symbolic_sizes(op):  # the tiled strategy takes both
             continue
-        if kernels.schedule_for(LOOP_NESTS[op.name](op.opview)) == "row_reduce":
+        nest = LOOP_NESTS[op.name](op.opview)
+        if REDUCTION in nest.iterators and len(nest.outputs) == 1 and kernels.schedule_for(nest) in FOLDS_FILLS:
             found.append(i)
     return found
 
@@ -425,8 +431,8 @@ def _build_group(group: rowfuse.RowGroup, ops: list) -> str:
 
 
 def _build(schedule: str, nest: LoopNest, init) -> None:
-    if schedule == "row_reduce":
-        kernels.row_reduce(nest, init)
+    if schedule in FOLDS_FILLS:
+        kernels.BUILDERS[schedule](nest, init)
     else:
         kernels.BUILDERS[schedule](nest)
 

@@ -289,7 +289,9 @@ def _thread_order(nest: LoopNest, par: list[int]) -> list[int]:
     return [d for d in par if d != fastest] + [fastest]
 
 
-def serial(nest: LoopNest) -> gpu.LaunchOp:
+def serial(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
+    """One thread per point of the parallel loops, the reduced ones looped over; `init` (the
+    value of a fill folded in, for a reduction of one output) replaces reading the old output."""
     par = _thread_order(nest, [d for d, it in enumerate(nest.iterators) if it == PARALLEL])
     red = [d for d, it in enumerate(nest.iterators) if it != PARALLEL]
     points = prod(nest.sizes[d] for d in par)
@@ -304,7 +306,8 @@ def serial(nest: LoopNest) -> gpu.LaunchOp:
             idx: list[ir.Value] = [index(0)] * nest.rank
             for d, v in zip(par, delinearize(gid, [nest.sizes[d] for d in par])):
                 idx[d] = v
-            olds = [memref.load(a.flat, [linear_index(a, lambda d: idx[d])]) if (used or red) else None
+            olds = [materialize(init) if init is not None else
+                    memref.load(a.flat, [linear_index(a, lambda d: idx[d])]) if (used or red) else None
                     for a, used in zip(nest.outputs, nest.out_used)]
             if red:
                 ys = _reduction_loop(nest, idx, red, steps, olds)

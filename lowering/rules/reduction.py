@@ -98,7 +98,7 @@ def cascade_sum(x, dims: list[int], row_limit: int = SUM_BLOCK, levels: int = DY
     for a run ending at x's innermost dim).
 
     The innermost reduced dims go first: a run of consecutive dims making at most that many
-    terms in one generic, a longer dim blocked (_sum_long_dim). The partial sums then go
+    terms in one generic, a longer dim blocked (_block_sums, _sum_dynamic_dim). The partial sums then go
     through the outer dims the same way. The dims still to reduce keep their positions: only
     later dims went. `levels`: how many times a run-time-sized dim may still be blocked.
     `kept_inner`: the loop order of each run's generic (_iteration).
@@ -117,24 +117,22 @@ def cascade_sum(x, dims: list[int], row_limit: int = SUM_BLOCK, levels: int = DY
             # may be far longer, is still blocked: its blocks sum in parallel.
             x = _reduce(x, "sum", group, kept_inner)
             continue
-        if terms == DYN or terms > limit:
-            x = _sum_long_dim(x, group[0], row_limit, levels, limit)
+        if terms == DYN:
+            x = _sum_dynamic_dim(x, group[0], row_limit, levels)
+            continue
+        if terms > limit:
+            # The block sums take the dim's place and are summed with the dims before it: a
+            # [8, 512, 768] bias gradient is 64-row blocks, then one sum of the 8 x 8 block sums
+            # (not one over the 8 blocks and another over the batch: a kernel less each).
+            block = _block_size(terms, limit)
+            x = _block_sums(x, group[0], block, -(-terms // block), terms)
+            dims.append(group[0])
             continue
         while dims and dims[-1] == group[0] - 1 and shape[dims[-1]] != DYN and terms * shape[dims[-1]] <= limit:
             terms *= shape[dims[-1]]
             group.insert(0, dims.pop())
         x = _reduce(x, "sum", group, kept_inner)
     return x
-
-
-def _sum_long_dim(x, dim: int, row_limit: int, levels: int, limit: int = SUM_BLOCK) -> ir.Value:
-    """x summed over one dim of n > limit elements: the sums of its blocks, cascaded."""
-    n = ranked(x).shape[dim]
-    if n == DYN:
-        return _sum_dynamic_dim(x, dim, row_limit, levels)
-    block = _block_size(n, limit)
-    partial = _block_sums(x, dim, block, -(-n // block), n)
-    return cascade_sum(partial, [dim], row_limit, levels)
 
 
 # A row kernel's block (row_limit > SUM_BLOCK) is worth its threads from rows of this many terms.

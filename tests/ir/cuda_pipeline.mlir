@@ -24,12 +24,14 @@
 // GPU: arith.divf
 // GPU-NOT: gpu.module
 // Without row fusion (or with cuda_rowfuse_only keeping no group): four kernels, the row
-// statistics through a 4-element buffer.
+// statistics through 4-element buffers, each reduction its own (own-inits), its zero fill
+// folded into its kernel.
 // UNFUSED: %[[STATS:alloc[_0-9]*]] = memref.alloc() {{.*}} : memref<4xf32>
 // UNFUSED: gpu.launch_func @row_reduce_amax::@kernel {{.*}} args({{.*}}, %[[STATS]] : memref<4xf32>)
 // UNFUSED: gpu.launch_func @elementwise_exp::@kernel
-// UNFUSED-NEXT: gpu.launch_func @row_reduce_sum::@kernel
-// UNFUSED-NEXT: gpu.launch_func @elementwise::@kernel
+// UNFUSED-NEXT: %[[SUMS:alloc[_0-9]*]] = memref.alloc() {{.*}} : memref<4xf32>
+// UNFUSED-NEXT: gpu.launch_func @row_reduce_sum::@kernel {{.*}} args({{.*}}, %[[SUMS]] : memref<4xf32>)
+// UNFUSED: gpu.launch_func @elementwise::@kernel
 // nvvm: the kernel is an llvm.func marked nvvm.kernel; all_reduce became warp shuffles and a
 // barrier; exp calls libdevice.
 // NVVM: module attributes {llvm.target_triple = "nvptx64-nvidia-cuda"}
