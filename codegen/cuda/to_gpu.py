@@ -345,11 +345,12 @@ def build_kernels(func_op) -> list[str]:
     reduction's kernel as that kernel is built. Between two passes the fill would have to be
     gone while the reduction still read its output, with nothing in the IR to say it must not."""
     ops = host_ops(func_op)
-    init_of = {i + 1: ops[i].opview.inputs[0] for i in _fills_before_reductions(ops)}
+    fill_of = _fills_before_reductions(ops)  # reduction index -> index of the fill it absorbs
+    folded = set(fill_of.values())
     chosen = []
     for i, op in enumerate(ops):
         build = LOOP_NESTS.get(op.name)
-        if build is None or i + 1 in init_of:  # a host op, or a fill folded into the next op
+        if build is None or i in folded:  # a host op, or a fill folded into a later op
             continue
         if has_symbolic_sizes(op):  # left for the tiled strategy (kernels_pass)
             continue
@@ -359,11 +360,11 @@ def build_kernels(func_op) -> list[str]:
             cache: dict = {}
             for a in nest.inputs + nest.outputs:
                 a.flat = flat_view(a.value, cache)
-            _build(schedule, nest, init_of.get(i))
+            _build(schedule, nest, ops[fill_of[i]].opview.inputs[0] if i in fill_of else None)
         op.erase()
         chosen.append(f"{nest.name}:{schedule}")
-    for consumer in init_of:
-        ops[consumer - 1].erase()
+    for i in folded:
+        ops[i].erase()
     return chosen
 
 
@@ -371,18 +372,24 @@ def build_kernels(func_op) -> list[str]:
 FOLDS_FILLS = ("row_reduce", "serial")
 
 
-def _fills_before_reductions(ops: list) -> list[int]:
-    """The indices of fills that the next op, a reduction of one output into the fill's buffer
-    (a row reduction, or a column sum's thread-per-column stage), absorbs."""
-    found = []
-    for i, (fill, op) in enumerate(zip(ops, ops[1:])):
-        if op_name(fill) != "linalg.fill" or op.name not in LOOP_NESTS or output_of(op) != fill.opview.outputs[0]:
+def _fills_before_reductions(ops: list) -> dict[int, int]:
+    """{reduction: fill} for each reduction of one output (a row reduction, or a column sum's
+    thread-per-column stage) whose buffer a fill of exactly that output wrote last: allocations
+    and views may come between (a blocked sum's window), nothing else touching the buffer."""
+    found = {}
+    for j, op in enumerate(ops):
+        if op.name not in LOOP_NESTS or op.name == "linalg.fill":
             continue
-        if has_symbolic_sizes(fill) or has_symbolic_sizes(op):  # the tiled strategy takes both
+        out = output_of(op)
+        root = root_of(out)
+        i = next((i for i in range(j - 1, -1, -1) if ops[i].name not in VIEW_OPS and touches(ops[i], root)), None)
+        if i is None or op_name(ops[i]) != "linalg.fill" or ops[i].opview.outputs[0] != out:
+            continue
+        if has_symbolic_sizes(ops[i]) or has_symbolic_sizes(op):  # the tiled strategy takes both
             continue
         nest = LOOP_NESTS[op.name](op.opview)
         if REDUCTION in nest.iterators and len(nest.outputs) == 1 and kernels.schedule_for(nest) in FOLDS_FILLS:
-            found.append(i)
+            found[j] = i
     return found
 
 

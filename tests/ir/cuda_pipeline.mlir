@@ -97,10 +97,38 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf3
 // GPU-NEXT: %[[BLOCK:[0-9]+]] = arith.divui %[[T]], %c32 : index
 // GPU: scf.for
 // GPU: %[[AT:[0-9]+]] = arith.addi %{{[0-9]+}}, %[[COL]] : index
-// GPU-NEXT: memref.load %arg1[%[[AT]]] : memref<8192xf32>
+// GPU-NEXT: memref.load %arg0[%[[AT]]] : memref<8192xf32>
 func.func @column_sum(%x: tensor<256x32xf32>) -> tensor<32xf32> {
   %s = "dynamo.reduce"(%x) {kind = "sum", dims = array<i64: 0>} : (tensor<256x32xf32>) -> tensor<32xf32> loc("sum_2 = aten.sum.dim_IntList")
   return %s : tensor<32xf32>
+}
+
+// -----
+// An AMP bias gradient: a float32 sum over batch and sequence, rounded to bf16, viewed as
+// [1, N], and cast back to float32 for the parameter. Two kernels: blocks of 64 rows summed
+// one thread per (batch, block, column), starting from 0 (the zero fill folded in: no fill
+// kernel, no load of the partial sums' buffer), then one row kernel summing each column's
+// 8 x 8 block sums (the batch dim with the blocks, not after them), the two casts in it (the
+// [1, N] view sunk below them).
+// GPU: func.func @bias_gradient
+// GPU: gpu.launch_func @serial_sum::@kernel blocks in (%c8, %c1, %c1) threads in (%c256, %c1, %c1)
+// GPU-NOT: gpu.launch_func
+// GPU: gpu.launch_func @row_fused_sum::@kernel blocks in (%c32, %c1, %c1)
+// GPU-NOT: gpu.launch_func
+// GPU: return
+// GPU: gpu.module @serial_sum
+// GPU: %[[ZERO:cst[_0-9]*]] = arith.constant 0.000000e+00 : f32
+// GPU-NOT: memref.load
+// GPU: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %[[ZERO]]) -> (f32)
+// GPU: gpu.module @row_fused_sum
+// GPU: arith.truncf %{{.*}} : f32 to bf16
+// GPU: arith.extf %{{.*}} : bf16 to f32
+func.func @bias_gradient(%x: tensor<8x512x32xf32>) -> tensor<1x32xf32> {
+  %s = "dynamo.reduce"(%x) {kind = "sum", dims = array<i64: 0, 1>} : (tensor<8x512x32xf32>) -> tensor<32xf32> loc("sum_3 = aten.sum.dim_IntList")
+  %h = "dynamo.cast"(%s) : (tensor<32xf32>) -> tensor<32xbf16>
+  %r = "dynamo.reshape"(%h) {operandSegmentSizes = array<i32: 1, 0>} : (tensor<32xbf16>) -> tensor<1x32xbf16>
+  %c = "dynamo.cast"(%r) : (tensor<1x32xbf16>) -> tensor<1x32xf32>
+  return %c : tensor<1x32xf32>
 }
 
 // -----
