@@ -8,8 +8,10 @@ buffer; every layer's concatenation of an attention backward's dq, dk and dv wen
 buffer. A GPU target that hands these ops to a library reads a transpose as a strided view
 only if nothing else writes its buffer, folds a zero fill into the library call only when the
 fill writes the op's own buffer, and writes a concatenation's pieces in place only into a
-buffer written once (codegen/cuda/forwarded_copies.py); `own_inits` gives each op its own
-empty (and fill) again, cloned right before it, and erases what no op reads any more.
+buffer written once (codegen/cuda/forwarded_copies.py); and a reduction whose zero fill is
+copied in costs a kernel more than one whose fill folds into its own kernel (column sums:
+codegen/cuda/to_gpu.build_kernels). `own_inits` gives each op its own empty (and fill) again,
+cloned right before it, and erases what no op reads any more.
 """
 
 from __future__ import annotations
@@ -62,10 +64,13 @@ def _give_own(op) -> None:
             old.erase()
 
 
-def own_inits(module: ir.Module, names: tuple[str, ...]) -> int:
-    """Every op named in `names` whose init is shared gets its own (module docstring); returns
-    how many did."""
-    found = ops_where(module, lambda op: op.name in names and _shared(op))
+def own_inits(module: ir.Module, names: tuple[str, ...], fills_for: tuple[str, ...] = ()) -> int:
+    """Every op named in `names` whose init is shared gets its own (module docstring), and every
+    op named in `fills_for` whose init is a shared fill; returns how many did. (An elementwise
+    op sharing its empty with the next is best left so: a softmax's exp writes the output buffer
+    that its division then overwrites in place.)"""
+    found = ops_where(module, lambda op: (op.name in names and _shared(op))
+                      or (op.name in fills_for and _shared(op) and _producer(op.operands[-1]).name == "linalg.fill"))
     for op in found:
         _give_own(op)
     return len(found)

@@ -138,7 +138,7 @@ def _settled(size):
 
 
 def specialize_settled_sizes(gm: torch.fx.GraphModule) -> int:
-    """Tensor values whose SymInt sizes Dynamo settled to a number after they were made (a
+    """Tensor inputs whose SymInt sizes Dynamo settled to a number after they were made (a
     reshape to [5, 1, 7] guards the input's `s0` to 7) get plain int sizes; returns how many.
 
     Ops traced after the guard already have ints, the placeholders made before it keep SymInts:
@@ -147,8 +147,9 @@ def specialize_settled_sizes(gm: torch.fx.GraphModule) -> int:
     changed = 0
     for node in gm.graph.nodes:
         val = node.meta.get("val")
-        if not isinstance(val, torch._subclasses.fake_tensor.FakeTensor):
-            continue
+        if node.op != "placeholder" or not isinstance(val, torch._subclasses.fake_tensor.FakeTensor) \
+                or _settled(val.storage_offset()) != 0:
+            continue  # (a fresh value of a view would lose where in its base it is)
         shape, stride = [_settled(s) for s in val.shape], [_settled(s) for s in val.stride()]
         if all(a is b for a, b in zip((*shape, *stride), (*val.shape, *val.stride()))):
             continue

@@ -99,10 +99,12 @@ LINALG = (
           "that op into the padded tensor's interior, zeros around it: no fill and copy of the whole.",
           requires=("cuda-linalg-cleanup",)),
     # After the last CSE: it would merge the inits again.
-    _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose", "tensor.insert_slice", "linalg.generic")),
-          "Each library op, transpose and concatenation its own empty / zero fill (CSE shared them), so that "
-          "bufferization gives each its own buffer: a transpose can become a view, a fill can fold into the "
-          "library call, a concatenation's pieces can be written in place (cuda-forward-copies).",
+    _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose", "tensor.insert_slice"),
+                                              fills_for=("linalg.generic",)),
+          "Each library op, transpose and concatenation its own empty / zero fill, each reduction its own fill "
+          "(CSE shared them), so that bufferization gives each its own buffer: a transpose can become a view, a "
+          "fill can fold into the library call or the reduction's kernel (not copied in by a kernel of its "
+          "own), a concatenation's pieces can be written in place (cuda-forward-copies).",
           requires=("cuda-linalg-cleanup",)),
 )
 
