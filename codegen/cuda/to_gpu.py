@@ -374,15 +374,16 @@ FOLDS_FILLS = ("row_reduce", "serial")
 
 def _fills_before_reductions(ops: list) -> dict[int, int]:
     """{reduction: fill} for each reduction of one output (a row reduction, or a column sum's
-    thread-per-column stage) whose buffer a fill of exactly that output wrote last: allocations
-    and views may come between (a blocked sum's window), nothing else touching the buffer."""
+    thread-per-column stage) right after a fill of exactly its output: allocations and views may
+    come between (a blocked sum's window), nothing else."""
     found = {}
     for j, op in enumerate(ops):
         if op.name not in LOOP_NESTS or op.name == "linalg.fill":
             continue
         out = output_of(op)
-        root = root_of(out)
-        i = next((i for i in range(j - 1, -1, -1) if ops[i].name not in VIEW_OPS and touches(ops[i], root)), None)
+        # The op before it, allocations and views skipped (a launch built already names the
+        # buffers it touches only inside its body: nothing else may come between).
+        i = next((i for i in range(j - 1, -1, -1) if ops[i].name not in rowfuse.NEUTRAL), None)
         if i is None or op_name(ops[i]) != "linalg.fill" or ops[i].opview.outputs[0] != out:
             continue
         if has_symbolic_sizes(ops[i]) or has_symbolic_sizes(op):  # the tiled strategy takes both
