@@ -137,6 +137,11 @@ def _settled(size):
     return int(size) if isinstance(size, int) or size.node.expr.is_number else size
 
 
+def _is_zero(size) -> bool:
+    """An int 0 (a SymInt is not compared: comparing it would add a guard)."""
+    return type(size) is int and size == 0
+
+
 def specialize_settled_sizes(gm: torch.fx.GraphModule) -> int:
     """Tensor inputs whose SymInt sizes Dynamo settled to a number after they were made (a
     reshape to [5, 1, 7] guards the input's `s0` to 7) get plain int sizes; returns how many.
@@ -148,7 +153,7 @@ def specialize_settled_sizes(gm: torch.fx.GraphModule) -> int:
     for node in gm.graph.nodes:
         val = node.meta.get("val")
         if node.op != "placeholder" or not isinstance(val, torch._subclasses.fake_tensor.FakeTensor) \
-                or _settled(val.storage_offset()) != 0:
+                or not _is_zero(_settled(val.storage_offset())):
             continue  # (a fresh value of a view would lose where in its base it is)
         shape, stride = [_settled(s) for s in val.shape], [_settled(s) for s in val.stride()]
         if all(a is b for a, b in zip((*shape, *stride), (*val.shape, *val.stride()))):
