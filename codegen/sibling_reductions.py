@@ -99,7 +99,7 @@ def _site(a, b):
     return a if _defined_before(b, a) else b if _uses_after(a, b) else None
 
 
-def _copy_body(op, block: ir.Block, args: list[ir.Value]) -> list[ir.Value]:
+def copy_body(op, block: ir.Block, args: list[ir.Value]) -> list[ir.Value]:
     """op's region cloned into block, its block arguments read as args; returns what it yields."""
     mapping = dict(zip(op.regions[0].blocks[0].arguments, args))
     with ir.InsertionPoint(block):
@@ -136,7 +136,7 @@ def _merge(a, b, site) -> None:
     a_args = args[:n_a] + args[n_in:n_in + n_out]
     position = {i: n_a + k for k, i in enumerate(extra)}
     b_args = [args[position.get(i, i)] for i in range(n_b)] + args[n_in + n_out:]
-    yielded = _copy_body(a, block, a_args) + _copy_body(b, block, b_args)
+    yielded = copy_body(a, block, a_args) + copy_body(b, block, b_args)
     with ir.InsertionPoint(block):
         linalg.YieldOp(yielded)
     results = list(merged.results)

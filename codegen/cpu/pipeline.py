@@ -13,6 +13,7 @@ from ..scalar_hoist import hoist_invariant_scalars
 from ..sibling_reductions import fuse_sibling_reductions
 from ..passes import Pass, register_pass, run_pipeline, upstream
 from ..channels_last import keep_channels_last
+from ..consumer_results import fuse_consumers_as_results
 from ..zero_size import distinct_results, widen_zero_size_arguments
 from . import (fastmath, handed_results, narrow_elementwise, lane_vectors, library, library_attention, library_conv,
                library_epilogue, library_linear, memory_plan, parallel, shared_broadcasts)
@@ -97,6 +98,10 @@ LOOPS = (
     _pass("fuse-sibling-reductions", _fuse_sibling_reductions,
           "Reductions of one iteration space reading a common input (a variance's centered sum and sum of "
           "squares) merged into one loop with a result each, then what they read fused into it.",
+          options=("fuse_elementwise",), enabled=_fusing, requires=("cpu-fuse-elementwise",)),
+    _pass("fuse-consumers-as-results", lambda m, o: fuse_consumers_as_results(m),
+          "An elementwise consumer of a value other ops read too computed by that value's producer as one more "
+          "result: one loop, the value not read back.",
           options=("fuse_elementwise",), enabled=_fusing, requires=("cpu-fuse-elementwise",)),
     _pass("hoist-invariant-scalars", lambda m, o: hoist_invariant_scalars(m),
           "Scalar math every iteration of a fused loop computes alike (an optimizer's bias corrections) "

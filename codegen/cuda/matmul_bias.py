@@ -98,6 +98,17 @@ def _adds_row(generic, c: ir.Value) -> ir.Value | None:
     return inputs[1 - at] if bias is not None and bias == block.arguments[1 - at] else None
 
 
+def adds_bias_to_matmul(generic) -> bool:
+    """Whether `generic` adds a bias row to a linalg.matmul's result as fold_bias_into_matmuls
+    folds it (on tensors or buffers): a pass that changes the generic first would lose the fold."""
+    for c in list(generic.operands)[:2]:  # (C is one of its two inputs)
+        owner = c.owner
+        if not isinstance(owner, ir.Block) and owner.operation.name == "linalg.matmul" \
+                and _adds_row(generic, c) is not None:
+            return True
+    return False
+
+
 def _aligned_half(types: list[ir.MemRefType]) -> bool:
     """Operands and output of one half type, the bias of it or float32 (rounded to it in the body),
     C float32, K and N static multiples of 8."""

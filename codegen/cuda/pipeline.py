@@ -18,6 +18,7 @@ from torch_mlir import ir
 from ...lowering import lower_dynamo_ops
 from .. import stages
 from ..channels_last import keep_channels_last
+from ..consumer_results import fuse_consumers_as_results
 from ..gathered_producers import compute_gathered_elements
 from ..identical_kernels import merge_identical_kernels
 from ..kernel_names import name_kernels
@@ -33,7 +34,7 @@ from ..gpu.loopnest import Unsupported
 from ..passes import CompileError, Pass, register_pass, upstream
 from . import library_calls, ptx, schedule, to_gpu
 from .forwarded_copies import forward_copies
-from .matmul_bias import fold_bias_into_matmuls
+from .matmul_bias import adds_bias_to_matmul, fold_bias_into_matmuls
 from .widened_matmuls import widened_matmuls_on_half
 
 
@@ -98,6 +99,12 @@ LINALG = (
           "A pad of an elementwise op's result (a half matmul's operand padded to a multiple of 8) written by "
           "that op into the padded tensor's interior, zeros around it: no fill and copy of the whole.",
           requires=("cuda-linalg-cleanup",)),
+    _pass("fuse-consumers-as-results",
+          lambda m, o: fuse_consumers_as_results(m, takes=lambda p: not (_library(o) and adds_bias_to_matmul(p))),
+          "An elementwise consumer of a value other ops read too (a gradient and its bf16 copy) computed by "
+          "that value's producer as one more result: one kernel, the value not read back (a matmul's bias add "
+          "is left to cuda-fold-bias-into-matmuls).",
+          options=("fuse_elementwise",), enabled=_fusing, requires=("cuda-fuse-elementwise",)),
     # After the last CSE: it would merge the inits again.
     _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose", "tensor.insert_slice"),
                                               fills_for=("linalg.generic",)),
