@@ -23,7 +23,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import linalg, tensor
 
-from .sibling_reductions import copy_body
+from .sibling_reductions import copy_body, new_generic
 from .walk import ops_where
 
 _PARALLEL = "#linalg.iterator_type<parallel>"
@@ -120,12 +120,7 @@ def _merge(p, c) -> None:
     inputs = list(p.operands)[:n_p] + [c_in[k] for k in extra]
     outputs = list(p.operands)[n_p:] + [init]
     maps = p_maps[:n_p] + [c_maps[k] for k in extra] + p_maps[n_p:] + c_maps[n_c:]
-    merged = linalg.GenericOp([v.type for v in outputs], inputs, outputs,
-                              ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
-                              p.attributes["iterator_types"], ip=ip,
-                              loc=ir.Location.fused([p.location, c.location]))  # both ops' graph nodes
-    types = [ir.RankedTensorType(v.type).element_type for v in inputs + outputs]
-    block = merged.regions[0].blocks.append(*types)
+    merged, block = new_generic(inputs, outputs, maps, p, c, ip)
     args = list(block.arguments)
     n_in, n_out = len(inputs), len(p_results)
     yielded = copy_body(p, block, args[:n_p] + args[n_in:n_in + n_out])

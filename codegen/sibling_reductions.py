@@ -99,6 +99,16 @@ def _site(a, b):
     return a if _defined_before(b, a) else b if _uses_after(a, b) else None
 
 
+def new_generic(inputs: list, outputs: list, maps: list, a, b, ip):
+    """(generic, its empty body block): a linalg.generic of a's loops (iterator types) over
+    inputs and outputs, at ip, located at both a's and b's graph nodes."""
+    merged = linalg.GenericOp([v.type for v in outputs], inputs, outputs,
+                              ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps]),
+                              a.attributes["iterator_types"], ip=ip, loc=ir.Location.fused([a.location, b.location]))
+    types = [ir.RankedTensorType(v.type).element_type for v in inputs + outputs]
+    return merged, merged.regions[0].blocks.append(*types)
+
+
 def copy_body(op, block: ir.Block, args: list[ir.Value]) -> list[ir.Value]:
     """op's region cloned into block, its block arguments read as args; returns what it yields."""
     mapping = dict(zip(op.regions[0].blocks[0].arguments, args))
@@ -125,12 +135,7 @@ def _merge(a, b, site) -> None:
     outputs = list(a.operands)[n_a:] + list(b.operands)[n_b:]
     out_maps = maps[n_a:]
     all_maps = maps[:n_a] + [maps[i] for i in extra] + out_maps + out_maps
-    merged = linalg.GenericOp([v.type for v in outputs], inputs, outputs,
-                              ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in all_maps]),
-                              a.attributes["iterator_types"], ip=ip,
-                              loc=ir.Location.fused([a.location, b.location]))  # both ops' graph nodes
-    types = [ir.RankedTensorType(v.type).element_type for v in inputs + outputs]
-    block = merged.regions[0].blocks.append(*types)
+    merged, block = new_generic(inputs, outputs, all_maps, a, b, ip)
     args = list(block.arguments)
     n_in, n_out = len(inputs), len(a.results)
     a_args = args[:n_a] + args[n_in:n_in + n_out]
