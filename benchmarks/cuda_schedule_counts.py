@@ -1,7 +1,8 @@
 """What the cuda target makes of the AMP GPT-2 training step, counted without a GPU.
 
 The step of `bench_models.py --scale`'s train_gpt2_amp (GPT-2 small under bf16 autocast, 8 x 512
-tokens; the loss and its backward, no optimizer) is compiled for the cuda target on CPU tensors:
+tokens; the loss and its backward, and with --optimizer the AdamW step after them as the benchmark
+runs it: foreach, as torch picks on CUDA tensors) is compiled for the cuda target on CPU tensors:
 every stage is generated (PTX included) and nothing runs (the loader's regions return zeros, so
 the backward graph is compiled too). Per graph it prints the kernel launches and library calls of
 the host schedule, and the bytes of the buffers each launch takes as arguments, summed over
@@ -9,7 +10,7 @@ launches: an upper bound on what the kernels move (a launch that fills 7 columns
 counts the whole buffer). Launches and bytes are what a change to the code generator moves
 before any GPU has timed it.
 
-    python benchmarks/cuda_schedule_counts.py [--layers 12] [--dump DIR]
+    python benchmarks/cuda_schedule_counts.py [--layers 12] [--optimizer] [--dump DIR]
 """
 
 from __future__ import annotations
@@ -35,13 +36,19 @@ BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4, "boo
          "float64": 8}
 
 
-def compile_step(layers: int, dump: str) -> None:
+def compile_step(layers: int, dump: str, optimizer: bool) -> None:
     torch.manual_seed(0)
     model = Autocast(Logits(gpt2(layers=layers), "input_ids"), torch.bfloat16)
     ids = torch.randint(0, 50257, (8, 512))
+    # CPU tensors would get the per-tensor loop; the benchmark's CUDA parameters get foreach.
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True) if optimizer else None
 
     def step(ids, labels):
-        return _token_loss(model(ids), labels)
+        loss = _token_loss(model(ids), labels)
+        if opt is not None:
+            loss.backward()
+            opt.step()
+        return loss
 
     cuda = get_target("cuda")
     zeros = lambda artifact, sig, options: lambda *inputs: [torch.zeros(o.shape, dtype=o.dtype)  # noqa: E731
@@ -52,7 +59,9 @@ def compile_step(layers: int, dump: str) -> None:
     backend.keeps_fused_attention = lambda *args, **kwargs: True
     try:
         options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": dump}
-        torch.compile(step, backend="mlir", options=options)(ids, ids.roll(-1, dims=1)).backward()
+        loss = torch.compile(step, backend="mlir", options=options)(ids, ids.roll(-1, dims=1))
+        if opt is None:
+            loss.backward()
     finally:
         register_target(cuda, override=True)
         backend.keeps_fused_attention = keeps
@@ -84,13 +93,14 @@ def counts(schedule: str) -> tuple[int, int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--optimizer", action="store_true", help="the AdamW step too, as bench_models times it")
     parser.add_argument("--dump", help="keep the stage dumps here (default: a temporary folder)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         dump = args.dump or tmp
-        compile_step(args.layers, dump)
+        compile_step(args.layers, dump, args.optimizer)
         stats = dynamo_mlir.stats()
-        print(f"AMP GPT-2 step, {args.layers} layers, 8 x 512, cuda target (sm_90) compiled on CPU; "
+        print(f"AMP GPT-2 step{' and AdamW' if args.optimizer else ''}, {args.layers} layers, 8 x 512, cuda target (sm_90) compiled on CPU; "
               f"{stats['ops_fallback']} ops eager")
         print("| graph | launches | library calls | launch buffers GB |\n|---|---|---|---|")
         totals = collections.Counter()

@@ -34,6 +34,7 @@ from .stats import REGISTRY, GraphReport, op_name
 from .joint_graph import merge_forward_duplicates
 from .recomputed_pointwise import recompute_pointwise
 from .recomputed_views import recompute_views
+from .one_hot_sums import fold_one_hot_sums
 from .padded_matmuls import pad_matmuls
 from .saved_log_softmax import save_log_softmax_statistics
 from .sizes import specialize_settled_sizes
@@ -280,7 +281,8 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config
     """AOTAutograd's min-cut or default partitioner (the `partitioner` option), after merging
     the forward's duplicate values (joint_graph.merge_forward_duplicates), marking
     on the joint graph what only it shows (a max-pool backward's indices are its forward's:
-    max_pool_backward.py; node.meta is copied into the forward and backward graphs) and making
+    max_pool_backward.py; node.meta is copied into the forward and backward graphs), folding a
+    cross-entropy backward's row sums of its one-hot gradient (one_hot_sums.py) and making
     the backward read a log_softmax's row statistics instead of the saved matrix
     (saved_log_softmax.py), recompute pointwise values from what is saved anyway
     (recomputed_pointwise.py), share the padded operands of unaligned half matmuls
@@ -289,7 +291,7 @@ def _partition(joint_module: torch.fx.GraphModule, joint_inputs, options: config
     partitioner = options.partitioner
     specialize_settled_sizes(joint_module)  # (the rewrites below read int sizes as static)
     mark_window_indices(joint_module.graph)
-    rewritten = 0
+    rewritten = fold_one_hot_sums(joint_module.graph)
     if partitioner != "min_cut":  # (which merges them itself)
         rewritten += merge_forward_duplicates(joint_module.graph, kwargs["num_fwd_outputs"])
     if partitioner != "save_all":

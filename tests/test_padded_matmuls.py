@@ -76,6 +76,9 @@ def test_the_head_and_its_gradients_run_on_padded_operands_written_in_place(tmp_
     gradient = re.search(rf"torch linalg\.matmul\((%\d+)\[{TOKENS}x256\|256,1\+0\]", backward)[1]
     writers = [line for line in backward.splitlines() if "launch " in line and line.rstrip().endswith(f"{gradient})")]
     assert len(writers) == 2, writers
+    # 8 lanes a thread over the 256 padded columns (a row's last 2 columns lane by lane), not 2.
+    kernel = next(line for line in writers if "constant_pad_nd" not in line)
+    assert f"grid=({TOKENS * 256 // 8 // 256}, 1, 1) block=(256, 1, 1)" in kernel, kernel
     assert sum(f"{gradient}[256x{TOKENS}|1,256+0]" in line for line in backward.splitlines()) == 1, backward
     assert len(re.findall(r"launch \w*constant_pad_nd", backward)) == 1, backward  # the border fill
 

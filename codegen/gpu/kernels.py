@@ -83,14 +83,18 @@ def linear_index(a: Access, index_of) -> ir.Value:
 # ----------------------------------------------------------------------------- vector accesses
 
 
-def vector_width(nest: LoopNest, dim: int, accesses: list[Access]) -> int:
+def vector_width(nest: LoopNest, dim: int, accesses: list[Access], ragged: bool = False) -> int:
     """Largest VEC (<= 16 bytes per access) for which every stride-1 access along `dim` is
-    aligned: VEC divides the loop size, the offset and every other stride."""
+    aligned: VEC divides the loop size, the offset and every other stride. `ragged`: the loop
+    size need not be a multiple (the caller runs a last partial vector lane by lane)."""
     if not accesses or dim < 0 or any(a.elem == ir.IntegerType.get_signless(1) for a in accesses):
         return 1  # i1 is a byte per element in memory, but a vector of i1 would be packed bits
-    vec = max(1, MAX_VEC_BYTES // max(nbytes(a.elem) for a in accesses))
+    # Only stride-1 accesses load vectors: a row's broadcast statistic or a strided read is a
+    # scalar per lane, whatever its width.
+    vectors = [a for a in accesses if a.inner_stride(dim) == 1] or accesses
+    vec = max(1, MAX_VEC_BYTES // max(nbytes(a.elem) for a in vectors))
     while vec > 1:
-        if nest.sizes[dim] % vec == 0 and all(_aligned(a, dim, vec) for a in accesses):
+        if (ragged or nest.sizes[dim] % vec == 0) and all(_aligned(a, dim, vec) for a in accesses):
             return vec
         vec //= 2
     return 1
@@ -200,9 +204,18 @@ def run_lanes(nest: LoopNest, ins: list[list[ir.Value]], outs: list[list[ir.Valu
 
 
 def elementwise(nest: LoopNest) -> gpu.LaunchOp:
+    """Each thread VEC consecutive elements of the innermost loop. An inner loop that VEC does
+    not divide but whose rows start aligned (a padded buffer: a vocabulary's 50257 logits in rows
+    of 50264) runs to its size rounded up to VEC, each row's last vector lane by lane."""
     dim = nest.rank - 1
-    vec = vector_width(nest, dim, nest.inputs + nest.outputs)
-    work = prod(nest.sizes) // vec
+    accesses = nest.inputs + nest.outputs
+    vec = vector_width(nest, dim, accesses)
+    if dim >= 0 and nest.sizes[dim] >= RAGGED_MIN:  # 250 columns: 8 lanes and a tail, not 2 lanes
+        vec = max(vec, vector_width(nest, dim, accesses, ragged=True))
+    sizes = list(nest.sizes)
+    if dim >= 0:
+        sizes[dim] = -(-sizes[dim] // vec) * vec
+    work = prod(sizes) // vec
     grid = max(1, -(-work // BLOCK))
     block = min(BLOCK, max(32, work))
 
@@ -210,16 +223,46 @@ def elementwise(nest: LoopNest) -> gpu.LaunchOp:
         gid = arith.addi(arith.muli(bx, index(block)), tx)
 
         def body():
-            idx = delinearize(arith.muli(gid, index(vec)) if vec > 1 else gid, nest.sizes)
-            ins = [load_lanes(a, idx, dim, vec) for a in nest.inputs]
-            outs = [load_lanes(a, idx, dim, vec) if used else [None] * vec
-                    for a, used in zip(nest.outputs, nest.out_used)]
-            for a, values in zip(nest.outputs, run_lanes(nest, ins, outs, idx, dim, vec)):
-                store_lanes(a, values, idx, dim)
+            idx = delinearize(arith.muli(gid, index(vec)) if vec > 1 else gid, sizes)
+            if dim < 0 or sizes[dim] == nest.sizes[dim]:
+                _elementwise_lanes(nest, idx, dim, vec)
+            else:
+                _ragged_lanes(nest, idx, dim, vec)
 
         guarded(grid * block != work, lambda: arith.cmpi(arith.CmpIPredicate.ult, gid, index(work)), body)
 
     return launch(grid, block, build, "elementwise")
+
+
+RAGGED_MIN = 64  # shorter inner loops that VEC does not divide stay scalar (the tail would be most of it)
+
+
+def _elementwise_lanes(nest: LoopNest, idx: list[ir.Value], dim: int, vec: int) -> None:
+    """Load, compute and store the VEC lanes starting at `idx`."""
+    ins = [load_lanes(a, idx, dim, vec) for a in nest.inputs]
+    outs = [load_lanes(a, idx, dim, vec) if used else [None] * vec
+            for a, used in zip(nest.outputs, nest.out_used)]
+    for a, values in zip(nest.outputs, run_lanes(nest, ins, outs, idx, dim, vec)):
+        store_lanes(a, values, idx, dim)
+
+
+def _ragged_lanes(nest: LoopNest, idx: list[ir.Value], dim: int, vec: int) -> None:
+    """A whole vector where it ends inside the loop, else each lane still inside it alone."""
+    size = index(nest.sizes[dim])
+    whole = arith.cmpi(arith.CmpIPredicate.ule, arith.addi(idx[dim], index(vec)), size)
+    branch = scf.IfOp(whole, has_else=True)
+    with ir.InsertionPoint(branch.then_block):
+        _elementwise_lanes(nest, idx, dim, vec)
+        scf.YieldOp([])
+    with ir.InsertionPoint(branch.else_block):
+        lanes = scf.ForOp(index(0), index(vec), index(1))
+        with ir.InsertionPoint(lanes.body):
+            at = arith.addi(idx[dim], lanes.induction_variable)
+            one = [at if d == dim else i for d, i in enumerate(idx)]
+            guarded(True, lambda: arith.cmpi(arith.CmpIPredicate.ult, at, size),
+                    lambda: _elementwise_lanes(nest, one, dim, 1))
+            scf.YieldOp([])
+        scf.YieldOp([])
 
 
 def can_row_reduce(nest: LoopNest) -> bool:
