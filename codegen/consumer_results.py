@@ -11,11 +11,12 @@ the producer's instead: one generic with a result more, the value still written 
 users, the consumer's result computed from it before it leaves registers.
 
 The rule is structural. P and C are linalg.generic ops on tensors with only parallel loops, flat
-bodies and identity output maps, with the same loop count; C has one result and reads P's results
-only through identity maps (element i of C needs element i of them: then C's loops are P's); the
-result of P that C reads has other users too (a sole user is upstream fusion's case); every
-other operand of C is defined before P, except an init that is a static tensor.empty, which is
-made again before P. At most MAX_RESULTS results per merged op.
+bodies and identity output maps, with the same loop count; C reads P's results only through
+identity maps (element i of C needs element i of them: then C's loops are P's); the result of P
+that C reads has other users too (a sole user is upstream fusion's case); every other operand of
+C is defined before P, except inits that are static tensor.empty ops, which are made again before
+P. At most MAX_RESULTS results per merged op: an AdamW step's update of one parameter (the first
+moment, then the second moment and the parameter from it, all written back) is one kernel.
 """
 
 from __future__ import annotations
@@ -79,13 +80,13 @@ def _fresh_init(value: ir.Value) -> bool:
 def _producer_of(c, takes):
     """The generic P whose result c takes as one more (module docstring), or None."""
     n_in, maps = _n_inputs(c), _maps(c)
-    if len(c.results) != 1 or not list(c.results[0].uses):
+    if not any(list(r.uses) for r in c.results):
         return None  # (a result nobody reads is no reason to compute it)
     for value in list(c.operands)[:n_in]:
         p = _owner(value)
         if p is None or p == c or not _elementwise(p) or p.block != c.block or not takes(p):
             continue
-        if len(p.results) >= MAX_RESULTS or _maps(p)[0].n_dims != maps[0].n_dims:
+        if len(p.results) + len(c.results) > MAX_RESULTS or _maps(p)[0].n_dims != maps[0].n_dims:
             continue
         from_p = [k for k, v in enumerate(list(c.operands)[:n_in]) if _is(_owner(v), p)]
         if not all(_is_identity(maps[k]) for k in from_p):
@@ -93,8 +94,8 @@ def _producer_of(c, takes):
         if len(list(value.uses)) < 2:
             continue  # upstream fusion's case
         others = [v for k, v in enumerate(list(c.operands)[:n_in]) if k not in from_p] + _captured(c)
-        init = c.operands[n_in]
-        if all(_before(v, p) for v in others) and (_before(init, p) or _fresh_init(init)):
+        inits = list(c.operands)[n_in:]
+        if all(_before(v, p) for v in others) and all(_before(i, p) or _fresh_init(i) for i in inits):
             return p
     return None
 
@@ -113,31 +114,40 @@ def _merge(p, c) -> None:
     c_in = list(c.operands)[:n_c]
     extra = [k for k, v in enumerate(c_in) if v not in p_results]
     ip = ir.InsertionPoint(p)
-    init = c.operands[n_c]
-    if not _before(init, p):  # a fresh empty (_fresh_init): made again before p
-        init = tensor.EmptyOp(ir.RankedTensorType(init.type).shape, ir.RankedTensorType(init.type).element_type,
-                              ip=ip, loc=_owner(init).location).result
-    inputs = list(p.operands)[:n_p] + [c_in[k] for k in extra]
-    outputs = list(p.operands)[n_p:] + [init]
-    maps = p_maps[:n_p] + [c_maps[k] for k in extra] + p_maps[n_p:] + c_maps[n_c:]
+    old_inits = list(c.operands)[n_c:]
+    inits = [i if _before(i, p) else _empty_again(i, ip) for i in old_inits]  # a fresh empty, made before p
+    inputs, in_maps = list(p.operands)[:n_p], p_maps[:n_p]
+    at_extra = {}  # c's input k -> its position among the merged op's inputs (one p reads too: p's)
+    for k in extra:
+        same = [j for j, v in enumerate(inputs) if v == c_in[k] and in_maps[j] == c_maps[k]]
+        if not same:
+            inputs.append(c_in[k])
+            in_maps.append(c_maps[k])
+        at_extra[k] = same[0] if same else len(inputs) - 1
+    outputs = list(p.operands)[n_p:] + inits
+    maps = in_maps + p_maps[n_p:] + c_maps[n_c:]
     merged, block = new_generic(inputs, outputs, maps, p, c, ip)
     args = list(block.arguments)
     n_in, n_out = len(inputs), len(p_results)
     yielded = copy_body(p, block, args[:n_p] + args[n_in:n_in + n_out])
-    at_extra = {k: n_p + j for j, k in enumerate(extra)}
     c_args = [yielded[p_results.index(v)] if v in p_results else args[at_extra[k]] for k, v in enumerate(c_in)]
-    yielded += copy_body(c, block, c_args + [args[-1]])
+    yielded += copy_body(c, block, c_args + args[n_in + n_out:])
     with ir.InsertionPoint(block):
         linalg.YieldOp(yielded)
     results = list(merged.results)
-    c.results[0].replace_all_uses_with(results[-1])
-    for old, new in zip(p_results, results):
+    for old, new in zip(list(p_results) + list(c.results), results):
         old.replace_all_uses_with(new)
-    old_init = c.operands[n_c]
     c.erase()
     p.erase()
-    if _owner(old_init) is not None and not list(old_init.uses):
-        _owner(old_init).erase()
+    unique = [v for k, v in enumerate(old_inits) if v not in old_inits[:k]]  # (one empty may init two)
+    for old in unique:
+        if _owner(old) is not None and not list(old.uses):
+            _owner(old).erase()
+
+
+def _empty_again(init: ir.Value, ip) -> ir.Value:
+    t = ir.RankedTensorType(init.type)
+    return tensor.EmptyOp(t.shape, t.element_type, ip=ip, loc=_owner(init).location).result
 
 
 def fuse_consumers_as_results(module: ir.Module, takes=lambda producer: True) -> int:

@@ -24,6 +24,16 @@
 // CHECK: arith.mulf
 // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}], {{.*}} ins(%[[M]]#0 : tensor<16x16xf32>)
 // CHECK: return %{{.*}}, %[[M]]#1, %[[M]]#0
+
+// An AdamW-like update: the first moment (returned, written back) and a consumer with two
+// results (the second moment and the parameter, both from the new first moment): one generic
+// with three results, the consumer's inits kept, the gradient both read one operand.
+// CHECK-LABEL: func.func @moments_and_update
+// CHECK: %[[M:.*]]:3 = linalg.generic {{.*}} ins(%arg0, %arg1, %arg2, %arg3 : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>)
+// CHECK: math.sqrt
+// CHECK: linalg.yield
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[M]]#0, %[[M]]#1, %[[M]]#2
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #tr = affine_map<(d0, d1) -> (d1, d0)>
 module {
@@ -92,5 +102,30 @@ module {
       linalg.yield %r : f32
     } -> tensor<16x16xf32>
     return %t, %u, %s : tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>
+  }
+
+  func.func @moments_and_update(%g: tensor<8x16xf32>, %m: tensor<8x16xf32>, %v: tensor<8x16xf32>, %p: tensor<8x16xf32>)
+      -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {
+    %e = tensor.empty() : tensor<8x16xf32>
+    %beta = arith.constant 0.1 : f32
+    %m2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%g, %m : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+    ^bb0(%x: f32, %y: f32, %o: f32):
+      %d = arith.subf %x, %y : f32
+      %s = arith.mulf %d, %beta : f32
+      %r = arith.addf %y, %s : f32
+      linalg.yield %r : f32
+    } -> tensor<8x16xf32>
+    %u:2 = linalg.generic {indexing_maps = [#id, #id, #id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%v, %g, %p, %m2 : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) outs(%e, %e : tensor<8x16xf32>, tensor<8x16xf32>) {
+    ^bb0(%vv: f32, %x: f32, %pp: f32, %mm: f32, %o: f32, %o2: f32):
+      %sq = arith.mulf %x, %x : f32
+      %v2 = arith.addf %vv, %sq : f32
+      %root = math.sqrt %v2 : f32
+      %step = arith.divf %mm, %root : f32
+      %p2 = arith.subf %pp, %step : f32
+      linalg.yield %v2, %p2 : f32, f32
+    } -> (tensor<8x16xf32>, tensor<8x16xf32>)
+    return %m2, %u#0, %u#1 : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
   }
 }
