@@ -49,10 +49,72 @@ def _old_value(block: ir.Block, value: ir.Value, written: set[int]) -> ir.Value:
         return bufferization.AllocTensorOp(value.type, [], copy=value).result  # (sizes: the copied tensor's)
 
 
+VIEWS = ("tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice", "tensor.cast", "tensor.reshape")
+
+
+def _top(op, block: ir.Block):
+    """op, or the op of `block` it is nested in; None if neither."""
+    while op is not None and op.block != block:
+        parent = op.parent
+        op = parent.operation if parent is not None and parent.name != "func.func" else None
+    return op
+
+
+def _readers(block: ir.Block, value: ir.Value) -> list:
+    """The ops of `block` that read `value` or a view of it."""
+    found, stack = [], [value]
+    while stack:
+        for use in stack.pop().uses:
+            op = _top(use.owner.operation, block)
+            if op is not None:
+                found.append(op)
+                if op.name in VIEWS:
+                    stack.extend(op.results)
+    return found
+
+
+def _last(ops: list):
+    last = ops[0]
+    for op in ops[1:]:
+        if last.is_before_in_block(op):
+            last = op
+    return last
+
+
+def _sink_below_old_readers(block: ir.Block, pairs: list[tuple[int, int]], values: list[ir.Value]) -> None:
+    """Move a written result's producer (a linalg.generic, pure) below the last other reader of
+    its argument's old value, where it can write the argument in place: above such a reader,
+    bufferization gives the new value a buffer of its own and copies it in at the end (an
+    AdamW step count's `step + 1`, which the parameter's update reads as `old + 1`: one copy
+    kernel per parameter). Only where every user of the producer comes after that reader, and
+    the producer reads no other argument the function writes (moved below that one's writer,
+    it would stage that one instead)."""
+    written = {j for _, j in pairs}
+    for r, j in pairs:
+        producer = _owner_op(values[r])
+        if producer is None or producer.name != "linalg.generic" or producer.block != block:
+            continue
+        if any(v == block.arguments[k] for v in producer.operands for k in written - {j}):
+            continue
+        others = [op for op in _readers(block, block.arguments[j]) if op != producer]
+        if not others or _last(others + [producer]) == producer:
+            continue
+        last = _last(others)
+        users = [_top(u.owner.operation, block) for res in producer.results for u in res.uses]
+        if all(u is not None and last.is_before_in_block(u) for u in users):
+            producer.move_after(last)
+
+
+def _owner_op(value: ir.Value):
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
 def _write_in_place(fn) -> None:
     pairs = _pairs(fn)
     block = fn.regions[0].blocks[0]
     ret = block.operations[len(block.operations) - 1]
+    _sink_below_old_readers(block, pairs, list(ret.operands))
     values = list(ret.operands)
     written = {r for r, _ in pairs}
     with ir.InsertionPoint(ret), ret.location:

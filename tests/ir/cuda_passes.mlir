@@ -727,6 +727,41 @@ func.func @main(%buf: tensor<1000xf32> {bufferization.writable = false}, %g: ten
 
 // -----
 
+// cuda-write-inputs-in-place: an AdamW step count. `step + 1` is computed first in the graph,
+// but the parameter's update reads the old count (and adds one itself): the count's generic
+// moves below that reader and writes the argument in place, where above it bufferization would
+// stage the new count in a buffer of its own and copy it in at the end.
+// INPLACE: func.func @main(%arg0: tensor<f32> {bufferization.writable = true}, %arg1: tensor<1000xf32> {bufferization.writable = true})
+// INPLACE: %[[P:[0-9]+]] = linalg.generic {{.*}} ins(%arg1, %arg0 : tensor<1000xf32>, tensor<f32>) outs(%arg1 : tensor<1000xf32>)
+// INPLACE: %[[S:[0-9]+]] = linalg.generic {{.*}} ins(%arg0 : tensor<f32>) outs(%arg0 : tensor<f32>)
+// INPLACE-NOT: alloc_tensor
+// INPLACE: bufferization.materialize_in_destination %[[S]] in %arg0
+// INPLACE-NEXT: bufferization.materialize_in_destination %[[P]] in %arg1
+#id = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+#none = affine_map<() -> ()>
+func.func @main(%step: tensor<f32> {bufferization.writable = false}, %p: tensor<1000xf32> {bufferization.writable = false}) -> (tensor<f32>, tensor<1000xf32>) attributes {dynamo_mlir.written_inputs = [[0, 0], [1, 1]]} {
+  %one = arith.constant 1.000000e+00 : f32
+  %lr = arith.constant 1.000000e-03 : f32
+  %s0 = tensor.empty() : tensor<f32>
+  %new_step = linalg.generic {indexing_maps = [#none, #none], iterator_types = []} ins(%step : tensor<f32>) outs(%s0 : tensor<f32>) {
+  ^bb0(%a: f32, %o: f32):
+    %0 = arith.addf %a, %one : f32
+    linalg.yield %0 : f32
+  } -> tensor<f32>
+  %e = tensor.empty() : tensor<1000xf32>
+  %new_p = linalg.generic {indexing_maps = [#id, #all, #id], iterator_types = ["parallel"]} ins(%p, %step : tensor<1000xf32>, tensor<f32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%a: f32, %t: f32, %o: f32):
+    %0 = arith.addf %t, %one : f32
+    %1 = arith.mulf %0, %lr : f32
+    %2 = arith.subf %a, %1 : f32
+    linalg.yield %2 : f32
+  } -> tensor<1000xf32>
+  return %new_step, %new_p : tensor<f32>, tensor<1000xf32>
+}
+
+// -----
+
 // cuda-program: a function that writes an argument (cuda-write-inputs-in-place listed it) has
 // that slot marked written in its host schedule: the runtime copies it back to the caller's
 // tensor where it handed the kernels a copy (a misaligned input, a CUDA graph's input buffer).
