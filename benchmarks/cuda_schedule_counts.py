@@ -36,6 +36,19 @@ BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4, "boo
          "float64": 8}
 
 
+_POW = torch.pow
+
+
+def _cuda_autocast_pow(x, exponent, *args, **kwargs):
+    """torch.pow as CUDA's autocast runs it, in float32 (its float32 list has pow; the CPU's
+    leaves it in the half type): GPT-2's gelu_new, `torch.pow(x, 3.0)`, is a float32 chain on a
+    GPU, and this script's CPU tensors would otherwise compile a bf16 one."""
+    if torch.is_autocast_enabled("cpu") and isinstance(x, torch.Tensor) and x.dtype in (torch.bfloat16,
+                                                                                       torch.float16):
+        x = x.float()
+    return _POW(x, exponent, *args, **kwargs)
+
+
 def compile_step(layers: int, dump: str, optimizer: bool) -> None:
     torch.manual_seed(0)
     model = Autocast(Logits(gpt2(layers=layers), "input_ids"), torch.bfloat16)
@@ -53,10 +66,11 @@ def compile_step(layers: int, dump: str, optimizer: bool) -> None:
     cuda = get_target("cuda")
     zeros = lambda artifact, sig, options: lambda *inputs: [torch.zeros(o.shape, dtype=o.dtype)  # noqa: E731
                                                              for o in sig.outputs]
-    keeps = backend.keeps_fused_attention
+    keeps, pow_ = backend.keeps_fused_attention, torch.pow
     register_target(dataclasses.replace(cuda, load=zeros), override=True)
     # On a GPU the backend keeps SDPA fused for the library call; on CPU tensors it would not.
     backend.keeps_fused_attention = lambda *args, **kwargs: True
+    torch.pow = _cuda_autocast_pow
     try:
         options = {"target": "cuda", "cuda_arch": "sm_90", "dump_dir": dump}
         loss = torch.compile(step, backend="mlir", options=options)(ids, ids.roll(-1, dims=1))
@@ -64,7 +78,7 @@ def compile_step(layers: int, dump: str, optimizer: bool) -> None:
             loss.backward()
     finally:
         register_target(cuda, override=True)
-        backend.keeps_fused_attention = keeps
+        backend.keeps_fused_attention, torch.pow = keeps, pow_
 
 
 def _buffer_bytes(schedule: str) -> dict[str, int]:

@@ -13,9 +13,10 @@ What. On the joint graph before it is split (backend._partition), a saved value 
 when
 - it and the ops between it and its sources are pointwise (torch.Tag.pointwise, not random),
   at most MAX_OPS of them, and it is no forward output;
-- its sources are values saved anyway (or scalars the graph computes), no larger in bytes than
-  it: the backward reads no more than before, and no graph input it did not read before (the
-  step may mutate one after the forward: a step count);
+- its sources are values saved anyway, scalars the graph computes, or forward values a
+  non-pointwise op computes (a view, a matmul; saved from then on, a source for the values after
+  it), no larger in bytes than it: the backward reads no more than before, and no graph input it
+  did not read before (the step may mutate one after the forward: a step count);
 - every backward node that reads it is pointwise too, so the recomputation fuses into the
   kernel that reads it instead of being written there.
 The copies go just before the first backward reader, one copy of each forward node however many
@@ -37,22 +38,37 @@ def recompute_pointwise(graph: torch.fx.Graph, num_fwd_outputs: int) -> int:
     how many saved values it no longer reads."""
     forward = forward_nodes(graph, num_fwd_outputs)
     outputs = set(forward_outputs(graph, num_fwd_outputs))
-    saved = [n for n in graph.nodes if n in forward and backward_reads(n, forward)]
-    kept = set(saved)
+    saved = [n for n in graph.nodes if n in forward and backward_reads(n, forward)
+             and n not in outputs and _pointwise(n)
+             and all(_reads_pointwise(user) for user, _ in backward_reads(n, forward))]
+    kept = {n for n in graph.nodes if n in forward and backward_reads(n, forward)}
     plans: dict[torch.fx.Node, list[torch.fx.Node]] = {}
-    for value in saved:
-        if value in outputs or not _pointwise(value):
-            continue
-        if not all(_reads_pointwise(user) for user, _ in backward_reads(value, forward)):
-            continue
-        chain = _chain(value, kept - {value}, forward)
-        if chain is None or _bytes(_sources(chain)) > _bytes([value]):
-            continue
-        kept.discard(value)
-        plans[value] = chain
+    while True:  # a source one value adds may be what an earlier one needs: until nothing changes
+        planned = len(plans)
+        for value in saved:
+            if value not in plans and (chain := _plan(value, kept, forward)) is not None:
+                plans[value] = chain
+        if len(plans) == planned:
+            break
     if plans:
         _rewrite(graph, plans, forward)
     return len(plans)
+
+
+def _plan(value: torch.fx.Node, kept: set, forward: set) -> list[torch.fx.Node] | None:
+    """The chain that recomputes `value`, `kept` updated (it no longer saved, new sources saved),
+    or None. A chain with new sources must read fewer bytes than the value (an equal swap, a
+    layer norm's rsqrt for its variance, would only move a kernel into the backward)."""
+    found = _chain(value, kept - {value}, forward)
+    if found is None:
+        return None
+    chain, fresh = found
+    sources, size = _bytes(_sources(chain)), _bytes([value])
+    if sources > size or (fresh and sources >= size):
+        return None
+    kept.discard(value)
+    kept |= fresh
+    return chain
 
 
 def _pointwise(node: torch.fx.Node) -> bool:
@@ -83,10 +99,14 @@ def _scalar(node: torch.fx.Node) -> bool:
     return isinstance(val, torch.Tensor) and val.dim() == 0
 
 
-def _chain(value: torch.fx.Node, available: set, forward: set) -> list[torch.fx.Node] | None:
-    """The pointwise nodes that compute `value` from `available` nodes and scalars, in graph
-    order, or None when there is none of at most MAX_OPS."""
+def _chain(value: torch.fx.Node, available: set, forward: set) -> tuple[list[torch.fx.Node], set] | None:
+    """(the pointwise nodes that compute `value` from `available` nodes, scalars and new sources,
+    in graph order; the new sources), or None when there is none of at most MAX_OPS. A new source
+    is a forward node computed by something other than a pointwise op (a view, a matmul) that the
+    backward would read instead: AMP's `x.float()` saved for a float32 GELU chain (CUDA's autocast
+    runs pow in float32) is computed again from the bf16 `x`, half its bytes."""
     chain: set[torch.fx.Node] = set()
+    fresh: set[torch.fx.Node] = set()
     stack = [value]
     while stack:
         node = stack.pop()
@@ -98,11 +118,16 @@ def _chain(value: torch.fx.Node, available: set, forward: set) -> list[torch.fx.
         for arg in node.all_input_nodes:
             if arg in available or arg in chain or (_scalar(arg) and arg.op != "placeholder"):
                 continue  # a graph input not saved already may be one the step mutates (a step count)
-            if arg not in forward or not _pointwise(arg):
+            if arg not in forward or arg.op == "placeholder":
                 return None
-            stack.append(arg)
+            if _pointwise(arg):
+                stack.append(arg)
+            elif isinstance(arg.meta.get("val"), torch.Tensor):
+                fresh.add(arg)
+            else:
+                return None
     order = {n: i for i, n in enumerate(value.graph.nodes)}
-    return sorted(chain, key=order.__getitem__)
+    return sorted(chain, key=order.__getitem__), fresh
 
 
 def _sources(chain: list[torch.fx.Node]) -> list[torch.fx.Node]:

@@ -77,6 +77,28 @@ def test_half_gelu_tanh_gradients_match_with_the_casts_recomputed(tmp_path):
     assert len(wide) == 4 and not any(n.startswith(("tanh", "add", "alias")) for n in wide), wide
 
 
+def _gelu_tanh_cuda_autocast(x):  # the same under CUDA's autocast: pow in float32, the chain after it too
+    return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * torch.pow(x.float(), 3.0))))
+
+
+def test_a_float32_chain_of_a_half_input_saves_the_half_input(tmp_path):
+    """x.float() (the first float32 value of the chain) is saved neither, nor tanh or 0.5 * x:
+    all are computed again from the bf16 x, which is saved instead (half x.float()'s bytes)."""
+    w1, w2, _ = _mlp(torch.bfloat16)
+    fn = lambda x: (_gelu_tanh_cuda_autocast(x @ w1).bfloat16() @ w2).float().pow(2).mean()  # noqa: E731
+    x = torch.randn(ROWS, WIDTH, dtype=torch.bfloat16)
+    compiled = torch.compile(fn, backend="mlir", options={"dump_dir": str(tmp_path)})
+    loss, grads = _gradients(compiled, w1, w2, x)
+    expected, expected_grads = _gradients(fn, w1, w2, x)
+    torch.testing.assert_close(loss, expected, rtol=HALF_RTOL[torch.bfloat16], atol=1e-3)
+    for got, want in zip(grads, expected_grads):
+        torch.testing.assert_close(got.float(), want.float(), rtol=HALF_RTOL[torch.bfloat16] * 4, atol=2e-3)
+    assert_all_compiled(min_ops=10, library={"aten.mm.default": 5})
+    saved = {name: t for name, t in _saved(str(tmp_path)).items() if t.endswith(f"[{ROWS}, {WIDTH}]")}
+    assert not [t for t in saved.values() if t.startswith("f32")], saved
+    assert sorted(saved.values()) == [f"bf16[{ROWS}, {WIDTH}]"] * 4, saved  # x, x @ w1, the output, the product
+
+
 def test_random_ops_are_never_recomputed():
     graph = torch.fx.Graph()
     x = graph.placeholder("x")
