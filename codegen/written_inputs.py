@@ -83,20 +83,23 @@ def _last(ops: list):
 
 def _sink_below_old_readers(block: ir.Block, pairs: list[tuple[int, int]], values: list[ir.Value]) -> None:
     """Move a written result's producer (a linalg.generic, pure) below the last other reader of
-    its argument's old value, where it can write the argument in place: above such a reader,
-    bufferization gives the new value a buffer of its own and copies it in at the end (an
+    the old values of the arguments it writes, where it can write them in place: above such a
+    reader, bufferization gives the new value a buffer of its own and copies it in at the end (an
     AdamW step count's `step + 1`, which the parameter's update reads as `old + 1`: one copy
     kernel per parameter). Only where every user of the producer comes after that reader, and
-    the producer reads no other argument the function writes (moved below that one's writer,
-    it would stage that one instead)."""
+    the producer reads no argument the function writes but its own (moved below that one's
+    writer, it would stage that one instead)."""
     written = {j for _, j in pairs}
-    for r, j in pairs:
+    done: list = []
+    for r, _ in pairs:
         producer = _owner_op(values[r])
-        if producer is None or producer.name != "linalg.generic" or producer.block != block:
+        if producer is None or producer.name != "linalg.generic" or producer.block != block or producer in done:
             continue
-        if any(v == block.arguments[k] for v in producer.operands for k in written - {j}):
+        done.append(producer)
+        own = {j for r2, j in pairs if _owner_op(values[r2]) == producer}
+        if any(v == block.arguments[k] for v in producer.operands for k in written - own):
             continue
-        others = [op for op in _readers(block, block.arguments[j]) if op != producer]
+        others = [op for j in own for op in _readers(block, block.arguments[j]) if op != producer]
         if not others or _last(others + [producer]) == producer:
             continue
         last = _last(others)

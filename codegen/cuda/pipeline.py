@@ -20,6 +20,7 @@ from .. import stages
 from ..channels_last import keep_channels_last
 from ..consumer_results import fuse_consumers_as_results
 from ..gathered_producers import compute_gathered_elements
+from ..horizontal_fusion import fuse_horizontally
 from ..identical_kernels import merge_identical_kernels
 from ..kernel_names import name_kernels
 from ..own_inits import own_inits
@@ -104,6 +105,10 @@ LINALG = (
           "An elementwise consumer of a value other ops read too (a gradient and its bf16 copy) computed by "
           "that value's producer as one more result: one kernel, the value not read back (a matmul's bias add "
           "is left to cuda-fold-bias-into-matmuls).",
+          options=("fuse_elementwise",), enabled=_fusing, requires=("cuda-fuse-elementwise",)),
+    _pass("fuse-horizontally", lambda m, o: fuse_horizontally(m),
+          "Small independent elementwise ops over the same loops (an optimizer's per-parameter updates of step "
+          "counts and vectors) merged into one generic: one launch for several microsecond kernels.",
           options=("fuse_elementwise",), enabled=_fusing, requires=("cuda-fuse-elementwise",)),
     # After the last CSE: it would merge the inits again.
     _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose", "tensor.insert_slice"),

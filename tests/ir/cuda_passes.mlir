@@ -762,6 +762,40 @@ func.func @main(%step: tensor<f32> {bufferization.writable = false}, %p: tensor<
 
 // -----
 
+// cuda-write-inputs-in-place: two step counts incremented by one generic (cuda-fuse-horizontally
+// merged them) and read, old, by an update: the generic moves below the update and writes both
+// counts in place.
+// INPLACE: func.func @main(%arg0: tensor<f32> {bufferization.writable = true}, %arg1: tensor<f32> {bufferization.writable = true}, %arg2: tensor<1000xf32> {bufferization.writable = true})
+// INPLACE: %[[P:[0-9]+]] = linalg.generic {{.*}} ins(%arg2, %arg0, %arg1 : tensor<1000xf32>, tensor<f32>, tensor<f32>) outs(%arg2 : tensor<1000xf32>)
+// INPLACE: %[[S:[0-9]+]]:2 = linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<f32>, tensor<f32>) outs(%arg0, %arg1 : tensor<f32>, tensor<f32>)
+// INPLACE-NOT: alloc_tensor
+// INPLACE: bufferization.materialize_in_destination %[[S]]#0 in %arg0
+// INPLACE-NEXT: bufferization.materialize_in_destination %[[S]]#1 in %arg1
+// INPLACE-NEXT: bufferization.materialize_in_destination %[[P]] in %arg2
+#id = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+#none = affine_map<() -> ()>
+func.func @main(%s: tensor<f32> {bufferization.writable = false}, %t: tensor<f32> {bufferization.writable = false}, %p: tensor<1000xf32> {bufferization.writable = false}) -> (tensor<f32>, tensor<f32>, tensor<1000xf32>) attributes {dynamo_mlir.written_inputs = [[0, 0], [1, 1], [2, 2]]} {
+  %one = arith.constant 1.000000e+00 : f32
+  %s0 = tensor.empty() : tensor<f32>
+  %steps:2 = linalg.generic {indexing_maps = [#none, #none, #none, #none], iterator_types = []} ins(%s, %t : tensor<f32>, tensor<f32>) outs(%s0, %s0 : tensor<f32>, tensor<f32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32, %o2: f32):
+    %0 = arith.addf %a, %one : f32
+    %1 = arith.addf %b, %one : f32
+    linalg.yield %0, %1 : f32, f32
+  } -> (tensor<f32>, tensor<f32>)
+  %e = tensor.empty() : tensor<1000xf32>
+  %new_p = linalg.generic {indexing_maps = [#id, #all, #all, #id], iterator_types = ["parallel"]} ins(%p, %s, %t : tensor<1000xf32>, tensor<f32>, tensor<f32>) outs(%e : tensor<1000xf32>) {
+  ^bb0(%a: f32, %x: f32, %y: f32, %o: f32):
+    %0 = arith.addf %x, %y : f32
+    %1 = arith.subf %a, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<1000xf32>
+  return %steps#0, %steps#1, %new_p : tensor<f32>, tensor<f32>, tensor<1000xf32>
+}
+
+// -----
+
 // cuda-program: a function that writes an argument (cuda-write-inputs-in-place listed it) has
 // that slot marked written in its host schedule: the runtime copies it back to the caller's
 // tensor where it handed the kernels a copy (a misaligned input, a CUDA graph's input buffer).
