@@ -21,7 +21,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import linalg
 
-from .sibling_reductions import copy_body, new_generic
+from .sibling_reductions import copy_body, new_generic, uses_after
 from .walk import ops_where
 
 _PARALLEL = "#linalg.iterator_type<parallel>"
@@ -58,16 +58,6 @@ def _loops(op) -> tuple[int, ...] | None:
     return shape if size <= MAX_ELEMENTS else None
 
 
-def _uses_after(op, site) -> bool:
-    """Every use of op's results sits after `site` in its block."""
-    for result in op.results:
-        for use in result.uses:
-            user = use.owner.operation if isinstance(use.owner, ir.OpView) else use.owner
-            if user.block != site.block or not site.is_before_in_block(user):
-                return False
-    return True
-
-
 def _groups(module: ir.Module) -> list[list]:
     """Groups of at least two ops to merge, each in block order."""
     open_groups: dict[tuple, list] = {}
@@ -78,7 +68,7 @@ def _groups(module: ir.Module) -> list[list]:
         group = open_groups.get(key, [])
         operands = sum(len(m.operands) for m in group) + len(op.operands)
         if group and (group[0].block != op.block or operands > MAX_OPERANDS
-                      or not all(_uses_after(m, op) for m in group)):
+                      or not all(uses_after(m, op) for m in group)):
             done.append(group)
             group = []
         open_groups[key] = group + [op]

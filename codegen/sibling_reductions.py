@@ -70,7 +70,7 @@ def _same_ranges(a, shared: list[int]) -> bool:
     return dynamic <= set().union(*(_plain_dims(maps[i]) for i in shared))
 
 
-def _uses_after(a, b) -> bool:
+def uses_after(a, b) -> bool:
     """Every use of a's results sits after b in b's block: the merged op can stand where b does."""
     for result in a.results:
         for use in result.uses:
@@ -96,7 +96,7 @@ def _site(a, b):
     """Where the merged op can be built (before a, else before b), or None where a and b depend on each other."""
     if a.block != b.block:
         return None
-    return a if _defined_before(b, a) else b if _uses_after(a, b) else None
+    return a if _defined_before(b, a) else b if uses_after(a, b) else None
 
 
 def new_generic(inputs: list, outputs: list, maps: list, a, b, ip):
