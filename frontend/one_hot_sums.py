@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from .joint_graph import call_with_val as _call
 
@@ -52,7 +53,7 @@ def _fold(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
         folded = _call(graph, aten.mul.Tensor, weight, one_hot.args[3])
         if not keepdim:
             folded = _call(graph, aten.squeeze.dim, folded, dim)
-    if _val(folded).shape != out.shape or _val(folded).dtype != out.dtype:
+    if not _same_shape(_val(folded).shape, out.shape) or _val(folded).dtype != out.dtype:
         graph.erase_node(folded)  # a weight broadcast along other dims too, or of another dtype
         return False
     node.replace_all_uses_with(folded)
@@ -68,7 +69,7 @@ def _one_hot_and_weight(source: torch.fx.Node, dim: int) -> tuple | None:
     for one_hot, weight in (source.args, tuple(reversed(source.args))):
         w = _val(weight)
         if isinstance(one_hot, torch.fx.Node) and _is_one_hot(one_hot, dim) and w is not None \
-                and w.dim() == _val(source).dim() and w.shape[dim] == 1:
+                and w.dim() == _val(source).dim() and _same(w.shape[dim], 1):
             return one_hot, weight
     return None
 
@@ -81,7 +82,7 @@ def _is_one_hot(node: torch.fx.Node, dim: int) -> bool:
     out, idx = _val(node), _val(index)
     if out is None or idx is None or scatter_dim % out.dim() != dim or idx.dim() != out.dim():
         return False
-    rows = all(i == (1 if d == dim else o) for d, (i, o) in enumerate(zip(idx.shape, out.shape)))
+    rows = all(_same(i, 1 if d == dim else o) for d, (i, o) in enumerate(zip(idx.shape, out.shape)))
     return rows and _is_zeros(zeros)
 
 
@@ -89,9 +90,20 @@ def _is_zeros(node) -> bool:
     if not isinstance(node, torch.fx.Node) or node.target not in ZEROS:
         return False
     fill = ZEROS[node.target]
-    return fill is None or node.args[fill] == 0
+    value = node.args[fill] if fill is not None else 0
+    return isinstance(value, (int, float)) and value == 0
 
 
 def _val(node):
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     return val if isinstance(val, torch.Tensor) else None
+
+
+def _same(a, b) -> bool:
+    """Sizes equal for every value of their symbols, decided without adding a guard (the graph's
+    guards are Dynamo's, settled before AOTAutograd calls us)."""
+    return statically_known_true(a == b)
+
+
+def _same_shape(a, b) -> bool:
+    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
