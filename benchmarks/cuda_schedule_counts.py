@@ -4,7 +4,9 @@ The step of `bench_models.py --scale`'s train_gpt2_amp (GPT-2 small under bf16 a
 tokens; the loss and its backward, and with --optimizer the AdamW step after them as the benchmark
 runs it: foreach, as torch picks on CUDA tensors) is compiled for the cuda target on CPU tensors:
 every stage is generated (PTX included) and nothing runs (the loader's regions return zeros, so
-the backward graph is compiled too). Per graph it prints the kernel launches and library calls of
+the backward graph is compiled too). Autocast on CPU tensors is CPU's, which differs from CUDA's
+where GPT-2 meets it: CUDA's runs `pow` in float32, so `torch.pow` is replaced by one that does
+that for the compile (_cuda_autocast_pow). Per graph it prints the kernel launches and library calls of
 the host schedule, and the bytes of the buffers each launch takes as arguments, summed over
 launches: an upper bound on what the kernels move (a launch that fills 7 columns of a buffer
 counts the whole buffer). Launches and bytes are what a change to the code generator moves
@@ -66,7 +68,7 @@ def compile_step(layers: int, dump: str, optimizer: bool) -> None:
     cuda = get_target("cuda")
     zeros = lambda artifact, sig, options: lambda *inputs: [torch.zeros(o.shape, dtype=o.dtype)  # noqa: E731
                                                              for o in sig.outputs]
-    keeps, pow_ = backend.keeps_fused_attention, torch.pow
+    keeps = backend.keeps_fused_attention
     register_target(dataclasses.replace(cuda, load=zeros), override=True)
     # On a GPU the backend keeps SDPA fused for the library call; on CPU tensors it would not.
     backend.keeps_fused_attention = lambda *args, **kwargs: True
@@ -78,7 +80,7 @@ def compile_step(layers: int, dump: str, optimizer: bool) -> None:
             loss.backward()
     finally:
         register_target(cuda, override=True)
-        backend.keeps_fused_attention, torch.pow = keeps, pow_
+        backend.keeps_fused_attention, torch.pow = keeps, _POW
 
 
 def _buffer_bytes(schedule: str) -> dict[str, int]:
