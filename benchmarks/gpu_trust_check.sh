@@ -28,7 +28,7 @@ export PYTHONUNBUFFERED=1 OUT=${OUT:-/tmp/out}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
 CUDA_TESTS=${TESTS:-"tests/test_cuda_attention.py tests/test_cuda_library_calls.py tests/test_cuda_models.py \
   tests/test_cuda_runtime.py tests/test_cuda_replay_bookkeeping.py tests/test_input_mutations.py \
-  tests/test_real_models.py tests/test_read_only_inputs.py tests/test_padded_matmuls.py"}  # TESTS: a part of the tier
+  tests/test_real_models.py tests/test_read_only_inputs.py tests/test_padded_matmuls.py tests/test_cuda_split_reductions.py"}  # TESTS: a part of the tier
 for part in ${PART:-tests}; do  # several parts, one after the other: PART="checks fuzz"
 case "$part" in
   tests)

@@ -25,7 +25,7 @@ from .walk import ops_where
 
 KERNEL_FUNCTION = "kernel"
 # The strategies launches are built by, the first word of every kernel name.
-STRATEGIES = ("elementwise", "row_reduce", "serial", "row_fused", "row_group", "chunks", "tiled")
+STRATEGIES = ("elementwise", "row_reduce", "serial", "split", "row_fused", "row_group", "chunks", "tiled")
 # Ops named in a kernel's name; more would make names no profiler column shows whole.
 MAX_OPS = 3
 MAX_CHARS = 80

@@ -369,7 +369,7 @@ def build_kernels(func_op) -> list[str]:
 
 
 # Kernel strategies that take a folded fill's value as a reduction's initial accumulator.
-FOLDS_FILLS = ("row_reduce", "serial")
+FOLDS_FILLS = ("row_reduce", "serial", "split")
 
 
 def _fills_before_reductions(ops: list) -> dict[int, int]:

@@ -86,18 +86,46 @@ func.func @main(%arg0: tensor<4x8xf32>, %arg1: tensor<4x8xf32>) -> tensor<4x8xf3
 }
 
 // -----
-// A column sum (a bias gradient) of 256 rows x 32 columns: the cascade's blocks of 64 rows, one
-// thread per (column, block) in a `serial` kernel. The column varies fastest from thread to
+// A column sum (a bias gradient) of 256 rows x 32 columns: the cascade's blocks of 64 rows, then
+// the 4 block sums of each column. The first stage's 128 (column, block) points are far too few
+// to fill a GPU one thread each, so it is `split`: a block of 32 points x 8 slices, slice s
+// folding rows s, s + 8, ... of its point from 0, its partial stored in shared memory, and after
+// a barrier slice 0 adding the 8 partials in order. The column varies fastest from thread to
 // thread, so that a warp's loads are 32 consecutive floats of one row (coalesced), not one
 // column of 32 blocks.
-// GPU: gpu.launch_func @serial_sum::@kernel blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1)
-// GPU: gpu.module @serial_sum
-// GPU: %[[T:[0-9]+]] = arith.addi %{{[0-9]+}}, %thread_id_x : index
+// GPU: gpu.launch_func @split_sum::@kernel blocks in (%c4, %c1, %c1) threads in (%c256, %c1, %c1)  dynamic_shared_memory_size %c1024_i32
+// GPU: gpu.module @split_sum
+// GPU: %[[POINT:[0-9]+]] = arith.remui %thread_id_x, %c32 : index
+// GPU-NEXT: %[[SLICE:[0-9]+]] = arith.divui %thread_id_x, %c32 : index
+// GPU: %[[T:[0-9]+]] = arith.addi %{{[0-9]+}}, %[[POINT]] : index
+// GPU-NEXT: %[[VALID:[0-9]+]] = arith.cmpi ult, %[[T]], %c128 : index
 // GPU-NEXT: %[[COL:[0-9]+]] = arith.remui %[[T]], %c32 : index
 // GPU-NEXT: %[[BLOCK:[0-9]+]] = arith.divui %[[T]], %c32 : index
-// GPU: scf.for
+// GPU-NEXT: %[[FIRST:[0-9]+]] = arith.select %[[VALID]], %[[SLICE]], %c64 : index
+// GPU-NEXT: %[[PART:[0-9]+]] = scf.for %{{.*}} = %[[FIRST]] to %c64 step %c8 iter_args(%{{.*}} = %cst) -> (f32)
 // GPU: %[[AT:[0-9]+]] = arith.addi %{{[0-9]+}}, %[[COL]] : index
 // GPU-NEXT: memref.load %arg0[%[[AT]]] : memref<8192xf32>
+// GPU: %[[VIEW:view[_0-9]*]] = memref.view %{{[0-9]+}}[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<256xf32, #gpu.address_space<workgroup>>
+// GPU-NEXT: memref.store %[[PART]], %[[VIEW]][%thread_id_x]
+// GPU-NEXT: gpu.barrier
+// GPU-NEXT: %[[SLICE0:[0-9]+]] = arith.cmpi eq, %[[SLICE]], %c0 : index
+// GPU-NEXT: %[[FOLDS:[0-9]+]] = arith.andi %[[VALID]], %[[SLICE0]] : i1
+// GPU-NEXT: scf.if %[[FOLDS]]
+// GPU: memref.load %[[VIEW]][%[[POINT]]]
+// GPU: memref.load %[[VIEW]]
+// GPU: memref.load %[[VIEW]]
+// GPU: memref.load %[[VIEW]]
+// GPU: memref.load %[[VIEW]]
+// GPU: memref.load %[[VIEW]]
+// GPU: memref.load %[[VIEW]]
+// GPU: memref.load %[[VIEW]]
+// GPU-NOT: memref.load
+// GPU: memref.store
+// PTX: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
+// PTX: .visible .entry split_sum(
+// PTX: st.shared.b32
+// PTX-NEXT: bar.sync 0;
+// PTX: ld.shared.b32
 func.func @column_sum(%x: tensor<256x32xf32>) -> tensor<32xf32> {
   %s = "dynamo.reduce"(%x) {kind = "sum", dims = array<i64: 0>} : (tensor<256x32xf32>) -> tensor<32xf32> loc("sum_2 = aten.sum.dim_IntList")
   return %s : tensor<32xf32>
@@ -106,20 +134,22 @@ func.func @column_sum(%x: tensor<256x32xf32>) -> tensor<32xf32> {
 // -----
 // An AMP bias gradient: a float32 sum over batch and sequence, rounded to bf16, viewed as
 // [1, N], and cast back to float32 for the parameter. Two kernels: blocks of 64 rows summed
-// one thread per (batch, block, column), starting from 0 (the zero fill folded in: no fill
-// kernel, no load of the partial sums' buffer), then one row kernel summing each column's
-// 8 x 8 block sums (the batch dim with the blocks, not after them), the two casts in it (the
-// [1, N] view sunk below them).
+// by 8 threads per (batch, block, column), the partials added to 0 (the zero fill folded in:
+// no fill kernel, no load of the partial sums' buffer), then one row kernel summing each
+// column's 8 x 8 block sums (the batch dim with the blocks, not after them), the two casts in
+// it (the [1, N] view sunk below them).
 // GPU: func.func @bias_gradient
-// GPU: gpu.launch_func @serial_sum::@kernel blocks in (%c8, %c1, %c1) threads in (%c256, %c1, %c1)
+// GPU: gpu.launch_func @split_sum::@kernel blocks in (%c64, %c1, %c1) threads in (%c256, %c1, %c1)
 // GPU-NOT: gpu.launch_func
 // GPU: gpu.launch_func @row_fused_sum::@kernel blocks in (%c32, %c1, %c1)
 // GPU-NOT: gpu.launch_func
 // GPU: return
-// GPU: gpu.module @serial_sum
+// GPU: gpu.module @split_sum
 // GPU: %[[ZERO:cst[_0-9]*]] = arith.constant 0.000000e+00 : f32
-// GPU-NOT: memref.load
-// GPU: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %[[ZERO]]) -> (f32)
+// GPU: scf.for %{{.*}} = %{{[0-9]+}} to %c64 step %c8 iter_args(%{{.*}} = %[[ZERO]]) -> (f32)
+// GPU: gpu.barrier
+// GPU-NOT: memref.load %arg2
+// GPU: arith.addf %{{[0-9]+}}, %[[ZERO]] : f32
 // GPU: gpu.module @row_fused_sum
 // GPU: arith.truncf %{{.*}} : f32 to bf16
 // GPU: arith.extf %{{.*}} : bf16 to f32
