@@ -3,7 +3,8 @@ examples/rocm_target) builds kernels from.
 
 - `loopnest`: a structured op on buffers read as loops and accesses (the builders' common model);
 - `kernels`: a kernel per op of static sizes (elementwise ops tiled to threads, vectorized where
-  aligned; reductions a block or a warp per row), `rowfuse` and `rowkernel`: a run of static ops
+  aligned; reductions a block or a warp per row, or a thread per output, its steps split among a
+  block's threads where the outputs are few), `rowfuse` and `rowkernel`: a run of static ops
   on the same rows as one launch, a block per row with the row in registers;
 - `capabilities`: what a GPU offers the strategies (warp size, threads per block, shared memory,
   widest access, tensor-core shapes), as data per architecture;
