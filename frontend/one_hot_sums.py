@@ -42,7 +42,8 @@ def _fold(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
     source, dims = node.args[0], node.args[1]
     keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
     out, full = _val(node), _val(source)
-    if node.kwargs.get("dtype") is not None or out is None or full is None or not dims or len(dims) != 1:
+    if node.kwargs.get("dtype") is not None or out is None or full is None or not dims or len(dims) != 1 \
+            or full.dim() == 0:  # a 0-d sum (dim 0 or -1 of a scalar) has no one-hot rows
         return False
     dim = dims[0] % full.dim()
     found = _one_hot_and_weight(source, dim)
@@ -50,11 +51,13 @@ def _fold(graph: torch.fx.Graph, node: torch.fx.Node) -> bool:
         return False
     one_hot, weight = found
     with graph.inserting_before(node):
-        folded = _call(graph, aten.mul.Tensor, weight, one_hot.args[3])
+        made = [_call(graph, aten.mul.Tensor, weight, one_hot.args[3])]
         if not keepdim:
-            folded = _call(graph, aten.squeeze.dim, folded, dim)
+            made.append(_call(graph, aten.squeeze.dim, made[-1], dim))
+    folded = made[-1]
     if not _same_shape(_val(folded).shape, out.shape) or _val(folded).dtype != out.dtype:
-        graph.erase_node(folded)  # a weight broadcast along other dims too, or of another dtype
+        for n in reversed(made):  # a weight broadcast along other dims too, or of another dtype
+            graph.erase_node(n)
         return False
     node.replace_all_uses_with(folded)
     graph.erase_node(node)

@@ -60,6 +60,22 @@ def test_a_sum_of_rows_with_several_or_no_elements_is_left_alone():
     assert fold_one_hot_sums(gm.graph) == 0
 
 
+@pytest.mark.parametrize("reduce", [torch.sum, torch.amax, torch.logsumexp])
+def test_a_reduction_of_a_scalar_in_training_compiles(reduce):
+    """dim 0 of a 0-d tensor (OpInfo's first sample of sum, amax, logsumexp): the joint graph's
+    sums over it have no rows to fold, and must not stop the graph from compiling (the rewrite
+    once took `dim % 0`: the whole graph ran eagerly)."""
+    x = torch.tensor(1.5, requires_grad=True)
+    ref = x.detach().clone().requires_grad_()
+    out = torch.compile(lambda x: reduce(x, 0, keepdim=True) * 3.0, backend="mlir")(x)
+    out.backward()
+    (reduce(ref, 0, keepdim=True) * 3.0).backward()
+    assert_all_compiled()
+    assert dynamo_mlir.stats()["graphs_by_kind"].get("forward") == 1, dynamo_mlir.explain()
+    torch.testing.assert_close(out, reduce(ref.detach(), 0, keepdim=True) * 3.0)
+    torch.testing.assert_close(x.grad, ref.grad)
+
+
 def test_a_cross_entropy_backward_sums_no_one_hot_rows(tmp_path):
     fn = lambda x, t: F.cross_entropy(x.float(), t)  # noqa: E731
     logits, labels = (torch.randn(ROWS, CLASSES) * 4).to(torch.bfloat16), _labels()
