@@ -10,8 +10,10 @@ only if nothing else writes its buffer, folds a zero fill into the library call 
 fill writes the op's own buffer, and writes a concatenation's pieces in place only into a
 buffer written once (codegen/cuda/forwarded_copies.py); and a reduction whose zero fill is
 copied in costs a kernel more than one whose fill folds into its own kernel (column sums:
-codegen/cuda/to_gpu.build_kernels). `own_inits` gives each op its own empty (and fill) again,
-cloned right before it, and erases what no op reads any more.
+codegen/cuda/to_gpu.build_kernels), and a generic of sibling sums (codegen/sibling_reductions.py)
+whose two results start from one fill needs a fill per result to fold both. `own_inits` gives
+each op (each result of a linalg op) its own empty (and fill) again, cloned right before it, and
+erases what no op reads any more.
 """
 
 from __future__ import annotations
@@ -26,9 +28,16 @@ def _producer(value: ir.Value):
     return None if isinstance(owner, ir.Block) else owner.operation
 
 
-def _shared(op) -> bool:
-    """Whether op's init (its last operand) is an empty or a fill of one that others use too."""
-    init = op.operands[len(op.operands) - 1]
+def _inits(op) -> list[int]:
+    """Operand positions of op's inits: a linalg op's outputs, else its last operand."""
+    n = len(op.results)
+    return list(range(len(op.operands) - n, len(op.operands))) if op.name.startswith("linalg.") else [len(op.operands) - 1]
+
+
+def _shared(op, k: int) -> bool:
+    """Whether op's init at operand k is an empty or a fill of one that others use too (another
+    op, or another init of op: CSE gives a generic of two sums one fill for both)."""
+    init = op.operands[k]
     producer = _producer(init)
     if producer is None:
         return False
@@ -48,8 +57,7 @@ def _concatenated_into(use) -> bool:
     return owner.name == "tensor.insert_slice" and use.operand_number == 1
 
 
-def _give_own(op) -> None:
-    k = len(op.operands) - 1
+def _give_own(op, k: int) -> None:
     producer = _producer(op.operands[k])
     ip = ir.InsertionPoint(op)
     if producer.name == "tensor.empty":
@@ -69,8 +77,10 @@ def own_inits(module: ir.Module, names: tuple[str, ...], fills_for: tuple[str, .
     op named in `fills_for` whose init is a shared fill; returns how many did. (An elementwise
     op sharing its empty with the next is best left so: a softmax's exp writes the output buffer
     that its division then overwrites in place.)"""
-    found = ops_where(module, lambda op: (op.name in names and _shared(op))
-                      or (op.name in fills_for and _shared(op) and _producer(op.operands[-1]).name == "linalg.fill"))
-    for op in found:
-        _give_own(op)
+    # Every shared init found before any is given its own: each of the ops sharing one gets a copy.
+    found = [(op, k) for op in ops_where(module, lambda op: op.name in names or op.name in fills_for)
+             for k in (_inits(op) if op.name in fills_for else [len(op.operands) - 1])
+             if _shared(op, k) and (op.name in names or _producer(op.operands[k]).name == "linalg.fill")]
+    for op, k in found:
+        _give_own(op, k)
     return len(found)

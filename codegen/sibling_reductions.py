@@ -11,11 +11,15 @@ it: the loops read the input once, as the uncorrected variance did. (Where both 
 fill, CSE's, bufferization gives the second result a copy of it: a row's partials, not a row.)
 
 The rule is structural, not tied to the variance: two linalg.generic ops with a reduction loop,
-the same indexing maps, operand types and iterator types (so the same loop ranges), at least one
-input value in common at the same position (binding every loop of a dynamic size), and neither
-reading the other's results. The merged op is built where the earlier one was if the later
-one's operands are defined by then, else where the later one was if every use of the earlier
-one comes after it. Inputs the two share are read once.
+the same iterator types, output maps and output types, the same loop ranges (every loop bound to
+an operand dim; one of a dynamic size bound to an input they share), at least one input value in
+common read through the same map, and neither reading the other's results. The inputs may differ
+otherwise: a layer norm's weight gradient (the sum of the output gradient times the normalized
+input) and its bias gradient (the sum of the output gradient) are siblings. The merged op is
+built where the earlier one was if the later one's operands are defined by then, else where the
+later one was if every use of the earlier one comes after it. Inputs the two share (the same
+value through the same map) are read once. `mergeable` lets a target keep some reductions apart
+(the cuda target's row kernels take one result each).
 """
 
 from __future__ import annotations
@@ -45,15 +49,21 @@ def _candidate(op) -> bool:
 
 
 def _key(op) -> tuple:
-    """What two siblings must have alike: maps, iterator types and operand types, in order."""
-    return (str(op.attributes["indexing_maps"]), str(op.attributes["iterator_types"]),
-            tuple(str(v.type) for v in op.operands), len(op.results))
+    """What two siblings must have alike: iterator types, and their outputs' maps and types."""
+    n = _n_inputs(op)
+    return (str(op.attributes["iterator_types"]), tuple(str(m) for m in _maps(op)[n:]),
+            tuple(str(v.type) for v in list(op.operands)[n:]))
+
+
+def _reads(op) -> list[tuple]:
+    """(value, map) of each input, in order."""
+    return list(zip(list(op.operands)[:_n_inputs(op)], (str(m) for m in _maps(op))))
 
 
 def _shared_inputs(a, b) -> list[int]:
-    """Positions where a and b read the same input value."""
-    return [i for i, (x, y) in enumerate(zip(list(a.operands)[:_n_inputs(a)], list(b.operands)[:_n_inputs(b)]))
-            if x == y]
+    """Positions of a's inputs that b reads too, through the same map."""
+    theirs = set(_reads(b))
+    return [i for i, read in enumerate(_reads(a)) if read in theirs]
 
 
 def _plain_dims(m: ir.AffineMap, shape=None) -> set[int]:
@@ -62,12 +72,28 @@ def _plain_dims(m: ir.AffineMap, shape=None) -> set[int]:
             if isinstance(e, ir.AffineDimExpr) and (shape is None or shape[k] == ir.ShapedType.get_dynamic_size())}
 
 
-def _same_ranges(a, shared: list[int]) -> bool:
-    """Whether a's and its sibling's loops have the same ranges. Their operand types are alike, so
-    a loop bound to static sizes has; one bound to a dynamic size must be bound to a shared input."""
-    maps = _maps(a)
-    dynamic = set().union(*(_plain_dims(m, ir.ShapedType(v.type).shape) for m, v in zip(maps, a.operands)))
-    return dynamic <= set().union(*(_plain_dims(maps[i]) for i in shared))
+def _ranges(op) -> dict[int, int] | None:
+    """Loop -> its size, read off the operand dims the loops index whole (None where a loop is
+    bound to no such dim, or to two of different static sizes)."""
+    ranges: dict[int, int] = {}
+    for m, v in zip(_maps(op), op.operands):
+        shape = ir.ShapedType(v.type).shape
+        for k, e in enumerate(m.results):
+            if isinstance(e, ir.AffineDimExpr):
+                size = ranges.setdefault(e.position, shape[k])
+                if size != shape[k] and ir.ShapedType.get_dynamic_size() not in (size, shape[k]):
+                    return None
+    return ranges if len(ranges) == _maps(op)[0].n_dims else None
+
+
+def _same_ranges(a, b, shared: list[int]) -> bool:
+    """Whether a's and b's loops have the same ranges: equal static sizes; a loop of a dynamic size
+    must be bound to an input they share (the same value, so the same size)."""
+    ra, rb = _ranges(a), _ranges(b)
+    if ra is None or ra != rb:
+        return False
+    dynamic = {d for d, size in ra.items() if size == ir.ShapedType.get_dynamic_size()}
+    return dynamic <= set().union(*(_plain_dims(_maps(a)[i]) for i in shared))
 
 
 def uses_after(a, b) -> bool:
@@ -128,19 +154,21 @@ def copy_body(op, block: ir.Block, args: list[ir.Value]) -> list[ir.Value]:
 def _merge(a, b, site) -> None:
     """One generic computing a's and b's results, built right before site; both erased."""
     maps, n_a, n_b = _maps(a), _n_inputs(a), _n_inputs(b)
-    a_in, b_in = list(a.operands)[:n_a], list(b.operands)[:n_b]
-    extra = [i for i in range(n_b) if b_in[i] != a_in[i]]  # b's inputs a does not read at that position
+    a_reads, b_reads = _reads(a), _reads(b)
+    position = {read: i for i, read in enumerate(a_reads)}
+    extra = [i for i, read in enumerate(b_reads) if read not in position]  # b's inputs a does not read so
+    for k, i in enumerate(extra):
+        position[b_reads[i]] = n_a + k
     ip = ir.InsertionPoint(site)
-    inputs = a_in + [b_in[i] for i in extra]
+    inputs = list(a.operands)[:n_a] + [b_reads[i][0] for i in extra]
     outputs = list(a.operands)[n_a:] + list(b.operands)[n_b:]
     out_maps = maps[n_a:]
-    all_maps = maps[:n_a] + [maps[i] for i in extra] + out_maps + out_maps
+    all_maps = maps[:n_a] + [_maps(b)[i] for i in extra] + out_maps + out_maps
     merged, block = new_generic(inputs, outputs, all_maps, a, b, ip)
     args = list(block.arguments)
     n_in, n_out = len(inputs), len(a.results)
     a_args = args[:n_a] + args[n_in:n_in + n_out]
-    position = {i: n_a + k for k, i in enumerate(extra)}
-    b_args = [args[position.get(i, i)] for i in range(n_b)] + args[n_in + n_out:]
+    b_args = [args[position[read]] for read in b_reads] + args[n_in + n_out:]
     yielded = copy_body(a, block, a_args) + copy_body(b, block, b_args)
     with ir.InsertionPoint(block):
         linalg.YieldOp(yielded)
@@ -151,25 +179,49 @@ def _merge(a, b, site) -> None:
     b.erase()
 
 
-def _one_merge(module: ir.Module) -> bool:
+def _one_merge(module: ir.Module, mergeable) -> bool:
     """Merge the first pair of siblings found; whether there was one."""
     groups: dict[tuple, list] = {}
-    for op in ops_where(module, _candidate):
+    for op in ops_where(module, lambda op: _candidate(op) and mergeable(op)):
         groups.setdefault(_key(op), []).append(op.operation)
     for ops in groups.values():
         for j, b in enumerate(ops):
             for a in ops[:j]:
                 shared = _shared_inputs(a, b)
-                site = _site(a, b) if shared and _same_ranges(a, shared) else None
+                site = _site(a, b) if shared and _same_ranges(a, b, shared) else None
                 if site is not None:
                     _merge(a, b, site)
                     return True
     return False
 
 
-def fuse_sibling_reductions(module: ir.Module) -> int:
-    """Merge sibling reductions (module docstring) until none is left; returns how many merges."""
+def fuse_sibling_reductions(module: ir.Module, mergeable=lambda op: True) -> int:
+    """Merge sibling reductions (module docstring) until none is left, among the generics
+    `mergeable` accepts; returns how many merges."""
     merges = 0
-    while _one_merge(module):
+    while _one_merge(module, mergeable):
         merges += 1
     return merges
+
+
+def reads_rows_contiguously(op) -> bool:
+    """Whether op reduces along its innermost loop and every input reads that loop, if at all,
+    as its own last dim: a reduction of contiguous rows, which a GPU sums a block per row (one
+    result a kernel), not a column sum's thread per output."""
+    maps = _maps(op)
+    inner = maps[0].n_dims - 1
+    if str(ir.ArrayAttr(op.attributes["iterator_types"])[inner]) != _REDUCTION:
+        return False
+    for m in maps[:_n_inputs(op)]:
+        for k, e in enumerate(m.results):
+            if inner in _dims_of(e) and not (isinstance(e, ir.AffineDimExpr) and k == len(m.results) - 1):
+                return False
+    return True
+
+
+def _dims_of(e) -> set[int]:
+    if isinstance(e, ir.AffineDimExpr):
+        return {e.position}
+    if isinstance(e, ir.AffineBinaryExpr):
+        return _dims_of(e.lhs) | _dims_of(e.rhs)
+    return set()

@@ -28,6 +28,7 @@ from ..padded_producers import fuse_pads_into_producers
 from ..recompute_producers import recompute_cheap_producers
 from ..reshape_hoist import hoist_reshapes
 from ..scalar_operands import read_scalars_directly
+from ..sibling_reductions import fuse_sibling_reductions, reads_rows_contiguously
 from ..sliced_reshapes import expand_reshapes_of_slices
 from ..attributes import INDEX_BITWIDTH, LIBRARY_CALL, OVERWRITE, READ, KERNEL_NAME, WRITTEN_ARGUMENTS
 from ..gpu.kernel_abi import extern_dynamic_shared
@@ -109,6 +110,13 @@ LINALG = (
     _pass("fuse-horizontally", lambda m, o: fuse_horizontally(m),
           "Small independent elementwise ops over the same loops (an optimizer's per-parameter updates of step "
           "counts and vectors) merged into one generic: one launch for several microsecond kernels.",
+          options=("fuse_elementwise",), enabled=_fusing, requires=("cuda-fuse-elementwise",)),
+    _pass("fuse-sibling-column-sums",
+          lambda m, o: fuse_sibling_reductions(m, mergeable=lambda op: not reads_rows_contiguously(op)),
+          "Reductions over the same loops reading a common input (a layer norm's weight and bias gradients, "
+          "column sums of one output gradient) merged into one generic with a result each: one kernel reads "
+          "the gradient once. Row reductions stay apart (a row kernel takes one result; cuda-fuse-rows groups "
+          "them instead).",
           options=("fuse_elementwise",), enabled=_fusing, requires=("cuda-fuse-elementwise",)),
     # After the last CSE: it would merge the inits again.
     _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose", "tensor.insert_slice"),

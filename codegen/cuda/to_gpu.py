@@ -345,8 +345,8 @@ def build_kernels(func_op) -> list[str]:
     reduction's kernel as that kernel is built. Between two passes the fill would have to be
     gone while the reduction still read its output, with nothing in the IR to say it must not."""
     ops = host_ops(func_op)
-    fill_of = _fills_before_reductions(ops)  # reduction index -> index of the fill it absorbs
-    folded = set(fill_of.values())
+    fill_of = _fills_before_reductions(ops)  # reduction index -> indices of the fills it absorbs
+    folded = {i for fills in fill_of.values() for i in fills}
     chosen = []
     for i, op in enumerate(ops):
         build = LOOP_NESTS.get(op.name)
@@ -360,7 +360,7 @@ def build_kernels(func_op) -> list[str]:
             cache: dict = {}
             for a in nest.inputs + nest.outputs:
                 a.flat = flat_view(a.value, cache)
-            _build(schedule, nest, ops[fill_of[i]].opview.inputs[0] if i in fill_of else None)
+            _build(schedule, nest, [ops[f].opview.inputs[0] for f in fill_of[i]] if i in fill_of else None)
         op.erase()
         chosen.append(f"{nest.name}:{schedule}")
     for i in folded:
@@ -372,26 +372,44 @@ def build_kernels(func_op) -> list[str]:
 FOLDS_FILLS = ("row_reduce", "serial", "split")
 
 
-def _fills_before_reductions(ops: list) -> dict[int, int]:
-    """{reduction: fill} for each reduction of one output (a row reduction, or a column sum's
-    thread-per-column stage) right after a fill of exactly its output: allocations and views may
-    come between (a blocked sum's window), nothing else."""
+def _fills_before_reductions(ops: list) -> dict[int, list[int]]:
+    """{reduction: its fill per output} for each reduction (a row reduction, a column sum's
+    thread-per-output stage, sibling sums with a result each) right after fills of exactly its
+    outputs, one each: allocations and views may come between, nothing else."""
     found = {}
     for j, op in enumerate(ops):
-        if op.name not in LOOP_NESTS or op.name == "linalg.fill":
-            continue
-        out = output_of(op)
-        # The op before it, allocations and views skipped (a launch built already names the
-        # buffers it touches only inside its body: nothing else may come between).
-        i = next((i for i in range(j - 1, -1, -1) if ops[i].name not in rowfuse.NEUTRAL), None)
-        if i is None or op_name(ops[i]) != "linalg.fill" or ops[i].opview.outputs[0] != out:
-            continue
-        if has_symbolic_sizes(ops[i]) or has_symbolic_sizes(op):  # the tiled strategy takes both
+        if op.name not in LOOP_NESTS or op.name == "linalg.fill" or has_symbolic_sizes(op):
+            continue  # the tiled strategy takes reductions of symbolic sizes, and their fills
+        fills = _fills_right_before(ops, j, _outputs(op))
+        if fills is None:
             continue
         nest = LOOP_NESTS[op.name](op.opview)
-        if REDUCTION in nest.iterators and len(nest.outputs) == 1 and kernels.schedule_for(nest) in FOLDS_FILLS:
-            found[j] = i
+        if REDUCTION in nest.iterators and kernels.schedule_for(nest) in FOLDS_FILLS:
+            found[j] = fills
     return found
+
+
+def _outputs(op) -> list[ir.Value]:
+    return list(op.opview.outputs) if op.name == "linalg.generic" else [output_of(op)]
+
+
+def _fills_right_before(ops: list, j: int, outs: list[ir.Value]) -> list[int] | None:
+    """The fill of each of `outs`, found among the ops before ops[j] (allocations and views
+    skipped: a launch built already names the buffers it touches only inside its body, so
+    nothing else may come between), or None where an output has none there."""
+    fills: dict[int, int] = {}
+    i = j - 1
+    while i >= 0 and len(fills) < len(outs):
+        if ops[i].name not in rowfuse.NEUTRAL:
+            if op_name(ops[i]) != "linalg.fill" or has_symbolic_sizes(ops[i]):
+                return None
+            target = ops[i].opview.outputs[0]
+            k = next((k for k, out in enumerate(outs) if out == target and k not in fills), None)
+            if k is None:
+                return None
+            fills[k] = i
+        i -= 1
+    return [fills[k] for k in range(len(outs))] if len(fills) == len(outs) else None
 
 
 def erase_empty_loop_nests(func_op) -> int:
@@ -438,9 +456,9 @@ def _build_group(group: rowfuse.RowGroup, ops: list) -> str:
     return "+".join(n.name for n in group.nests) + ":row_fused"
 
 
-def _build(schedule: str, nest: LoopNest, init) -> None:
+def _build(schedule: str, nest: LoopNest, inits: list | None) -> None:
     if schedule in FOLDS_FILLS:
-        kernels.BUILDERS[schedule](nest, init)
+        kernels.BUILDERS[schedule](nest, inits)
     else:
         kernels.BUILDERS[schedule](nest)
 

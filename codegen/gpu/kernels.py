@@ -284,8 +284,8 @@ def can_row_reduce(nest: LoopNest) -> bool:
     return all(a.inner_stride(inner) in (0, 1) for a in nest.inputs)
 
 
-def row_reduce(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
-    """One block per row; `init` (a fill value folded in) replaces reading the old output."""
+def row_reduce(nest: LoopNest, inits: list[ir.Value] | None = None) -> gpu.LaunchOp:
+    """One block per row; `inits` (the value of the fill folded in) replaces reading the old output."""
     p = nest.iterators.index(REDUCTION)
     rows, row_len = prod(nest.sizes[:p]), prod(nest.sizes[p:])
     dim = nest.rank - 1
@@ -311,7 +311,7 @@ def row_reduce(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
 
         def write():
             at = linear_index(out, lambda d: row_idx[d])
-            old = materialize(init) if init is not None else memref.load(out.flat, [at])
+            old = materialize(inits[0]) if inits else memref.load(out.flat, [at])
             final = ir.Operation.create(op_name(comb), results=[elem], operands=[old, total],
                                         attributes={n: comb.attributes[n] for n in comb.attributes}).result
             memref.store(final, out.flat, [at])
@@ -337,9 +337,9 @@ def _thread_order(nest: LoopNest, par: list[int]) -> list[int]:
     return [d for d in par if d != fastest] + [fastest]
 
 
-def serial(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
-    """One thread per point of the parallel loops, the reduced ones looped over; `init` (the
-    value of a fill folded in, for a reduction of one output) replaces reading the old output."""
+def serial(nest: LoopNest, inits: list[ir.Value] | None = None) -> gpu.LaunchOp:
+    """One thread per point of the parallel loops, the reduced ones looped over; `inits` (the
+    values of the fills folded in, one per output of a reduction) replace reading the old outputs."""
     par = _thread_order(nest, [d for d, it in enumerate(nest.iterators) if it == PARALLEL])
     red = [d for d, it in enumerate(nest.iterators) if it != PARALLEL]
     points = prod(nest.sizes[d] for d in par)
@@ -354,9 +354,9 @@ def serial(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
             idx: list[ir.Value] = [index(0)] * nest.rank
             for d, v in zip(par, delinearize(gid, [nest.sizes[d] for d in par])):
                 idx[d] = v
-            olds = [materialize(init) if init is not None else
+            olds = [materialize(inits[k]) if inits else
                     memref.load(a.flat, [linear_index(a, lambda d: idx[d])]) if (used or red) else None
-                    for a, used in zip(nest.outputs, nest.out_used)]
+                    for k, (a, used) in enumerate(zip(nest.outputs, nest.out_used))]
             if red:
                 ys = _reduction_loop(nest, idx, red, steps, olds)
             else:
@@ -414,11 +414,11 @@ def _combinable(nest: LoopNest) -> bool:
         for c, a in zip(nest.combiners, nest.outputs))
 
 
-def split(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
+def split(nest: LoopNest, inits: list[ir.Value] | None = None) -> gpu.LaunchOp:
     """`serial` with the reduction shared: thread (slice s, point p) of a block folds steps s,
     s + SLICES, ... of point p from the combiner's identity, stores its partial in shared memory,
-    and after a barrier slice 0 folds the SLICES partials in order into the old output (or
-    `init`). Adjacent threads still take adjacent points, so loads stay coalesced."""
+    and after a barrier slice 0 folds the SLICES partials in order into the old output (or its
+    folded fill's value, `inits`). Adjacent threads still take adjacent points, so loads stay coalesced."""
     par = _thread_order(nest, [d for d, it in enumerate(nest.iterators) if it == PARALLEL])
     red = [d for d, it in enumerate(nest.iterators) if it != PARALLEL]
     points, steps, n = prod(nest.sizes[d] for d in par), prod(nest.sizes[d] for d in red), slices(nest)
@@ -443,9 +443,9 @@ def split(nest: LoopNest, init: ir.Value | None = None) -> gpu.LaunchOp:
         gpu.barrier()
 
         def finish():
-            for a, c, slot in zip(nest.outputs, nest.combiners, slots):
+            for k, (a, c, slot) in enumerate(zip(nest.outputs, nest.combiners, slots)):
                 at = linear_index(a, lambda d: idx[d])
-                acc = materialize(init) if init is not None else memref.load(a.flat, [at])
+                acc = materialize(inits[k]) if inits else memref.load(a.flat, [at])
                 for k in range(n):
                     part = memref.load(slot, [arith.addi(point, index(k * width))])
                     acc = ir.Operation.create(op_name(c), results=[a.elem], operands=[acc, part],

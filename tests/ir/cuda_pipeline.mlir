@@ -162,6 +162,30 @@ func.func @bias_gradient(%x: tensor<8x512x32xf32>) -> tensor<1x32xf32> {
 }
 
 // -----
+// A layer norm's weight and bias gradients (cuda-fuse-sibling-column-sums): the column sums of
+// g * xhat and of g run over the same loops reading g alike, so one generic computes both and
+// each stage is one kernel with two results: 8 threads per (batch, block, column) point load g
+// and xhat once and keep two partials (two shared-memory slots, both fills folded: no fill
+// kernel), then one row kernel sums both outputs' block sums.
+// GPU: func.func @norm_gradients
+// GPU-NOT: gpu.launch_func
+// GPU: gpu.launch_func @split_sum::@kernel blocks in (%c64, %c1, %c1) threads in (%c256, %c1, %c1)  dynamic_shared_memory_size %c2048_i32 args(%{{.*}} : memref<131072xf32>, %{{.*}} : memref<131072xf32>, %{{.*}} : memref<64xf32>, %{{.*}} : memref<2048xf32>, %{{.*}} : memref<2048xf32>)
+// GPU-NEXT: gpu.launch_func @row_fused_sum::@kernel blocks in (%c32, %c1, %c1) threads in (%c32, %c1, %c1)  args(%{{.*}} : memref<2048xf32>, %{{.*}} : memref<2048xf32>, %arg2 : memref<32xf32>, %arg3 : memref<32xf32>)
+// GPU-NOT: gpu.launch_func
+// GPU: gpu.module @split_sum
+// GPU: scf.for %{{.*}} step %c8 iter_args(%{{.*}} = %cst, %{{.*}} = %cst) -> (f32, f32)
+// GPU: memref.load %arg0
+// GPU-NEXT: memref.load %arg1
+// GPU-NOT: memref.load %arg
+// GPU: gpu.barrier
+func.func @norm_gradients(%g: tensor<8x512x32xf32>, %xhat: tensor<8x512x32xf32>) -> (tensor<32xf32>, tensor<32xf32>) {
+  %p = "dynamo.mul"(%g, %xhat) : (tensor<8x512x32xf32>, tensor<8x512x32xf32>) -> tensor<8x512x32xf32> loc("mul_1 = aten.mul.Tensor")
+  %w = "dynamo.reduce"(%p) {kind = "sum", dims = array<i64: 0, 1>} : (tensor<8x512x32xf32>) -> tensor<32xf32> loc("sum_1 = aten.sum.dim_IntList")
+  %b = "dynamo.reduce"(%g) {kind = "sum", dims = array<i64: 0, 1>} : (tensor<8x512x32xf32>) -> tensor<32xf32> loc("sum_2 = aten.sum.dim_IntList")
+  return %w, %b : tensor<32xf32>, tensor<32xf32>
+}
+
+// -----
 // An SGD step with momentum whose new buffer (result 1) and parameter (result 2) the frontend
 // asked to have computed into their inputs (arguments 0 and 2): after bufferizing they are no
 // out-params, the kernel writes those arguments, and the host schedule marks the slots written.

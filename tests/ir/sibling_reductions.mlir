@@ -1,4 +1,5 @@
 // RUN: dynamo-mlir pass cpu-fuse-sibling-reductions %s | check
+// RUN: dynamo-mlir pass cuda-fuse-sibling-column-sums %s | check --prefix CUDA
 
 // A variance's centered sum and sum of squares (frontend/aten/reduction.py `_variance`): two
 // row reductions of one iteration space over the same centered values. They become one generic
@@ -14,6 +15,11 @@
 // CHECK-NEXT: linalg.yield %[[S]], %[[Q]]
 // CHECK-NOT: linalg.generic
 // CHECK: return %[[BOTH]]#0, %[[BOTH]]#1
+// On cuda the two row sums stay apart (a row kernel takes one result; cuda-fuse-rows groups them).
+// CUDA-LABEL: func.func @variance
+// CUDA: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]}
+// CUDA: %[[SQ:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]}
+// CUDA: return %[[SUM]], %[[SQ]]
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0, 0)>
 #out = affine_map<(d0, d1) -> (d0)>
@@ -86,5 +92,58 @@ module {
       linalg.yield %s : f32
     } -> tensor<64xf32>
     return %sum, %cols : tensor<4xf32>, tensor<64xf32>
+  }
+}
+
+// -----
+
+// A layer norm's weight and bias gradients: column sums of the output gradient times the
+// normalized input, and of the output gradient alone. Their inputs differ but for the gradient
+// they share through the same map: one generic reads it once, the normalized input as its
+// second input, a result each. A sum over the same loops reading nothing in common (the third)
+// stays apart.
+// CHECK-LABEL: func.func @weight_and_bias_gradients
+// CHECK: %[[BOTH:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%arg0, %arg1 : tensor<16x32xf32>, tensor<16x32xf32>) outs(%{{.*}}, %{{.*}} : tensor<32xf32>, tensor<32xf32>)
+// CHECK: ^bb0(%[[G:.*]]: f32, %[[XHAT:.*]]: f32, %[[W:.*]]: f32, %[[B:.*]]: f32):
+// CHECK-NEXT: %[[P:.*]] = arith.mulf %[[G]], %[[XHAT]]
+// CHECK-NEXT: %[[SW:.*]] = arith.addf %[[W]], %[[P]]
+// CHECK-NEXT: %[[SB:.*]] = arith.addf %[[B]], %[[G]]
+// CHECK-NEXT: linalg.yield %[[SW]], %[[SB]]
+// CHECK: %[[OTHER:.*]] = linalg.generic {{.*}} ins(%arg2 : tensor<16x32xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[BOTH]]#0, %[[BOTH]]#1, %[[OTHER]]
+// Column sums: merged on cuda too.
+// CUDA-LABEL: func.func @weight_and_bias_gradients
+// CUDA: %[[BOTH:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%arg0, %arg1 : tensor<16x32xf32>, tensor<16x32xf32>)
+// CUDA: %[[OTHER:.*]] = linalg.generic {{.*}} ins(%arg2 : tensor<16x32xf32>)
+// CUDA: return %[[BOTH]]#0, %[[BOTH]]#1, %[[OTHER]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+module {
+  func.func @weight_and_bias_gradients(%g: tensor<16x32xf32>, %xhat: tensor<16x32xf32>, %y: tensor<16x32xf32>)
+      -> (tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<32xf32>
+    %init = linalg.fill ins(%zero : f32) outs(%e : tensor<32xf32>) -> tensor<32xf32>
+    %w = linalg.generic {indexing_maps = [#id, #id, #col], iterator_types = ["reduction", "parallel"]}
+        ins(%g, %xhat : tensor<16x32xf32>, tensor<16x32xf32>) outs(%init : tensor<32xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %p = arith.mulf %a, %b : f32
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<32xf32>
+    %b = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+        ins(%g : tensor<16x32xf32>) outs(%init : tensor<32xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %s = arith.addf %o, %a : f32
+      linalg.yield %s : f32
+    } -> tensor<32xf32>
+    %other = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+        ins(%y : tensor<16x32xf32>) outs(%init : tensor<32xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %s = arith.addf %o, %a : f32
+      linalg.yield %s : f32
+    } -> tensor<32xf32>
+    return %w, %b, %other : tensor<32xf32>, tensor<32xf32>, tensor<32xf32>
   }
 }
