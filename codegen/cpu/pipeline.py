@@ -34,7 +34,7 @@ def _vectorize_lanes(module, options):
 
 def _fuse_sibling_reductions(module, options):
     # A producer the siblings both read has one reader after the merge: fuse it in.
-    if fuse_sibling_reductions(module):
+    if fuse_sibling_reductions(module, alike_inputs=True):
         return run_pipeline(module, "linalg-fuse-elementwise-ops, canonicalize, cse",
                             "cpu-fuse-sibling-reductions", options)
     return module
