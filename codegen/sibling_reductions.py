@@ -30,6 +30,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import linalg
 
+from .gpu.loopnest import affine_dims, linear_coefficient
 from .walk import ops_where
 
 _REDUCTION = "#linalg.iterator_type<reduction>"
@@ -211,22 +212,15 @@ def fuse_sibling_reductions(module: ir.Module, mergeable=lambda op: True, alike_
 
 def reads_rows_contiguously(op) -> bool:
     """Whether op reduces along its innermost loop and every input reads that loop, if at all,
-    as its own last dim: a reduction of contiguous rows, which a GPU sums a block per row (one
-    result a kernel), not a column sum's thread per output."""
+    in its own last dim with a step of one (`i`, or a blocked row's `c * block + i`): a reduction
+    of contiguous rows, which a GPU sums a block per row (one result a kernel), not a column
+    sum's thread per output."""
     maps = _maps(op)
     inner = maps[0].n_dims - 1
     if str(ir.ArrayAttr(op.attributes["iterator_types"])[inner]) != _REDUCTION:
         return False
     for m in maps[:_n_inputs(op)]:
         for k, e in enumerate(m.results):
-            if inner in _dims_of(e) and not (isinstance(e, ir.AffineDimExpr) and k == len(m.results) - 1):
+            if inner in affine_dims(e) and (k != len(m.results) - 1 or linear_coefficient(e, inner) != 1):
                 return False
     return True
-
-
-def _dims_of(e) -> set[int]:
-    if isinstance(e, ir.AffineDimExpr):
-        return {e.position}
-    if isinstance(e, ir.AffineBinaryExpr):
-        return _dims_of(e.lhs) | _dims_of(e.rhs)
-    return set()

@@ -186,6 +186,22 @@ func.func @norm_gradients(%g: tensor<8x512x32xf32>, %xhat: tensor<8x512x32xf32>)
 }
 
 // -----
+// Two sums of one long row (a vocabulary's 50000 logits: blocked rows of 12500, 4 a row) are no
+// column sums: cuda-fuse-sibling-column-sums leaves them apart, each a block per blocked row
+// (merged, they were one thread per blocked row, 16 threads in all).
+// GPU: func.func @long_rows
+// GPU: gpu.launch_func @row_reduce::@kernel blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1)
+// GPU: gpu.launch_func @row_fused::@kernel blocks in (%c4, %c1, %c1)
+// GPU: gpu.launch_func @row_reduce_1::@kernel blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1)
+// GPU-NOT: split
+func.func @long_rows(%x: tensor<4x50000xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %s = "dynamo.reduce"(%x) {kind = "sum", dims = array<i64: 1>} : (tensor<4x50000xf32>) -> tensor<4xf32>
+  %q = "dynamo.mul"(%x, %x) : (tensor<4x50000xf32>, tensor<4x50000xf32>) -> tensor<4x50000xf32>
+  %t = "dynamo.reduce"(%q) {kind = "sum", dims = array<i64: 1>} : (tensor<4x50000xf32>) -> tensor<4xf32>
+  return %s, %t : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
 // An SGD step with momentum whose new buffer (result 1) and parameter (result 2) the frontend
 // asked to have computed into their inputs (arguments 0 and 2): after bufferizing they are no
 // out-params, the kernel writes those arguments, and the host schedule marks the slots written.
