@@ -446,8 +446,8 @@ def split(nest: LoopNest, inits: list[ir.Value] | None = None) -> gpu.LaunchOp:
             for k, (a, c, slot) in enumerate(zip(nest.outputs, nest.combiners, slots)):
                 at = linear_index(a, lambda d: idx[d])
                 acc = materialize(inits[k]) if inits else memref.load(a.flat, [at])
-                for k in range(n):
-                    part = memref.load(slot, [arith.addi(point, index(k * width))])
+                for j in range(n):  # the slices' partials, in order
+                    part = memref.load(slot, [arith.addi(point, index(j * width))])
                     acc = ir.Operation.create(op_name(c), results=[a.elem], operands=[acc, part],
                                               attributes={m: c.attributes[m] for m in c.attributes}).result
                 memref.store(acc, a.flat, [at])
