@@ -8,7 +8,10 @@ buffer; every layer's concatenation of an attention backward's dq, dk and dv wen
 buffer. A GPU target that hands these ops to a library reads a transpose as a strided view
 only if nothing else writes its buffer, folds a zero fill into the library call only when the
 fill writes the op's own buffer, and writes a concatenation's pieces in place only into a
-buffer written once (codegen/cuda/forwarded_copies.py); and a reduction whose zero fill is
+buffer written once (codegen/cuda/forwarded_copies.py); a matmul's bias add that shares its
+empty with the next projection's makes every projection write one buffer, so the q and k of an
+attention (ViT's, BERT's: three linears) were copied out before the next one overwrote it, where
+their head transposes could have been views the attention call reads; and a reduction whose zero fill is
 copied in costs a kernel more than one whose fill folds into its own kernel (column sums:
 codegen/cuda/to_gpu.build_kernels), and a generic of sibling sums (codegen/sibling_reductions.py)
 whose two results start from one fill needs a fill per result to fold both. `own_inits` gives
@@ -72,15 +75,23 @@ def _give_own(op, k: int) -> None:
             old.erase()
 
 
-def own_inits(module: ir.Module, names: tuple[str, ...], fills_for: tuple[str, ...] = ()) -> int:
-    """Every op named in `names` whose init is shared gets its own (module docstring), and every
-    op named in `fills_for` whose init is a shared fill; returns how many did. (An elementwise
-    op sharing its empty with the next is best left so: a softmax's exp writes the output buffer
-    that its division then overwrites in place.)"""
+def own_inits(module: ir.Module, names: tuple[str, ...], fills_for: tuple[str, ...] = (),
+              empties_for=lambda op: False) -> int:
+    """Every op named in `names` whose init is shared gets its own (module docstring), every op
+    named in `fills_for` whose init is a shared fill, and every op `empties_for` accepts whose
+    init is a shared empty; returns how many did. (An elementwise op sharing its empty with the
+    next is best left so: a softmax's exp writes the output buffer that its division then
+    overwrites in place.)"""
+    def wanted(op, k: int) -> bool:
+        if op.name in names:
+            return True
+        kind = _producer(op.operands[k]).name
+        return (op.name in fills_for and kind == "linalg.fill") or (kind == "tensor.empty" and empties_for(op))
+
     # Every shared init found before any is given its own: each of the ops sharing one gets a copy.
-    found = [(op, k) for op in ops_where(module, lambda op: op.name in names or op.name in fills_for)
-             for k in (_inits(op) if op.name in fills_for else [len(op.operands) - 1])
-             if _shared(op, k) and (op.name in names or _producer(op.operands[k]).name == "linalg.fill")]
+    found = [(op, k) for op in ops_where(module, lambda op: op.name in names or op.name in fills_for or empties_for(op))
+             for k in (_inits(op) if op.name not in names else [len(op.operands) - 1])
+             if _shared(op, k) and wanted(op, k)]
     for op, k in found:
         _give_own(op, k)
     return len(found)

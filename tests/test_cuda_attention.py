@@ -201,6 +201,31 @@ def test_heads_moved_around_attention_are_views_not_copies(tmp_path):
     assert host.count("launch ") == 0, host
 
 
+def _three_projections_block(x, wq, bq, wk, bk, wv, bv):
+    """ViT's and BERT's attention: three linears with biases, each split into heads."""
+    q, k, v = (F.linear(x, w, b).view(B, L, H, E).transpose(1, 2) for w, b in ((wq, bq), (wk, bk), (wv, bv)))
+    return aten._scaled_dot_product_efficient_attention(q, k, v, None, False, 0.0, False)[0]
+
+
+def test_three_biased_projections_are_read_as_views_not_copied(tmp_path):
+    """Each projection's bias add has its own buffer (cuda-own-inits), so each bias folds into
+    its own cuBLASLt addmm and the attention reads the three outputs' head views. Sharing one
+    buffer (CSE's one empty for the three bias adds), q and k were copied out by a kernel each
+    before the next projection overwrote it."""
+    w = [torch.randn(H * E, H * E) if i % 2 == 0 else torch.randn(H * E) for i in range(6)]
+    gm, fake = _traced(_three_projections_block, (torch.randn(B, L, H * E), *w))
+    with zeros_runtime("cuda"):
+        compile_graph(gm, fake, "inference", resolve({**CUDA, "dump_dir": str(tmp_path)}))
+    host = read_stage(str(tmp_path), "host")
+    addmms = [line for line in host.splitlines() if "torch torch.addmm(" in line]
+    outputs = {re.findall(r"(%\d+)\[", line)[-1] for line in addmms}
+    assert len(addmms) == 3 and len(outputs) == 3, host
+    call = next(line for line in host.splitlines() if "torch torch.attention(" in line)
+    for out in outputs:  # [B, H, L, E] views of [B, L, H*E] buffers: strides (L*H*E, E, H*E, 1)
+        assert f"{out}[{B}x{H}x{L}x{E}|{L * H * E},{E},{H * E},1+0]" in call, call
+    assert host.count("launch ") == 0, host
+
+
 def _padding_like_bert(q, k, v):
     """BERT's mask as transformers builds it for SDPA: a boolean [1, 1, L, 1] broadcast to
     [B, 1, L, L], which kept torch's dispatcher from tracing a fused kernel at symbolic sizes."""

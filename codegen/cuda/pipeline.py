@@ -120,12 +120,14 @@ LINALG = (
           options=("fuse_elementwise",), enabled=_fusing, requires=("cuda-fuse-elementwise",)),
     # After the last CSE: it would merge the inits again.
     _pass("own-inits", lambda m, o: own_inits(m, to_gpu.LIBRARY_OPS + ("linalg.transpose", "tensor.insert_slice"),
-                                              fills_for=("linalg.generic",)),
+                                              fills_for=("linalg.generic",),
+                                              empties_for=lambda op: _library(o) and adds_bias_to_matmul(op)),
           "Each library op, transpose and concatenation its own empty / zero fill, each reduction its own fill "
           "(CSE shared them), so that bufferization gives each its own buffer: a transpose can become a view, a "
           "fill can fold into the library call or the reduction's kernel (not copied in by a kernel of its "
-          "own), a concatenation's pieces can be written in place (cuda-forward-copies).",
-          requires=("cuda-linalg-cleanup",)),
+          "own), a concatenation's pieces can be written in place (cuda-forward-copies); and each matmul's bias "
+          "add its own empty (library_matmul), so that an attention's projections do not share one buffer.",
+          options=("library_matmul",), requires=("cuda-linalg-cleanup",)),
 )
 
 # read-only arguments, cleanup, distinct results, inputs written in place, bufferize
