@@ -10,9 +10,9 @@ only if nothing else writes its buffer, folds a zero fill into the library call 
 fill writes the op's own buffer, and writes a concatenation's pieces in place only into a
 buffer written once (codegen/cuda/forwarded_copies.py); a matmul's bias add that shares its
 empty with the next projection's makes every projection write one buffer, so the q and k of an
-attention (ViT's, BERT's: three linears) were copied out before the next one overwrote it, where
-their head transposes could have been views the attention call reads; and a reduction whose zero fill is
-copied in costs a kernel more than one whose fill folds into its own kernel (column sums:
+attention (ViT's, BERT's: three linears) were copied out before the next one overwrote it,
+where their head transposes could have been views the attention call reads; and a reduction
+whose zero fill is copied in costs a kernel more than one whose fill folds into its own kernel (column sums:
 codegen/cuda/to_gpu.build_kernels), and a generic of sibling sums (codegen/sibling_reductions.py)
 whose two results start from one fill needs a fill per result to fold both. `own_inits` gives
 each op (each result of a linalg op) its own empty (and fill) again, cloned right before it, and
@@ -33,8 +33,8 @@ def _producer(value: ir.Value):
 
 def _inits(op) -> list[int]:
     """Operand positions of op's inits: a linalg op's outputs, else its last operand."""
-    n = len(op.results)
-    return list(range(len(op.operands) - n, len(op.operands))) if op.name.startswith("linalg.") else [len(op.operands) - 1]
+    last = len(op.operands)
+    return list(range(last - len(op.results), last)) if op.name.startswith("linalg.") else [last - 1]
 
 
 def _shared(op, k: int) -> bool:

@@ -27,7 +27,8 @@ def column_reductions(x, y, i):
     """A bf16 bias gradient's column sum in float32, a column max over 1000 x 300 (300 columns:
     the last block of 32 only partly used), an int32 column sum, two sums of one input, an argmax
     (no combiner for partials: it stays one thread per column), the bf16 sum rounded to bf16."""
-    return x.float().sum(0), y.amax(0), i.sum(0, dtype=torch.int32), (y * y).sum(0) + y.sum(0), y.argmax(0), x.sum(0)
+    return (x.float().sum(0), y.amax(0), i.sum(0, dtype=torch.int32), (y * y).sum(0) + y.sum(0), y.argmax(0),
+            x.sum(0))
 
 
 def _inputs(device="cpu"):
