@@ -6,6 +6,7 @@ import glob
 import os
 import re
 
+import pytest
 import torch
 
 import dynamo_mlir
@@ -128,3 +129,10 @@ def zeros_runtime(target_name: str):
         yield
     finally:
         register_target(target, override=True)
+
+
+def on_gpu(test):
+    """Marks a test `cuda` and skips it where the cuda target cannot run (no GPU or cuda-bindings)."""
+    return pytest.mark.cuda(pytest.mark.skipif(not get_target("cuda").available(),
+                                               reason="needs a CUDA GPU and cuda-bindings")(test))
+

@@ -29,7 +29,7 @@ from dynamo_mlir.frontend.attention_call import attention_call
 from dynamo_mlir.frontend.backend import decompositions, keeps_fused_attention, prepare_attention
 from dynamo_mlir.frontend.half_attention import half_math_attention
 from dynamo_mlir.frontend.compile import compile_graph
-from helpers import assert_close_to_float32, read_stage, zeros_runtime
+from helpers import assert_close_to_float32, read_stage, zeros_runtime, on_gpu
 
 aten = torch.ops.aten
 TARGET = get_target("cuda")
@@ -38,9 +38,6 @@ FUSED = {"aten._scaled_dot_product_efficient_attention.default", "aten._scaled_d
          "aten._scaled_dot_product_cudnn_attention.default"}
 B, H, L, E = 2, 4, 16, 32
 
-
-def on_gpu(test):
-    return pytest.mark.cuda(pytest.mark.skipif(not TARGET.available(), reason="needs a CUDA GPU and cuda-bindings")(test))
 
 
 def _qkv(dtype=torch.float32, length=L, kv_length=L, kv_heads=H):

@@ -16,13 +16,10 @@ import torch.nn.functional as F
 
 import dynamo_mlir
 from dynamo_mlir.codegen.target import get_target
-from helpers import read_stage, zeros_runtime
+from helpers import read_stage, zeros_runtime, on_gpu
 
 TARGET = get_target("cuda")
 
-
-def on_gpu(test):
-    return pytest.mark.cuda(pytest.mark.skipif(not TARGET.available(), reason="needs a CUDA GPU and cuda-bindings")(test))
 
 
 class EmbedThenClassify(nn.Module):

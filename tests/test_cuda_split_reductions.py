@@ -9,18 +9,14 @@ unchanged, and that the split kernels ran.
 
 import re
 
-import pytest
 import torch
 
 import dynamo_mlir
 from dynamo_mlir.codegen.target import get_target
-from helpers import assert_all_compiled, zeros_runtime
+from helpers import assert_all_compiled, zeros_runtime, on_gpu
 
 TARGET = get_target("cuda")
 
-
-def on_gpu(test):
-    return pytest.mark.cuda(pytest.mark.skipif(not TARGET.available(), reason="needs a CUDA GPU and cuda-bindings")(test))
 
 
 def column_reductions(x, y, i):

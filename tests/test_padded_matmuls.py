@@ -9,21 +9,17 @@ its logits, the logits' gradient and the head weight's gradient are [256, 250], 
 
 import re
 
-import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 import dynamo_mlir
 from dynamo_mlir.codegen.target import get_target
-from helpers import zeros_runtime
+from helpers import zeros_runtime, on_gpu
 
 TARGET = get_target("cuda")
 VOCAB, TOKENS, WIDTH = 250, 512, 128
 
-
-def on_gpu(test):
-    return pytest.mark.cuda(pytest.mark.skipif(not TARGET.available(), reason="needs a CUDA GPU and cuda-bindings")(test))
 
 
 class Head(nn.Module):

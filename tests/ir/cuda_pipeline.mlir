@@ -188,7 +188,8 @@ func.func @norm_gradients(%g: tensor<8x512x32xf32>, %xhat: tensor<8x512x32xf32>)
 // -----
 // Two sums of one long row (a vocabulary's 50000 logits: blocked rows of 12500, 4 a row) are no
 // column sums: cuda-fuse-sibling-column-sums leaves them apart, each a block per blocked row
-// (merged, they were one thread per blocked row, 16 threads in all).
+// (merged, they were one split kernel: a single block of 128 threads, 8 for each of the 16
+// blocked rows).
 // GPU: func.func @long_rows
 // GPU: gpu.launch_func @row_reduce::@kernel blocks in (%c16, %c1, %c1) threads in (%c256, %c1, %c1)
 // GPU: gpu.launch_func @row_fused::@kernel blocks in (%c4, %c1, %c1)
